@@ -1,0 +1,228 @@
+/*
+ * opt.c: options declared as a table and parsed GNU style, so that every
+ * command gets the same syntax, the same errors and a usage text generated
+ * from the same table it parses with.
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Internal marker from the per-argument parsers; never a negated code. */
+#define HELP_SEEN (-1000)
+
+static const struct opt *find_long(const struct opt *opts, const char *name,
+				   size_t len)
+{
+	for (const struct opt *o = opts; o->kind != OPT_END; o++)
+		if (strlen(o->name) == len && !strncmp(o->name, name, len))
+			return o;
+	return NULL;
+}
+
+static const struct opt *find_short(const struct opt *opts, char c)
+{
+	for (const struct opt *o = opts; o->kind != OPT_END; o++)
+		if (o->short_name && o->short_name == c)
+			return o;
+	return NULL;
+}
+
+static int parse_uint(const struct opt *o, const char *arg, struct err *e)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v < o->min ||
+	    v > o->max)
+		return err_set(e, COMMON_EUSAGE,
+			       "--%s wants a whole number from %u to %u, not '%s'",
+			       o->name, o->min, o->max, arg);
+	*(unsigned *)o->value = (unsigned)v;
+	return 0;
+}
+
+static int parse_seconds(const struct opt *o, const char *arg, struct err *e)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= 0) || v > 4e6)
+		return err_set(e, COMMON_EUSAGE,
+			       "--%s wants a number of seconds (like 30 or 0.5), not '%s'",
+			       o->name, arg);
+	*(unsigned *)o->value = (unsigned)(v * 1000.0 + 0.5);
+	return 0;
+}
+
+static int parse_choice(const struct opt *o, const char *arg, struct err *e)
+{
+	char list[256] = "";
+
+	for (int i = 0; o->choices[i]; i++) {
+		if (!strcmp(o->choices[i], arg)) {
+			*(int *)o->value = i;
+			return 0;
+		}
+		if (i)
+			strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+		strncat(list, o->choices[i], sizeof(list) - strlen(list) - 1);
+	}
+	return err_set(e, COMMON_EUSAGE, "--%s must be one of %s, not '%s'",
+		       o->name, list, arg);
+}
+
+static int apply(const struct opt *o, const char *arg, struct err *e)
+{
+	switch (o->kind) {
+	case OPT_FLAG:
+		*(bool *)o->value = true;
+		return 0;
+	case OPT_STRING:
+		*(const char **)o->value = arg;
+		return 0;
+	case OPT_LIST:
+		if (strlist_push(o->value, arg))
+			return err_set(e, COMMON_ENOMEM, "out of memory");
+		return 0;
+	case OPT_UINT:
+		return parse_uint(o, arg, e);
+	case OPT_SECONDS:
+		return parse_seconds(o, arg, e);
+	case OPT_CHOICE:
+		return parse_choice(o, arg, e);
+	case OPT_END:
+		break;
+	}
+	return err_set(e, COMMON_EINVAL, "bad option table entry --%s", o->name);
+}
+
+/* Handles one "--name[=value]" and returns how many argv slots it used, or a
+ * negative value after filling e. */
+static int parse_long(const struct opt *opts, int argc, char **argv, int i,
+		      struct err *e)
+{
+	const char *name = argv[i] + 2;
+	const char *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	const struct opt *o = find_long(opts, name, len);
+
+	if (!o) {
+		if (len == 4 && !strncmp(name, "help", 4))
+			return HELP_SEEN;
+		err_set(e, COMMON_EUSAGE, "unknown option '--%.*s'", (int)len,
+			name);
+		return -COMMON_EUSAGE;
+	}
+	if (o->kind == OPT_FLAG) {
+		if (eq) {
+			err_set(e, COMMON_EUSAGE, "--%s takes no value", o->name);
+			return -COMMON_EUSAGE;
+		}
+		return apply(o, NULL, e) ? -COMMON_EUSAGE : 1;
+	}
+	if (eq)
+		return apply(o, eq + 1, e) ? -COMMON_EUSAGE : 1;
+	if (i + 1 >= argc) {
+		err_set(e, COMMON_EUSAGE, "--%s needs a value (%s)", o->name,
+			o->arg ? o->arg : "VALUE");
+		return -COMMON_EUSAGE;
+	}
+	return apply(o, argv[i + 1], e) ? -COMMON_EUSAGE : 2;
+}
+
+static int parse_short(const struct opt *opts, int argc, char **argv, int i,
+		       struct err *e)
+{
+	const char *p = argv[i] + 1;
+
+	for (; *p; p++) {
+		const struct opt *o = find_short(opts, *p);
+		if (!o) {
+			if (*p == 'h')
+				return HELP_SEEN;
+			err_set(e, COMMON_EUSAGE, "unknown option '-%c'", *p);
+			return -COMMON_EUSAGE;
+		}
+		if (o->kind == OPT_FLAG) {
+			if (apply(o, NULL, e))
+				return -COMMON_EUSAGE;
+			continue;
+		}
+		if (p[1])
+			return apply(o, p + 1, e) ? -COMMON_EUSAGE : 1;
+		if (i + 1 >= argc) {
+			err_set(e, COMMON_EUSAGE, "-%c needs a value (%s)", *p,
+				o->arg ? o->arg : "VALUE");
+			return -COMMON_EUSAGE;
+		}
+		return apply(o, argv[i + 1], e) ? -COMMON_EUSAGE : 2;
+	}
+	return 1;
+}
+
+int opt_parse(const struct opt *opts, int argc, char **argv,
+	      struct strlist *pos, bool stop_at_first_positional,
+	      struct err *e)
+{
+	int i = 1;
+
+	while (i < argc) {
+		const char *a = argv[i];
+		int used;
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0') {
+			if (strlist_push(pos, a))
+				return err_set(e, COMMON_ENOMEM, "out of memory");
+			i++;
+			if (stop_at_first_positional)
+				break;
+			continue;
+		}
+		used = a[1] == '-' ? parse_long(opts, argc, argv, i, e)
+				   : parse_short(opts, argc, argv, i, e);
+		if (used == HELP_SEEN)
+			return OPT_HELP;
+		if (used < 0)
+			return -used;
+		i += used;
+	}
+	for (; i < argc; i++)
+		if (strlist_push(pos, argv[i]))
+			return err_set(e, COMMON_ENOMEM, "out of memory");
+	return OPT_OK;
+}
+
+void opt_usage(FILE *f, const char *usage, const struct opt *opts)
+{
+	fprintf(f, "%s\n", usage);
+	if (opts[0].kind != OPT_END)
+		fprintf(f, "\nOptions:\n");
+	for (const struct opt *o = opts; o->kind != OPT_END; o++) {
+		char left[64];
+		int n;
+
+		if (o->short_name)
+			n = snprintf(left, sizeof(left), "  -%c, --%s",
+				     o->short_name, o->name);
+		else
+			n = snprintf(left, sizeof(left), "      --%s", o->name);
+		if (o->kind != OPT_FLAG && n > 0 && (size_t)n < sizeof(left))
+			snprintf(left + n, sizeof(left) - (size_t)n, " %s",
+				 o->arg ? o->arg : "VALUE");
+		if (strlen(left) > 30)
+			fprintf(f, "%s\n%32s%s\n", left, "", o->help);
+		else
+			fprintf(f, "%-32s%s\n", left, o->help);
+	}
+	fprintf(f, "  -h, --help                    show this help\n");
+}

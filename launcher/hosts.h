@@ -1,0 +1,65 @@
+/*
+ * hosts.h (private to launcher/): the host options that `run` and `push`
+ * share, and the list of targets built from them.
+ */
+#ifndef SLICECTL_LAUNCHER_HOSTS_H
+#define SLICECTL_LAUNCHER_HOSTS_H
+
+#include "common/common.h"
+#include "ssh/fanout.h"
+
+struct host_options {
+	struct strlist host_files;
+	struct strlist hosts;
+	struct strlist env;
+	const char *user;
+	unsigned port;
+	const char *identity;
+	const char *known_hosts;
+	int policy;
+	unsigned concurrency;
+	unsigned connect_timeout_ms;
+	unsigned timeout_ms;
+	unsigned keepalive_ms;
+	unsigned retries;
+	const char *log_dir;
+	bool fail_fast;
+	bool verbose;
+	int format; /* 0 text, 1 json */
+};
+
+extern const char *const hostkey_policy_names[];
+extern const char *const format_names[];
+
+/* Fills opts[0..HOST_OPTIONS_COUNT-1] with the shared options, bound to ho;
+ * a command appends its own and the terminating { 0 }. */
+#define HOST_OPTIONS_COUNT 17
+void host_options_table(struct host_options *ho, struct opt *opts);
+
+void host_options_init(struct host_options *ho);
+void host_options_release(struct host_options *ho);
+
+struct targets {
+	struct fanout_target *v;
+	size_t n;
+	struct strlist strings; /* owns every string the targets point to */
+	char ***envs;           /* per-target env arrays */
+};
+
+void targets_init(struct targets *t);
+void targets_release(struct targets *t);
+
+/* Builds the targets from --hosts and --host, applying --user, --port and
+ * --env, and SLICE_PROCESS_ID / SLICE_NUM_PROCESSES for each host. */
+int targets_build(struct targets *t, const struct host_options *ho,
+		  struct err *e);
+
+/* Parses "[USER@]HOST[:PORT]" ("[v6addr]:port" too). */
+int host_spec_parse(const char *spec, char **user, char **host,
+		    unsigned *port, struct err *e);
+
+/* Fills a fanout config from the options (command and input are left). */
+void host_options_config(const struct host_options *ho,
+			 struct fanout_config *c);
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * launcher.h: slicectl's commands. Each lives in its own cmd_*.c with the
+ * same signature, in the manner of git's builtin/: argv[0] is the command
+ * name, the return value is the process exit status.
+ */
+#ifndef SLICECTL_LAUNCHER_H
+#define SLICECTL_LAUNCHER_H
+
+/* Exit statuses of our own (remote commands' statuses pass through). */
+enum {
+	EXIT_USAGE = 2,      /* bad flags or arguments: nothing was started */
+	EXIT_TIMEOUT = 124,  /* as timeout(1) */
+	EXIT_INTERRUPT = 130,
+	EXIT_FAILURE_SSH = 255, /* as ssh(1): a host could not be reached */
+};
+
+int cmd_run(int argc, char **argv);
+int cmd_push(int argc, char **argv);
+
+#endif

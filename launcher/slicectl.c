@@ -1,0 +1,76 @@
+/*
+ * slicectl.c: the command table and main. Shared set-up lives here once:
+ * --help and --version, SIGPIPE, and an exit status that reflects a failed
+ * write to stdout.
+ */
+#include "common/common.h"
+#include "launcher/launcher.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "run", cmd_run, "run a command on many hosts at once over SSH" },
+	{ "push", cmd_push, "copy a file or directory to many hosts at once" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: slicectl [--version] [--help] COMMAND [ARGS]\n\n"
+		   "Launch and keep alive training jobs on Cloud TPU slices.\n\n"
+		   "Commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name,
+			commands[i].summary);
+	fprintf(f, "\nslicectl COMMAND --help shows a command's options.\n");
+}
+
+/* A full disk or a closed pipe on stdout must not end in exit status 0. */
+static int finish(int status)
+{
+	if (fflush(stdout) || ferror(stdout)) {
+		if (errno != EPIPE)
+			fprintf(stderr, "slicectl: error: writing stdout: %s\n",
+				strerror(errno));
+		return status ? status : 1;
+	}
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	const char *name;
+
+	log_setup("slicectl", LOG_INFO);
+	/* Closed sockets and pipes are reported by write, not by a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	name = argv[1];
+	if (!strcmp(name, "--help") || !strcmp(name, "-h") ||
+	    !strcmp(name, "help")) {
+		usage(stdout);
+		return finish(0);
+	}
+	if (!strcmp(name, "--version")) {
+		printf("slicectl %s\n", SLICECTL_VERSION);
+		return finish(0);
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return finish(commands[i].fn(argc - 1, argv + 1));
+	fprintf(stderr, "slicectl: '%s' is not a command; see slicectl --help\n",
+		name);
+	return EXIT_USAGE;
+}

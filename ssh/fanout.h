@@ -1,0 +1,113 @@
+/*
+ * ssh/fanout.h: run one command on many hosts at once over SSH, in one thread
+ * and one poll loop, every host its own non-blocking libssh2 state machine.
+ *
+ * Only handshakes in flight are bounded (connect_concurrency): once a host's
+ * command runs it never waits for another host, so a command that blocks
+ * until every host has started (a barrier) finishes at any host count.
+ */
+#ifndef SLICECTL_SSH_FANOUT_H
+#define SLICECTL_SSH_FANOUT_H
+
+#include "common/common.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum ssh_error {
+	SSH_OK = 0,
+	SSH_ENOMEM = COMMON_ENOMEM,
+	SSH_EINVAL = COMMON_EINVAL,
+	SSH_EIO = COMMON_EIO,
+	SSH_EKEY = 10,   /* a private key could not be loaded or used */
+	SSH_EAGENT,      /* ssh-agent could not be reached or refused */
+	SSH_EHOSTKEY,    /* a host key is unknown or changed, or known_hosts bad */
+	SSH_ELIMIT,      /* a process limit (open files) is too low */
+	SSH_ESYS,        /* the event loop itself failed */
+};
+
+enum fanout_stream { FANOUT_STDOUT = 0, FANOUT_STDERR = 1 };
+
+enum fanout_hostkey_policy {
+	FANOUT_HOSTKEY_YES,        /* unknown and changed keys refused */
+	FANOUT_HOSTKEY_ACCEPT_NEW, /* unknown keys added; changed refused */
+	FANOUT_HOSTKEY_NO,         /* as accept-new: a changed key is never
+				      accepted, whatever the policy */
+};
+
+enum fanout_outcome {
+	FANOUT_PENDING = 0, /* never finished (only seen after a hard abort) */
+	FANOUT_EXITED,      /* exit_status is valid */
+	FANOUT_SIGNALED,    /* the remote command died of signal `signal` */
+	FANOUT_TIMEOUT,     /* --timeout elapsed; the remote command was ended */
+	FANOUT_CANCELLED,   /* fail-fast or an interrupt ended it */
+	FANOUT_UNREACHABLE, /* connect, handshake, host key or auth failed */
+	FANOUT_LOST,        /* the connection died after the command started */
+};
+
+struct fanout_target {
+	const char *user;
+	const char *host;  /* name or address, as the user gave it */
+	unsigned port;
+	const char *label; /* how output names this host */
+	char **env;        /* "NAME=value", exported before the command */
+	size_t nenv;
+};
+
+struct fanout_result {
+	enum fanout_outcome outcome;
+	int exit_status;
+	char signal[16];   /* "TERM", without "SIG" */
+	char error[320];   /* why, for every outcome but EXITED */
+	uint64_t start_ms; /* first connect attempt, monotonic */
+	uint64_t end_ms;
+	uint64_t bytes_out;
+	uint64_t bytes_err;
+	uint64_t bytes_in; /* sent to the command's stdin */
+	unsigned attempts; /* connection attempts */
+};
+
+struct fanout_callbacks {
+	void *ud;
+	/* Raw data as it arrives; line assembly is the caller's business. */
+	void (*output)(void *ud, size_t host, enum fanout_stream stream,
+		       const char *data, size_t len);
+	void (*done)(void *ud, size_t host, const struct fanout_result *r);
+	/* Called every loop iteration that had events, to flush buffers. */
+	void (*flush)(void *ud);
+};
+
+struct fanout_config {
+	const char *command;    /* the remote command, as the shell reads it */
+	const unsigned char *input; /* stdin of every host, or NULL for none */
+	size_t input_len;
+	const char *identity;   /* private key file; NULL: agent, then defaults */
+	const char *known_hosts;
+	enum fanout_hostkey_policy policy;
+	unsigned connect_concurrency;
+	unsigned connect_timeout_ms;  /* TCP connect through authentication */
+	unsigned command_timeout_ms;  /* 0: none */
+	unsigned keepalive_ms;        /* 0: none */
+	unsigned keepalive_count_max; /* unanswered keepalives before lost */
+	unsigned retries;             /* extra connection attempts */
+	bool fail_fast;
+	int cancel_fd; /* readable: end every command; twice: abort. -1: none */
+};
+
+void fanout_config_init(struct fanout_config *c);
+
+/*
+ * Runs cfg->command on every target and fills results[i] for targets[i].
+ * Returns SSH_OK when every host got an outcome (whatever it was), or an
+ * error when the fan-out could not run at all (bad key, known_hosts
+ * unreadable, open-file limit, out of memory).
+ */
+int fanout_run(const struct fanout_config *cfg,
+	       const struct fanout_target *targets, size_t n,
+	       struct fanout_result *results, const struct fanout_callbacks *cb,
+	       struct err *e);
+
+const char *fanout_outcome_name(enum fanout_outcome o);
+
+#endif

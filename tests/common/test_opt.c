@@ -1,0 +1,119 @@
+/* Option parsing: the syntax every command shares. */
+#include "common/common.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+static bool flag;
+static const char *str;
+static unsigned num, ms;
+static int choice;
+static struct strlist list;
+static const char *const choices[] = { "yes", "accept-new", "no", NULL };
+static const struct opt opts[] = {
+	{ "flag", 'f', OPT_FLAG, &flag, NULL, "a flag" },
+	{ "str", 's', OPT_STRING, &str, "S", "a string" },
+	{ "num", 'n', OPT_UINT, &num, "N", "a number", 1, 100, NULL },
+	{ "secs", 0, OPT_SECONDS, &ms, "S", "seconds" },
+	{ "choice", 0, OPT_CHOICE, &choice, "C", "a choice", 0, 0, choices },
+	{ "list", 'l', OPT_LIST, &list, "X", "repeatable" },
+	{ 0 },
+};
+
+static void reset(void)
+{
+	flag = false;
+	str = NULL;
+	num = ms = 0;
+	choice = 0;
+	strlist_init(&list);
+}
+
+static int parse(int argc, char **argv, struct strlist *pos, struct err *e)
+{
+	reset();
+	strlist_init(pos);
+	err_init(e);
+	return opt_parse(opts, argc, argv, pos, false, e);
+}
+
+Test(opt, long_short_and_values)
+{
+	char *argv[] = { "cmd", "--flag", "-s", "x", "--num=42", "--secs",
+			 "0.5", "--choice", "accept-new", "-l", "a", "-lb",
+			 "pos1", "--", "--not-an-option", NULL };
+	struct strlist pos;
+	struct err e;
+
+	cr_assert_eq(parse(14, argv, &pos, &e), OPT_OK, "%s", e.msg);
+	cr_assert(flag);
+	cr_assert_str_eq(str, "x");
+	cr_assert_eq(num, 42);
+	cr_assert_eq(ms, 500);
+	cr_assert_eq(choice, 1);
+	cr_assert_eq(list.n, 2);
+	cr_assert_str_eq(list.v[1], "b");
+	cr_assert_eq(pos.n, 2);
+	cr_assert_str_eq(pos.v[0], "pos1");
+	cr_assert_str_eq(pos.v[1], "--not-an-option");
+	strlist_release(&pos);
+	strlist_release(&list);
+}
+
+Test(opt, errors_name_the_option)
+{
+	struct {
+		char *arg;
+		const char *msg;
+	} cases[] = {
+		{ "--nope", "unknown option '--nope'" },
+		{ "--num=0", "--num wants a whole number from 1 to 100" },
+		{ "--num=12x", "not '12x'" },
+		{ "--num=-1", "not '-1'" },
+		{ "--secs=abc", "--secs wants a number of seconds" },
+		{ "--choice=maybe", "one of yes, accept-new, no" },
+		{ "--flag=1", "--flag takes no value" },
+		{ "--str", "--str needs a value" },
+		{ "-x", "unknown option '-x'" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[] = { "cmd", cases[i].arg, NULL };
+		struct strlist pos;
+		struct err e;
+
+		cr_assert_eq(parse(2, argv, &pos, &e), COMMON_EUSAGE, "%s",
+			     cases[i].arg);
+		cr_assert(strstr(e.msg, cases[i].msg), "'%s' lacks '%s'",
+			  e.msg, cases[i].msg);
+		strlist_release(&pos);
+		strlist_release(&list);
+	}
+}
+
+Test(opt, help)
+{
+	char *argv1[] = { "cmd", "--help", NULL };
+	char *argv2[] = { "cmd", "-h", NULL };
+	struct strlist pos;
+	struct err e;
+
+	cr_assert_eq(parse(2, argv1, &pos, &e), OPT_HELP);
+	strlist_release(&pos);
+	cr_assert_eq(parse(2, argv2, &pos, &e), OPT_HELP);
+	strlist_release(&pos);
+}
+
+Test(opt, stop_at_first_positional)
+{
+	char *argv[] = { "cmd", "--flag", "echo", "--flag", NULL };
+	struct strlist pos;
+	struct err e;
+
+	reset();
+	strlist_init(&pos);
+	cr_assert_eq(opt_parse(opts, 4, argv, &pos, true, &e), OPT_OK);
+	cr_assert_eq(pos.n, 2);
+	cr_assert_str_eq(pos.v[1], "--flag");
+	strlist_release(&pos);
+}

@@ -1,0 +1,491 @@
+/*
+ * slicectl run, end to end, against a real OpenSSH sshd on loopback that
+ * serves every worker address.
+ */
+#include "tests/harness/harness.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct test_sshd sshd;
+static char tmp[HARNESS_PATH];
+static char hosts[HARNESS_PATH + 32];
+static char kh[HARNESS_PATH + 32];
+
+static void up(void)
+{
+	cr_assert_eq(sshd_start(&sshd, NULL), 0, "sshd did not start");
+	cr_assert_eq(make_temp_dir(tmp, sizeof(tmp), "run"), 0);
+	snprintf(hosts, sizeof(hosts), "%s/hosts", tmp);
+	snprintf(kh, sizeof(kh), "%s/known_hosts", tmp);
+}
+
+static void down(void)
+{
+	sshd_stop(&sshd);
+	rm_rf(tmp);
+}
+
+/* Runs slicectl with the login options every test needs, then argv. */
+static int run(struct run_result *r, const char *const *args)
+{
+	const char *argv[64];
+	size_t n = 0;
+
+	argv[n++] = args[0];
+	argv[n++] = "--identity";
+	argv[n++] = sshd.key;
+	argv[n++] = "--known-hosts";
+	argv[n++] = kh;
+	for (size_t i = 1; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	cr_assert_eq(run_slicectl(r, argv, NULL), 0);
+	return r->status;
+}
+
+static void hosts_and_keys(unsigned count)
+{
+	cr_assert_eq(sshd_write_hosts(&sshd, hosts, 1, count), 0);
+	cr_assert_eq(sshd_write_known_hosts(&sshd, kh, 1, count), 0);
+}
+
+static bool pid_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+TestSuite(run, .init = up, .fini = down, .timeout = 240);
+
+Test(run, sixty_four_hosts_output_and_env)
+{
+	struct run_result r;
+	char line[256], addr[32];
+	FILE *f;
+
+	/* Per-host variables in the hosts file, one with quotes in it. */
+	f = fopen(hosts, "w");
+	cr_assert_not_null(f);
+	for (unsigned i = 1; i <= 64; i++) {
+		loopback_addr(i, addr, sizeof(addr));
+		fprintf(f, "%s@%s:%u WHO=\"worker %u\" Q='it'\"'\"'s'\n",
+			sshd.user, addr, sshd.port, i);
+	}
+	fclose(f);
+	cr_assert_eq(sshd_write_known_hosts(&sshd, kh, 1, 64), 0);
+	const char *args[] = { "run", "--hosts", hosts, "--env", "GLOBAL=a b",
+			       "--", "echo \"$WHO|$SLICE_PROCESS_ID|"
+			       "$SLICE_NUM_PROCESSES|$GLOBAL|$Q\"; echo err >&2",
+			       NULL };
+
+	cr_assert_eq(run(&r, args), 0, "stderr: %s", r.err);
+	for (unsigned i = 1; i <= 64; i++) {
+		loopback_addr(i, addr, sizeof(addr));
+		snprintf(line, sizeof(line), "%s: worker %u|%u|64|a b|it's\n",
+			 addr, i, i - 1);
+		cr_assert_eq(count_substr(r.out, line), 1, "missing %s", line);
+		snprintf(line, sizeof(line), "%s! err\n", addr);
+		cr_assert_eq(count_substr(r.err, line), 1, "missing %s", line);
+	}
+	cr_assert(strstr(r.err, "64 hosts in"), "%s", r.err);
+	cr_assert(strstr(r.err, ": 64 ok"), "%s", r.err);
+	run_result_release(&r);
+}
+
+Test(run, json_results_and_log_dir)
+{
+	struct run_result r;
+	char logdir[HARNESS_PATH + 16], path[HARNESS_PATH + 64];
+	char *log;
+
+	hosts_and_keys(4);
+	snprintf(logdir, sizeof(logdir), "%s/logs", tmp);
+	const char *args[] = { "run", "--hosts", hosts, "--format", "json",
+			       "--log-dir", logdir, "--",
+			       "printf 'a\\tb\\n\"q\"\\n'; printf partial >&2; "
+			       "exit $SLICE_PROCESS_ID", NULL };
+
+	cr_assert_eq(run(&r, args), 3, "stderr: %s", r.err);
+	cr_assert_eq(count_substr(r.out, "{\"type\":\"line\""), 4 * 3);
+	cr_assert(strstr(r.out, "\"host\":\"127.0.0.2\",\"stream\":\"stdout\","
+				"\"text\":\"a\\tb\"}"), "%s", r.out);
+	cr_assert(strstr(r.out, "\"text\":\"\\\"q\\\"\""), "%s", r.out);
+	cr_assert(strstr(r.out, "\"stream\":\"stderr\",\"text\":\"partial\""));
+	cr_assert(strstr(r.out, "\"host\":\"127.0.0.4\",\"address\":"
+				"\"127.0.0.4\""), "%s", r.out);
+	cr_assert(strstr(r.out, "\"outcome\":\"exited\",\"exit_status\":3"));
+	cr_assert(strstr(r.out, "{\"type\":\"summary\",\"hosts\":4,\"ok\":1,"
+				"\"failed\":3"), "%s", r.out);
+	cr_assert(strstr(r.out, "\"exit_status\":3}\n"), "%s", r.out);
+	snprintf(path, sizeof(path), "%s/127.0.0.3.log", logdir);
+	log = read_file(path, NULL);
+	cr_assert_not_null(log, "no %s", path);
+	cr_assert(strstr(log, "out: a\tb\nout: \"q\"\nerr: partial\n"), "%s",
+		  log);
+	cr_assert(strstr(log, "# exit 2 after "), "%s", log);
+	free(log);
+	run_result_release(&r);
+}
+
+/* A command that waits for every other host to start must finish however
+ * few handshakes may be in flight: no batch deadlock. */
+Test(run, barrier_across_256_hosts, .timeout = 300)
+{
+	struct run_result r;
+	char barrier[HARNESS_PATH + 16], cmd[1024];
+
+	hosts_and_keys(256);
+	snprintf(barrier, sizeof(barrier), "%s/barrier", sshd.shared);
+	cr_assert_eq(sh("mkdir -m 1777 %s", barrier), 0);
+	snprintf(cmd, sizeof(cmd),
+		 ": > %s/$SLICE_PROCESS_ID; "
+		 "while :; do set -- %s/*; [ $# -ge 256 ] && break; "
+		 "sleep 0.3; done; echo passed",
+		 barrier, barrier);
+	const char *args[] = { "run", "--hosts", hosts,
+			       "--connect-concurrency", "8", "--timeout",
+			       "200", "--", cmd, NULL };
+
+	cr_assert_eq(run(&r, args), 0, "stderr: %s", r.err);
+	cr_assert_eq(count_substr(r.out, ": passed\n"), 256);
+	cr_assert(strstr(r.err, "256 hosts in"), "%s", r.err);
+	run_result_release(&r);
+}
+
+Test(run, closed_port_is_retried_then_unreachable)
+{
+	struct run_result r;
+	char spec[128];
+
+	hosts_and_keys(1);
+	/* Port 1 on loopback: nothing listens, connect is refused. */
+	snprintf(spec, sizeof(spec), "%s@127.0.0.9:1", sshd.user);
+	const char *args[] = { "run", "--hosts", hosts, "--host", spec,
+			       "--retries", "2", "--format", "json", "--",
+			       "echo ok", NULL };
+
+	cr_assert_eq(run(&r, args), 255, "stderr: %s", r.err);
+	cr_assert(strstr(r.out, "\"outcome\":\"unreachable\""), "%s", r.out);
+	cr_assert(strstr(r.out, "Connection refused"), "%s", r.out);
+	cr_assert(strstr(r.out, "\"attempts\":3}"), "%s", r.out);
+	cr_assert(strstr(r.out, "127.0.0.1: ok") == NULL);
+	cr_assert(strstr(r.out, "\"text\":\"ok\""), "the good host ran");
+	run_result_release(&r);
+}
+
+Test(run, listener_without_banner_times_out)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	struct run_result r;
+	char spec[128];
+	int fd;
+
+	hosts_and_keys(1);
+	/* The kernel completes the TCP handshake; nobody ever speaks. */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	sa.sin_addr.s_addr = inet_addr("127.0.0.20");
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(fd, 16), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	snprintf(spec, sizeof(spec), "%s@127.0.0.20:%u", sshd.user,
+		 ntohs(sa.sin_port));
+	const char *args[] = { "run", "--hosts", hosts, "--host", spec,
+			       "--connect-timeout", "1.5", "--", "echo ok",
+			       NULL };
+
+	cr_assert_eq(run(&r, args), 255, "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "connection timed out after 1.5 s (in "
+				"HANDSHAKE)"), "%s", r.err);
+	cr_assert(strstr(r.out, "127.0.0.1: ok\n"), "%s", r.out);
+	close(fd);
+	run_result_release(&r);
+}
+
+Test(run, exit_codes_and_signals)
+{
+	struct run_result r;
+
+	hosts_and_keys(5);
+	const char *args[] = { "run", "--hosts", hosts, "--",
+			       "case $SLICE_PROCESS_ID in "
+			       "1) exit 7;; 2) kill -TERM $$;; "
+			       "3) sleep 0.2; kill -KILL $$;; esac; echo ok",
+			       NULL };
+
+	/* The highest wins: SIGTERM's 128 + 15. */
+	cr_assert_eq(run(&r, args), 143, "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "127.0.0.2  exit 7"), "%s", r.err);
+	cr_assert(strstr(r.err, "127.0.0.3  signal TERM"), "%s", r.err);
+	cr_assert(strstr(r.err, "127.0.0.4  signal KILL"), "%s", r.err);
+	cr_assert_eq(count_substr(r.out, ": ok\n"), 2);
+	cr_assert(strstr(r.err, "2 ok, 3 failed"), "%s", r.err);
+	run_result_release(&r);
+}
+
+/* Reads the pids the remote commands wrote, waiting until all are there. */
+static void read_pids(const char *dir, unsigned first, unsigned count,
+		      pid_t *pids)
+{
+	for (unsigned i = first; i < first + count; i++) {
+		char path[HARNESS_PATH + 64];
+		char *s = NULL;
+
+		snprintf(path, sizeof(path), "%s/pid.%u", dir, i);
+		for (int tries = 0; tries < 300; tries++) {
+			s = read_file(path, NULL);
+			if (s && strchr(s, '\n'))
+				break;
+			free(s);
+			s = NULL;
+			usleep(100 * 1000);
+		}
+		cr_assert_not_null(s, "no pid from host %u", i);
+		pids[i - first] = (pid_t)atoi(s);
+		free(s);
+	}
+}
+
+static void assert_all_gone(const pid_t *pids, unsigned count)
+{
+	for (unsigned i = 0; i < count; i++) {
+		bool alive = true;
+
+		for (int tries = 0; tries < 50 && alive; tries++) {
+			alive = pid_alive(pids[i]);
+			if (alive)
+				usleep(100 * 1000);
+		}
+		cr_assert_not(alive, "remote process %d still runs", pids[i]);
+	}
+}
+
+Test(run, fail_fast_ends_remote_commands)
+{
+	struct run_result r;
+	char cmd[512];
+	pid_t pids[7];
+	time_t start = time(NULL);
+
+	hosts_and_keys(8);
+	/* Host 0 fails once the seven others run their long command. */
+	snprintf(cmd, sizeof(cmd),
+		 "if [ $SLICE_PROCESS_ID = 0 ]; then "
+		 "while [ $(ls %s | wc -l) -lt 7 ]; do sleep 0.1; done; exit 9; "
+		 "fi; sleep 300 & echo $! > %s/pid.$SLICE_PROCESS_ID; wait",
+		 sshd.shared, sshd.shared);
+	const char *args[] = { "run", "--hosts", hosts, "--fail-fast", "--",
+			       cmd, NULL };
+
+	cr_assert_eq(run(&r, args), 9, "stderr: %s", r.err);
+	cr_assert_lt(time(NULL) - start, 60);
+	cr_assert(strstr(r.err, "7 cancelled"), "%s", r.err);
+	read_pids(sshd.shared, 1, 7, pids);
+	assert_all_gone(pids, 7);
+	run_result_release(&r);
+}
+
+Test(run, interrupt_ends_remote_commands)
+{
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16], cmd[512];
+	pid_t pids[4], child;
+	int status;
+
+	hosts_and_keys(4);
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "sleep 300 & echo $! > %s/pid.$SLICE_PROCESS_ID; wait",
+		 sshd.shared);
+	const char *args[] = { "run", "--identity", sshd.key, "--known-hosts",
+			       kh, "--hosts", hosts, "--", cmd, NULL };
+
+	child = spawn_slicectl(args, out, err);
+	cr_assert_gt(child, 0);
+	read_pids(sshd.shared, 0, 4, pids);
+	kill(child, SIGINT);
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 130);
+	assert_all_gone(pids, 4);
+	char *e = read_file(err, NULL);
+	cr_assert(strstr(e, "4 cancelled"), "%s", e);
+	free(e);
+}
+
+Test(run, command_timeout_ends_remote_command)
+{
+	struct run_result r;
+	char cmd[512];
+	pid_t pid;
+
+	hosts_and_keys(2);
+	snprintf(cmd, sizeof(cmd),
+		 "[ $SLICE_PROCESS_ID = 1 ] || exit 0; "
+		 "sleep 300 & echo $! > %s/pid.1; wait", sshd.shared);
+	const char *args[] = { "run", "--hosts", hosts, "--timeout", "2", "--",
+			       cmd, NULL };
+
+	cr_assert_eq(run(&r, args), 124, "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "127.0.0.2  timeout"), "%s", r.err);
+	cr_assert(strstr(r.err, "command timed out after 2.0 s"), "%s", r.err);
+	read_pids(sshd.shared, 1, 1, &pid);
+	assert_all_gone(&pid, 1);
+	run_result_release(&r);
+}
+
+Test(run, unknown_host_key_per_policy)
+{
+	struct run_result r;
+	char *k;
+
+	cr_assert_eq(sshd_write_hosts(&sshd, hosts, 1, 3), 0);
+	const char *yes[] = { "run", "--hosts", hosts, "--", "echo ok", NULL };
+	cr_assert_eq(run(&r, yes), 255);
+	cr_assert_eq(count_substr(r.err, "is not known"), 3, "%s", r.err);
+	cr_assert_eq(count_substr(r.out, ": ok"), 0);
+	run_result_release(&r);
+
+	const char *acc[] = { "run", "--hosts", hosts,
+			      "--strict-host-key-checking", "accept-new", "--",
+			      "echo ok", NULL };
+	cr_assert_eq(run(&r, acc), 0, "%s", r.err);
+	cr_assert_eq(count_substr(r.out, ": ok"), 3);
+	run_result_release(&r);
+	k = read_file(kh, NULL);
+	cr_assert_eq(count_substr(k, "\n"), 3, "%s", k);
+	free(k);
+	/* Now known: the strict policy lets them in. */
+	cr_assert_eq(run(&r, yes), 0, "%s", r.err);
+	run_result_release(&r);
+
+	cr_assert_eq(sshd_write_hosts(&sshd, hosts, 4, 1), 0);
+	const char *no[] = { "run", "--hosts", hosts,
+			     "--strict-host-key-checking", "no", "--",
+			     "echo ok", NULL };
+	cr_assert_eq(run(&r, no), 0, "%s", r.err);
+	run_result_release(&r);
+}
+
+Test(run, changed_host_key_refused_under_every_policy)
+{
+	static const char *const policies[] = { "yes", "accept-new", "no" };
+	struct run_result r;
+	char other[HARNESS_PATH + 16];
+
+	cr_assert_eq(sshd_write_hosts(&sshd, hosts, 1, 2), 0);
+	/* Known_hosts names another ed25519 key for both hosts. */
+	snprintf(other, sizeof(other), "%s/other", tmp);
+	cr_assert_eq(sh("ssh-keygen -q -t ed25519 -N '' -f %s && "
+			"for a in 127.0.0.1 127.0.0.2; do "
+			"echo \"[$a]:%u $(cut -d' ' -f1,2 %s.pub)\"; done > %s",
+			other, sshd.port, other, kh), 0);
+	for (size_t i = 0; i < 3; i++) {
+		const char *args[] = { "run", "--hosts", hosts,
+				       "--strict-host-key-checking",
+				       policies[i], "--", "echo ok", NULL };
+
+		cr_assert_eq(run(&r, args), 255, "%s", policies[i]);
+		cr_assert_eq(count_substr(r.out, ": ok"), 0);
+		cr_assert(strstr(r.err, "127.0.0.2"), "%s", r.err);
+		cr_assert(strstr(r.err, kh), "names the file: %s", r.err);
+		cr_assert(strstr(r.err, "CHANGED") || strstr(r.err, "changed"),
+			  "%s", r.err);
+		run_result_release(&r);
+	}
+}
+
+Test(run, wrong_user_key_is_refused_once)
+{
+	struct run_result r;
+	char other[HARNESS_PATH + 16];
+
+	hosts_and_keys(2);
+	snprintf(other, sizeof(other), "%s/not_authorized", tmp);
+	cr_assert_eq(sh("ssh-keygen -q -t ed25519 -N '' -f %s", other), 0);
+	const char *args[] = { "run", "--hosts", hosts, "--identity", other,
+			       "--format", "json", "--", "echo ok", NULL };
+
+	cr_assert_eq(run(&r, args), 255);
+	cr_assert_eq(count_substr(r.out, "refused every key offered"), 2,
+		     "%s", r.out);
+	/* Authentication failures are never retried. */
+	cr_assert_eq(count_substr(r.out, "\"attempts\":1}"), 2, "%s", r.out);
+	run_result_release(&r);
+}
+
+/* 10 MB on each stream of 16 hosts at once, lines kept whole. */
+Test(run, ten_megabytes_each_stream_from_16_hosts, .timeout = 300)
+{
+	char logdir[HARNESS_PATH + 16], res[HARNESS_PATH + 16];
+	char *json;
+	int rc;
+
+	hosts_and_keys(16);
+	snprintf(logdir, sizeof(logdir), "%s/logs", tmp);
+	snprintf(res, sizeof(res), "%s/results", tmp);
+	rc = sh("\"$SLICECTL_BIN\" run --identity %s --known-hosts %s "
+		"--hosts %s --log-dir %s --format json -- "
+		"'gen() { head -c 10000000 /dev/zero | tr \"\\\\0\" x | "
+		"fold -w 999; }; gen & gen >&2; wait' "
+		"| grep -v '\"type\":\"line\"' > %s",
+		sshd.key, kh, hosts, logdir, res);
+	cr_assert_eq(rc, 0);
+	json = read_file(res, NULL);
+	cr_assert_not_null(json);
+	/* 10,000,000 bytes in lines of 999, plus their 10,010 newlines. */
+	cr_assert_eq(count_substr(json, "\"bytes_out\":10010010,"
+					"\"bytes_err\":10010010"), 16, "%s",
+		     json);
+	cr_assert(strstr(json, "\"ok\":16"), "%s", json);
+	free(json);
+	for (unsigned i = 1; i <= 16; i++) {
+		char addr[32];
+
+		loopback_addr(i, addr, sizeof(addr));
+		cr_assert_eq(sh("test $(grep -c '^out: x\\{999\\}$' %s/%s.log) "
+				"-eq 10010 && "
+				"test $(grep -c '^err: x\\{999\\}$' %s/%s.log) "
+				"-eq 10010 && "
+				"test $(grep -c '^out: x\\{10\\}$' %s/%s.log) "
+				"-eq 1",
+				logdir, addr, logdir, addr, logdir, addr), 0,
+			     "log of %s", addr);
+	}
+}
+
+Test(run, bad_arguments_exit_2)
+{
+	static const char *const cases[][6] = {
+		{ "run", "--", "true", NULL },
+		{ "run", "--host", "127.0.0.1:99999", "--", "true", NULL },
+		{ "run", "--host", "127.0.0.1", NULL },
+		{ "run", "--env", "1BAD=x", "--host", "127.0.0.1", NULL },
+		{ "run", "--bogus", NULL },
+		{ "run", "--hosts", "/nonexistent/hosts", "--", "true", NULL },
+	};
+	static const char *const messages[] = {
+		"no hosts", "port must be 1 to 65535", "no command given",
+		"is not NAME=VALUE", "unknown option '--bogus'",
+		"cannot read hosts file /nonexistent/hosts",
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct run_result r;
+
+		cr_assert_eq(run_slicectl(&r, cases[i], NULL), 0);
+		cr_assert_eq(r.status, 2, "case %zu: %s", i, r.err);
+		cr_assert(strstr(r.err, messages[i]), "case %zu: %s", i, r.err);
+		run_result_release(&r);
+	}
+}
