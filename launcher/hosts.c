@@ -70,8 +70,8 @@ void host_options_table(struct host_options *ho, struct opt *opts)
 			  "(default: never)" },
 		{ .name = "keepalive", .kind = OPT_SECONDS,
 		  .value = &ho->keepalive_ms, .arg = "S",
-		  .help = "keepalive interval; a host silent for 4 intervals "
-			  "is lost (default 15, 0: off)" },
+		  .help = "keepalive interval, 2 or more; a host silent for 4 "
+			  "intervals is lost (default 15, 0: off)" },
 		{ .name = "retries", .kind = OPT_UINT, .value = &ho->retries,
 		  .arg = "N", .min = 0, .max = 100,
 		  .help = "reconnects when refused or reset before login "

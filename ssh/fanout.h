@@ -59,7 +59,7 @@ struct fanout_result {
 	enum fanout_outcome outcome;
 	int exit_status;
 	char signal[16];   /* "TERM", without "SIG" */
-	char error[320];   /* why, for every outcome but EXITED */
+	char error[1024];  /* why, for every outcome but EXITED */
 	uint64_t start_ms; /* first connect attempt, monotonic */
 	uint64_t end_ms;
 	uint64_t bytes_out;
@@ -80,7 +80,10 @@ struct fanout_callbacks {
 
 struct fanout_config {
 	const char *command;    /* the remote command, as the shell reads it */
-	const unsigned char *input; /* stdin of every host, or NULL for none */
+	/* stdin of every host. NULL: the command gets /dev/null, and stdin
+	 * carries the signal that ends it on a timeout, fail-fast or interrupt
+	 * (see command.c); with input, ending a command closes its channel. */
+	const unsigned char *input;
 	size_t input_len;
 	const char *identity;   /* private key file; NULL: agent, then defaults */
 	const char *known_hosts;

@@ -32,6 +32,15 @@
 
 typedef enum step state_fn(struct fanout *f, struct host *h);
 
+/* libssh2 keeps time for keepalives in whole seconds, and turns an
+ * interval of 1 into 2: whole seconds from 2 up are what it can do. */
+static unsigned keepalive_ms(const struct fanout_config *c)
+{
+	unsigned s = (c->keepalive_ms + 500) / 1000;
+
+	return (s < 2 ? 2 : s) * 1000;
+}
+
 static const char *const state_names[] = {
 	"STOP",        "QUEUED",        "RETRY_WAIT",   "CONNECT",
 	"HANDSHAKE",   "HOSTKEY",       "AUTH",         "CHANNEL_OPEN",
@@ -209,6 +218,21 @@ static enum step st_connect(struct fanout *f, struct host *h)
 	return STEP_NEXT;
 }
 
+/* libssh2 reads the socket for us, sometimes within a call made for
+ * another reason; counting bytes here is the one sure sign of life. */
+static ssize_t recv_counted(libssh2_socket_t fd, void *buf, size_t len,
+			    int flags, void **abstract)
+{
+	struct host *h = *abstract;
+	ssize_t n = recv(fd, buf, len, flags);
+
+	if (n > 0)
+		h->last_rx_ms = mono_ms();
+	else if (n < 0)
+		n = -errno;
+	return n;
+}
+
 static enum step st_handshake(struct fanout *f, struct host *h)
 {
 	int rc;
@@ -218,6 +242,8 @@ static enum step st_handshake(struct fanout *f, struct host *h)
 		if (!h->session)
 			return fail(h, false, "out of memory for an SSH session");
 		libssh2_session_set_blocking(h->session, 0);
+		libssh2_session_callback_set(h->session, LIBSSH2_CALLBACK_RECV,
+					     (void *)recv_counted);
 		libssh2_session_method_pref(h->session, LIBSSH2_METHOD_HOSTKEY,
 			knownhosts_methods(fanout_knownhosts(f),
 					   h->target->host, h->target->port));
@@ -341,7 +367,7 @@ static enum step st_exec(struct fanout *f, struct host *h)
 
 		buf_init(&b);
 		if (command_build(&b, c->command, h->target->env,
-				  h->target->nenv)) {
+				  h->target->nenv, !c->input)) {
 			buf_release(&b);
 			return fail(h, false, "cannot build the command");
 		}
@@ -362,17 +388,17 @@ static enum step st_exec(struct fanout *f, struct host *h)
 	now = mono_ms();
 	h->deadline_ms = c->command_timeout_ms ? now + c->command_timeout_ms : 0;
 	h->last_rx_ms = now;
-	h->next_keepalive_ms = c->keepalive_ms ? now + c->keepalive_ms : 0;
+	h->next_keepalive_ms = c->keepalive_ms ? now + keepalive_ms(c) : 0;
 	if (c->keepalive_ms)
 		libssh2_keepalive_config(h->session, 1,
-					 c->keepalive_ms < 2000
-						 ? 1
-						 : c->keepalive_ms / 1000);
+					 keepalive_ms(c) / 1000);
 	if (h->ending != FANOUT_PENDING) {
 		h->signal_name = "TERM";
 		set_state(h, HS_SIGNAL);
 	} else {
-		set_state(h, c->input ? HS_SEND : HS_SEND_EOF);
+		/* Without input, stdin stays open: it is how a command
+		 * is ended (command.c). */
+		set_state(h, c->input ? HS_SEND : HS_RUNNING);
 	}
 	return STEP_NEXT;
 }
@@ -428,6 +454,11 @@ static enum step st_send(struct fanout *f, struct host *h)
 	if (drain(f, h))
 		return lost(h);
 	while (h->sent < c->input_len) {
+		/* The command may end without reading all of its input. */
+		if (remote_ended(h)) {
+			set_state(h, HS_RUNNING);
+			return STEP_NEXT;
+		}
 		size_t n = c->input_len - h->sent;
 		ssize_t w;
 
@@ -435,8 +466,17 @@ static enum step st_send(struct fanout *f, struct host *h)
 			n = SEND_CHUNK;
 		w = libssh2_channel_write_ex(h->channel, 0,
 					     (const char *)c->input + h->sent, n);
-		if (w == LIBSSH2_ERROR_EAGAIN)
-			return STEP_AGAIN;
+		if (w == LIBSSH2_ERROR_EAGAIN) {
+			/* Waiting for window, libssh2 read what had come:
+			 * output, or the end of the command, that poll will
+			 * never report again. */
+			if (drain(f, h))
+				return lost(h);
+			if (!remote_ended(h))
+				return STEP_AGAIN;
+			set_state(h, HS_RUNNING);
+			return STEP_NEXT;
+		}
 		if (w < 0) {
 			if (remote_ended(h) || w == LIBSSH2_ERROR_CHANNEL_CLOSED ||
 			    w == LIBSSH2_ERROR_CHANNEL_EOF_SENT) {
@@ -480,23 +520,36 @@ static enum step st_running(struct fanout *f, struct host *h)
 
 static enum step st_signal(struct fanout *f, struct host *h)
 {
-	int rc;
+	char line[16];
+	size_t len;
+	ssize_t w;
 
 	if (drain(f, h))
 		return lost(h);
-	/* RFC 4254 6.9: sshd (OpenSSH 7.9 and later) signals the command's
-	 * whole process group, so nothing the command started survives. */
-	rc = libssh2_channel_process_startup(h->channel, "signal",
-					     sizeof("signal") - 1,
-					     h->signal_name,
-					     (unsigned)strlen(h->signal_name));
-	if (rc == LIBSSH2_ERROR_EAGAIN)
-		return STEP_AGAIN;
+	/* A command fed with input has no wrapper listening: closing the
+	 * channel ends its input, and with it the command. */
+	if (fanout_config(f)->input) {
+		h->signalled = true;
+		h->deadline_ms = mono_ms() + CLOSE_TIMEOUT_MS;
+		set_state(h, HS_CLOSE);
+		return STEP_NEXT;
+	}
+	len = (size_t)snprintf(line, sizeof(line), "%s\n", h->signal_name);
+	w = libssh2_channel_write_ex(h->channel, 0, line, len);
+	if (w == LIBSSH2_ERROR_EAGAIN) {
+		if (drain(f, h))
+			return lost(h);
+		if (!remote_ended(h))
+			return STEP_AGAIN;
+		set_state(h, HS_RUNNING);
+		return STEP_NEXT;
+	}
 	h->signalled = true;
-	if (rc) {
-		log_warn("%s: sshd refused to signal the command (%s); closing "
-			 "the channel instead",
-			 h->target->label, ssh_error_text(h));
+	if (w < 0) {
+		if (!remote_ended(h))
+			log_warn("%s: cannot tell the command to stop (%s); "
+				 "closing the channel instead",
+				 h->target->label, ssh_error_text(h));
 		h->deadline_ms = mono_ms() + CLOSE_TIMEOUT_MS;
 		set_state(h, HS_CLOSE);
 		return STEP_NEXT;
@@ -754,7 +807,7 @@ void host_tick(struct fanout *f, struct host *h, uint64_t now)
 	if (!h->started || !c->keepalive_ms || !h->session)
 		return;
 	if (now - h->last_rx_ms >
-	    (uint64_t)c->keepalive_ms * (c->keepalive_count_max + 1)) {
+	    (uint64_t)keepalive_ms(c) * (c->keepalive_count_max + 1)) {
 		fail(h, false, "connection to %s lost: no answer for %.0f s",
 		     h->target->label, (double)(now - h->last_rx_ms) / 1000.0);
 		on_error(f, h);
@@ -764,7 +817,7 @@ void host_tick(struct fanout *f, struct host *h, uint64_t now)
 		int next = 0;
 
 		libssh2_keepalive_send(h->session, &next);
-		h->next_keepalive_ms = now + c->keepalive_ms;
+		h->next_keepalive_ms = now + keepalive_ms(c);
 		/* The keepalive may have queued data behind EAGAIN. */
 		host_drive(f, h);
 	}

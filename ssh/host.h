@@ -30,7 +30,7 @@ enum host_state {
 	HS_SEND,         /* the command's stdin */
 	HS_SEND_EOF,
 	HS_RUNNING,      /* output until the remote end's EOF */
-	HS_SIGNAL,       /* asking sshd to signal the command's process group */
+	HS_SIGNAL,       /* telling the wrapper to signal the command's group */
 	HS_CLOSE,
 	HS_WAIT_CLOSED,  /* the exit status arrives before the remote close */
 	HS_CHANNEL_FREE,
@@ -88,9 +88,10 @@ void host_tick(struct fanout *f, struct host *h, uint64_t now);
 
 const char *host_state_name(enum host_state s);
 
-/* command.c: "export K='v'; ... COMMAND" for one host. */
+/* command.c: exports and the command for one host; when endable, wrapped
+ * so that a signal name written to its stdin ends it (see command.c). */
 int command_build(struct buf *out, const char *command, char *const *env,
-		  size_t nenv);
+		  size_t nenv, bool endable);
 
 /* fanout.c services the hosts use. */
 void fanout_slot_release(struct fanout *f, struct host *h);

@@ -18,7 +18,7 @@ struct knownhosts_entry;
 struct knownhosts {
 	char *path;
 	enum fanout_hostkey_policy policy;
-	struct knownhosts_entry *entries; /* the file's usable lines, in order */
+	struct knownhosts_entry *entries; /* usable lines, in file order */
 	size_t n;
 	size_t cap;
 	void *scratch;        /* EVP_MD_CTX * for hashed names, made lazily */

@@ -11,12 +11,18 @@ static int choice;
 static struct strlist list;
 static const char *const choices[] = { "yes", "accept-new", "no", NULL };
 static const struct opt opts[] = {
-	{ "flag", 'f', OPT_FLAG, &flag, NULL, "a flag" },
-	{ "str", 's', OPT_STRING, &str, "S", "a string" },
-	{ "num", 'n', OPT_UINT, &num, "N", "a number", 1, 100, NULL },
-	{ "secs", 0, OPT_SECONDS, &ms, "S", "seconds" },
-	{ "choice", 0, OPT_CHOICE, &choice, "C", "a choice", 0, 0, choices },
-	{ "list", 'l', OPT_LIST, &list, "X", "repeatable" },
+	{ .name = "flag", .short_name = 'f', .kind = OPT_FLAG, .value = &flag,
+	  .help = "a flag" },
+	{ .name = "str", .short_name = 's', .kind = OPT_STRING, .value = &str,
+	  .arg = "S", .help = "a string" },
+	{ .name = "num", .short_name = 'n', .kind = OPT_UINT, .value = &num,
+	  .arg = "N", .help = "a number", .min = 1, .max = 100 },
+	{ .name = "secs", .kind = OPT_SECONDS, .value = &ms, .arg = "S",
+	  .help = "seconds" },
+	{ .name = "choice", .kind = OPT_CHOICE, .value = &choice, .arg = "C",
+	  .help = "a choice", .choices = choices },
+	{ .name = "list", .short_name = 'l', .kind = OPT_LIST, .value = &list,
+	  .arg = "X", .help = "repeatable" },
 	{ 0 },
 };
 
@@ -45,7 +51,7 @@ Test(opt, long_short_and_values)
 	struct strlist pos;
 	struct err e;
 
-	cr_assert_eq(parse(14, argv, &pos, &e), OPT_OK, "%s", e.msg);
+	cr_assert_eq(parse(15, argv, &pos, &e), OPT_OK, "%s", e.msg);
 	cr_assert(flag);
 	cr_assert_str_eq(str, "x");
 	cr_assert_eq(num, 42);

@@ -142,7 +142,7 @@ Test(run, json_results_and_log_dir)
 Test(run, barrier_across_256_hosts, .timeout = 300)
 {
 	struct run_result r;
-	char barrier[HARNESS_PATH + 16], cmd[1024];
+	char barrier[HARNESS_PATH + 16], cmd[4096];
 
 	hosts_and_keys(256);
 	snprintf(barrier, sizeof(barrier), "%s/barrier", sshd.shared);
@@ -219,8 +219,9 @@ Test(run, exit_codes_and_signals)
 	hosts_and_keys(5);
 	const char *args[] = { "run", "--hosts", hosts, "--",
 			       "case $SLICE_PROCESS_ID in "
-			       "1) exit 7;; 2) kill -TERM $$;; "
-			       "3) sleep 0.2; kill -KILL $$;; esac; echo ok",
+			       "1) exit 7;; 2) exec sh -c 'kill -TERM $$';; "
+			       "3) sleep 0.2; exec sh -c 'kill -KILL $$';; "
+			       "esac; echo ok",
 			       NULL };
 
 	/* The highest wins: SIGTERM's 128 + 15. */
@@ -273,7 +274,7 @@ static void assert_all_gone(const pid_t *pids, unsigned count)
 Test(run, fail_fast_ends_remote_commands)
 {
 	struct run_result r;
-	char cmd[512];
+	char cmd[4096];
 	pid_t pids[7];
 	time_t start = time(NULL);
 
@@ -297,7 +298,7 @@ Test(run, fail_fast_ends_remote_commands)
 
 Test(run, interrupt_ends_remote_commands)
 {
-	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16], cmd[512];
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16], cmd[4096];
 	pid_t pids[4], child;
 	int status;
 
@@ -326,7 +327,7 @@ Test(run, interrupt_ends_remote_commands)
 Test(run, command_timeout_ends_remote_command)
 {
 	struct run_result r;
-	char cmd[512];
+	char cmd[4096];
 	pid_t pid;
 
 	hosts_and_keys(2);
@@ -434,12 +435,12 @@ Test(run, ten_megabytes_each_stream_from_16_hosts, .timeout = 300)
 	hosts_and_keys(16);
 	snprintf(logdir, sizeof(logdir), "%s/logs", tmp);
 	snprintf(res, sizeof(res), "%s/results", tmp);
-	rc = sh("\"$SLICECTL_BIN\" run --identity %s --known-hosts %s "
+	rc = sh("'%s' run --identity %s --known-hosts %s "
 		"--hosts %s --log-dir %s --format json -- "
 		"'gen() { head -c 10000000 /dev/zero | tr \"\\\\0\" x | "
 		"fold -w 999; }; gen & gen >&2; wait' "
 		"| grep -v '\"type\":\"line\"' > %s",
-		sshd.key, kh, hosts, logdir, res);
+		slicectl_bin(), sshd.key, kh, hosts, logdir, res);
 	cr_assert_eq(rc, 0);
 	json = read_file(res, NULL);
 	cr_assert_not_null(json);
@@ -466,11 +467,11 @@ Test(run, ten_megabytes_each_stream_from_16_hosts, .timeout = 300)
 
 Test(run, bad_arguments_exit_2)
 {
-	static const char *const cases[][6] = {
+	static const char *const cases[][8] = {
 		{ "run", "--", "true", NULL },
 		{ "run", "--host", "127.0.0.1:99999", "--", "true", NULL },
 		{ "run", "--host", "127.0.0.1", NULL },
-		{ "run", "--env", "1BAD=x", "--host", "127.0.0.1", NULL },
+		{ "run", "--env", "1BAD=x", "--host", "127.0.0.1", "--", "true" },
 		{ "run", "--bogus", NULL },
 		{ "run", "--hosts", "/nonexistent/hosts", "--", "true", NULL },
 	};
@@ -488,4 +489,63 @@ Test(run, bad_arguments_exit_2)
 		cr_assert(strstr(r.err, messages[i]), "case %zu: %s", i, r.err);
 		run_result_release(&r);
 	}
+}
+
+Test(run, keepalive_holds_silent_commands_and_finds_frozen_hosts)
+{
+	struct run_result r = { 0 };
+	char cmd[4096];
+	pid_t frozen, sleeper;
+
+	hosts_and_keys(2);
+	/* Host 2's sshd session process stops answering: SIGSTOP. */
+	snprintf(cmd, sizeof(cmd),
+		 "if [ $SLICE_PROCESS_ID = 1 ]; then sleep 30 & "
+		 "echo $! > %s/pid.2; echo $PPID > %s/pid.1; wait; fi; "
+		 "sleep 10; echo done", sshd.shared, sshd.shared);
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	const char *spawn_args[] = { "run", "--identity", sshd.key,
+				     "--known-hosts", kh, "--hosts", hosts,
+				     "--keepalive", "2", "--format", "json",
+				     "--", cmd, NULL };
+	int status;
+	pid_t child;
+
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	child = spawn_slicectl(spawn_args, out, err);
+	read_pids(sshd.shared, 1, 1, &frozen);
+	read_pids(sshd.shared, 2, 1, &sleeper);
+	cr_assert_eq(kill(frozen, SIGSTOP), 0);
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	kill(frozen, SIGCONT);
+	kill(frozen, SIGTERM);
+	kill(sleeper, SIGTERM);
+	cr_assert_eq(WEXITSTATUS(status), 255);
+	r.out = read_file(out, NULL);
+	cr_assert(strstr(r.out, "\"host\":\"127.0.0.1\",\"stream\":\"stdout\","
+				"\"text\":\"done\""), "%s", r.out);
+	cr_assert(strstr(r.out, "\"outcome\":\"lost\""), "%s", r.out);
+	cr_assert(strstr(r.out, "no answer for "), "%s", r.out);
+	free(r.out);
+}
+
+/* A thousand hosts from one process, with a soft open-file limit far
+ * below that: slicectl raises its own. */
+Test(run, thousand_hosts_one_process, .timeout = 300)
+{
+	char res[HARNESS_PATH + 16];
+	char *json;
+
+	hosts_and_keys(1024);
+	snprintf(res, sizeof(res), "%s/results", tmp);
+	cr_assert_eq(sh("ulimit -Sn 256 && '%s' run --identity %s "
+			"--known-hosts %s --hosts %s --format json -- "
+			"'echo $SLICE_PROCESS_ID' > %s", slicectl_bin(), sshd.key,
+			kh, hosts, res), 0);
+	json = read_file(res, NULL);
+	cr_assert(strstr(json, "\"hosts\":1024,\"ok\":1024"), "%s",
+		  strstr(json, "\"type\":\"summary\""));
+	cr_assert(strstr(json, "\"text\":\"1023\""));
+	free(json);
 }
