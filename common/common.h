@@ -89,6 +89,11 @@ unsigned backoff_next_ms(struct backoff *b);
 int shq_append(struct buf *b, const char *s);
 bool env_name_valid(const char *name, size_t len);
 
+/* base64.c: decodes into out (at most cap bytes); COMMON_EINVAL when in is
+ * not base64 or does not fit. Whitespace is skipped. */
+int base64_decode(const char *in, size_t len, unsigned char *out, size_t cap,
+		  size_t *out_len);
+
 /* json.c: a JSON string literal (quotes included) from any bytes; invalid
  * UTF-8 becomes U+FFFD. */
 int json_append_string(struct buf *b, const char *s, size_t n);

@@ -202,6 +202,31 @@ int opt_parse(const struct opt *opts, int argc, char **argv,
 	return OPT_OK;
 }
 
+/* Writes text from column 32, wrapped to 79 columns. */
+static void wrap_help(FILE *f, const char *text, size_t col)
+{
+	const size_t indent = 32, width = 79;
+
+	while (*text) {
+		size_t room = width - indent, len = strlen(text), cut = len;
+
+		if (col < indent)
+			fprintf(f, "%*s", (int)(indent - col), "");
+		if (len > room) {
+			cut = room;
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			if (cut == 0)
+				cut = room;
+		}
+		fprintf(f, "%.*s\n", (int)cut, text);
+		text += cut;
+		while (*text == ' ')
+			text++;
+		col = 0;
+	}
+}
+
 void opt_usage(FILE *f, const char *usage, const struct opt *opts)
 {
 	fprintf(f, "%s\n", usage);
@@ -219,10 +244,13 @@ void opt_usage(FILE *f, const char *usage, const struct opt *opts)
 		if (o->kind != OPT_FLAG && n > 0 && (size_t)n < sizeof(left))
 			snprintf(left + n, sizeof(left) - (size_t)n, " %s",
 				 o->arg ? o->arg : "VALUE");
-		if (strlen(left) > 30)
-			fprintf(f, "%s\n%32s%s\n", left, "", o->help);
-		else
-			fprintf(f, "%-32s%s\n", left, o->help);
+		fputs(left, f);
+		if (strlen(left) > 30) {
+			fputc('\n', f);
+			wrap_help(f, o->help, 0);
+		} else {
+			wrap_help(f, o->help, strlen(left));
+		}
 	}
 	fprintf(f, "  -h, --help                    show this help\n");
 }

@@ -160,22 +160,17 @@ int cmd_push(int argc, char **argv)
 	struct err e;
 	char hex[2 * EVP_MAX_MD_SIZE + 1] = "", dest[4096];
 	int rc, status;
-	struct opt opts[HOST_OPTIONS_COUNT + 1] = { 0 };
 
 	host_options_init(&ho);
-	host_options_table(&ho, opts);
 	strlist_init(&pos);
 	buf_init(&cmd);
 	err_init(&e);
-	rc = opt_parse(opts, argc, argv, &pos, false, &e);
-	if (rc == OPT_HELP) {
-		opt_usage(stdout, usage, opts);
-		status = 0;
+	status = host_options_parse(&ho, argc, argv, usage, false, &pos);
+	if (status >= 0)
 		goto out;
-	}
-	if (rc || pos.n < 1 || pos.n > 2) {
-		log_error("%s (see slicectl push --help)",
-			  rc ? e.msg : "want SRC and at most one DEST");
+	if (pos.n < 1 || pos.n > 2) {
+		log_error("want SRC and at most one DEST (see slicectl push "
+			  "--help)");
 		status = EXIT_USAGE;
 		goto out;
 	}

@@ -23,26 +23,14 @@ int cmd_run(int argc, char **argv)
 	struct strlist pos;
 	struct fanout_config cfg;
 	struct buf cmd;
-	struct err e;
-	int rc, status;
-	struct opt opts[HOST_OPTIONS_COUNT + 1] = { 0 };
+	int status;
 
 	host_options_init(&ho);
-	host_options_table(&ho, opts);
 	strlist_init(&pos);
 	buf_init(&cmd);
-	err_init(&e);
-	rc = opt_parse(opts, argc, argv, &pos, true, &e);
-	if (rc == OPT_HELP) {
-		opt_usage(stdout, usage, opts);
-		status = 0;
+	status = host_options_parse(&ho, argc, argv, usage, true, &pos);
+	if (status >= 0)
 		goto out;
-	}
-	if (rc) {
-		log_error("%s (see slicectl run --help)", e.msg);
-		status = EXIT_USAGE;
-		goto out;
-	}
 	if (!pos.n) {
 		log_error("no command given: slicectl run [options] -- COMMAND");
 		status = EXIT_USAGE;

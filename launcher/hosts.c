@@ -6,6 +6,7 @@
  * override --env.
  */
 #include "launcher/hosts.h"
+#include "launcher/launcher.h"
 
 #include <errno.h>
 #include <pwd.h>
@@ -94,6 +95,28 @@ void host_options_table(struct host_options *ho, struct opt *opts)
 	};
 
 	memcpy(opts, table, sizeof(table));
+}
+
+int host_options_parse(struct host_options *ho, int argc, char **argv,
+		       const char *usage, bool stop_at_first_positional,
+		       struct strlist *pos)
+{
+	struct opt opts[HOST_OPTIONS_COUNT + 1] = { 0 };
+	struct err e;
+	int rc;
+
+	host_options_table(ho, opts);
+	err_init(&e);
+	rc = opt_parse(opts, argc, argv, pos, stop_at_first_positional, &e);
+	if (rc == OPT_HELP) {
+		opt_usage(stdout, usage, opts);
+		return 0;
+	}
+	if (rc) {
+		log_error("%s (see slicectl %s --help)", e.msg, argv[0]);
+		return EXIT_USAGE;
+	}
+	return -1;
 }
 
 void host_options_release(struct host_options *ho)

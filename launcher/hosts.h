@@ -37,6 +37,13 @@ extern const char *const format_names[];
 void host_options_table(struct host_options *ho, struct opt *opts);
 
 void host_options_init(struct host_options *ho);
+
+/* Parses a command's arguments into ho and pos. Returns -1 when the
+ * command should go on, or the exit status it should end with: 0 after
+ * printing usage for --help, EXIT_USAGE after saying what was wrong. */
+int host_options_parse(struct host_options *ho, int argc, char **argv,
+		       const char *usage, bool stop_at_first_positional,
+		       struct strlist *pos);
 void host_options_release(struct host_options *ho);
 
 struct targets {

@@ -681,59 +681,21 @@ fail:
 	return rc;
 }
 
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Base64 with line breaks; padding only at the end. */
 static int b64_decode(const char *in, size_t len, unsigned char **out,
 		      size_t *out_len)
 {
-	unsigned char *o = malloc(len / 4 * 3 + 3);
-	uint32_t acc = 0;
-	unsigned bits = 0, pad = 0;
-	size_t n = 0;
+	size_t cap = len / 4 * 3 + 3;
+	unsigned char *o = malloc(cap);
 
 	if (!o)
 		return SSH_ENOMEM;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)in[i];
-		int v;
-
-		if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
-			continue;
-		if (c == '=' && ++pad <= 2)
-			continue;
-		v = b64_value(c);
-		if (v < 0 || pad)
-			goto bad;
-		acc = acc << 6 | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			o[n++] = (unsigned char)(acc >> bits);
-		}
+	if (base64_decode(in, len, o, cap, out_len)) {
+		OPENSSL_cleanse(o, cap);
+		free(o);
+		return SSH_EKEY;
 	}
-	if (bits >= 6)
-		goto bad;
 	*out = o;
-	*out_len = n;
 	return 0;
-bad:
-	OPENSSL_cleanse(o, len / 4 * 3 + 3);
-	free(o);
-	return SSH_EKEY;
 }
 
 static EVP_PKEY *pkey_from_params(const char *alg, OSSL_PARAM_BLD *bld)

@@ -107,53 +107,12 @@ struct knownhosts_entry {
 	bool revoked;
 };
 
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Decodes base64 (padding optional) into out; false when s is not base64
- * or decodes to more than cap bytes. */
+/* Decodes base64 into out; false when s is not base64 or decodes to more
+ * than cap bytes. */
 static bool b64_decode(const char *s, size_t len, unsigned char *out,
 		       size_t cap, size_t *out_len)
 {
-	uint32_t acc = 0;
-	unsigned bits = 0;
-	size_t pad = 0;
-	size_t n = 0;
-
-	while (len && s[len - 1] == '=') {
-		len--;
-		pad++;
-	}
-	if (pad > 2 || (pad && (len + pad) % 4) || len % 4 == 1)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		int v = b64_value((unsigned char)s[i]);
-
-		if (v < 0)
-			return false;
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (n == cap)
-				return false;
-			out[n++] = (unsigned char)(acc >> bits);
-		}
-	}
-	*out_len = n;
-	return true;
+	return base64_decode(s, len, out, cap, out_len) == 0;
 }
 
 /* "SHA256:" and the unpadded base64 of the digest, as OpenSSH prints it. */
