@@ -40,6 +40,7 @@ void err_prefix(struct err *e, const char *fmt, ...)
 {
 	char old[sizeof(e->msg)];
 	va_list ap;
+	size_t len;
 	int n;
 
 	if (!e)
@@ -53,6 +54,9 @@ void err_prefix(struct err *e, const char *fmt, ...)
 	/* What does not fit of the old message is cut, not overflowed. */
 	memcpy(e->msg + n, ": ", 2);
 	n += 2;
-	strncpy(e->msg + n, old, sizeof(e->msg) - (size_t)n - 1);
-	e->msg[sizeof(e->msg) - 1] = '\0';
+	len = strlen(old);
+	if (len > sizeof(e->msg) - (size_t)n - 1)
+		len = sizeof(e->msg) - (size_t)n - 1;
+	memcpy(e->msg + n, old, len);
+	e->msg[(size_t)n + len] = '\0';
 }
