@@ -31,7 +31,9 @@ typedef int (*pack_write_fn)(void *ud, const void *data, size_t len,
 
 struct pack_options {
 	int level;        /* zstd level, 1..19; default 3 */
-	unsigned threads; /* zstd worker threads; 0: one per online CPU */
+	/* zstd worker threads; 0: one per online CPU. Fewer are used when
+	 * their buffers would not fit in about 192 MiB (at level 3, 19). */
+	unsigned threads;
 };
 
 struct pack_stats {
@@ -45,7 +47,17 @@ void pack_options_init(struct pack_options *o);
 /*
  * Packs src. A directory's entries are stored relative to it (its contents,
  * not its name); a regular file is stored under its base name. Symlinks are
- * stored, never followed. stats may be NULL.
+ * stored, never followed (src itself may be a symlink: it is followed).
+ * Sockets, fifos and devices are skipped with a warning. o and stats may be
+ * NULL.
+ *
+ * The writer sees the stream in chunks of 1 MiB (the last one shorter).
+ * Returns CKPT_ESOURCE when src is missing or something in it cannot be
+ * read, or when a file changes while it is read (an entry deleted before
+ * it is read is left out instead); CKPT_EWRITE with the writer's own
+ * message when the writer fails; CKPT_EINVAL for bad options. After an
+ * error the writer is not called again and what it received is not a
+ * complete stream.
  */
 int pack_tree(const char *src, const struct pack_options *o,
 	      pack_write_fn write, void *ud, struct pack_stats *stats,
