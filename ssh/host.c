@@ -131,7 +131,6 @@ static void drop_connection(struct fanout *f, struct host *h)
 		h->fd = -1;
 	}
 	h->watched = LOOP_NONE;
-	h->authenticated = false;
 }
 
 static void finish(struct fanout *f, struct host *h, enum fanout_outcome o)
@@ -282,6 +281,7 @@ static enum step st_hostkey(struct fanout *f, struct host *h)
 
 static enum step auth_refused(struct fanout *f, struct host *h)
 {
+	const char *why = "";
 	bool rsa = false;
 	char keys[160] = "";
 
@@ -292,6 +292,9 @@ static enum step auth_refused(struct fanout *f, struct host *h)
 
 		if (k->type == KEY_RSA)
 			rsa = true;
+		/* A key the agent dropped fails to sign, not to match. */
+		if (k->sign_err.code)
+			why = k->sign_err.msg;
 		if (strlen(keys) + strlen(name) + 3 < sizeof(keys)) {
 			if (i)
 				strcat(keys, ", ");
@@ -301,14 +304,15 @@ static enum step auth_refused(struct fanout *f, struct host *h)
 	return fail(h, false,
 		    "%s@%s refused every key offered (%s): check the user "
 		    "(--user) and that the public key is in its "
-		    "~/.ssh/authorized_keys%s",
+		    "~/.ssh/authorized_keys%s%s%s",
 		    h->target->user, h->target->label, keys,
 		    rsa && LIBSSH2_VERSION_NUM < 0x010b00
 			    ? "; the RSA key can only be used with SHA-1 "
 			      "signatures (ssh-rsa) by libssh2 " LIBSSH2_VERSION
 			      ", which OpenSSH 8.8 and later refuse: use an "
 			      "ed25519 key (ssh-keygen -t ed25519)"
-			    : "");
+			    : "",
+		    *why ? "; signing failed: " : "", why);
 }
 
 static enum step st_auth(struct fanout *f, struct host *h)
@@ -332,7 +336,6 @@ static enum step st_auth(struct fanout *f, struct host *h)
 	if (rc)
 		return fail(h, false, "authentication with %s: %s",
 			    h->target->label, ssh_error_text(h));
-	h->authenticated = true;
 	set_state(h, HS_CHANNEL_OPEN);
 	return STEP_NEXT;
 }

@@ -58,7 +58,6 @@ struct host {
 	bool in_slot;           /* counts against connect_concurrency */
 	bool started;           /* the remote command was started */
 	bool signalled;
-	bool authenticated;
 	bool retryable;         /* the last failure may go away */
 	enum fanout_outcome ending; /* timeout or cancel decided locally */
 	const char *signal_name;    /* for HS_SIGNAL */
