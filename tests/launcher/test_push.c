@@ -148,3 +148,43 @@ Test(push, missing_source_is_a_usage_error)
 	cr_assert(strstr(r.err, "cannot read /nonexistent/src"), "%s", r.err);
 	run_result_release(&r);
 }
+
+/* The remote side trusts nothing it has not checked: a checksum that does
+ * not match (a sha256sum that says so stands in for corruption in
+ * transit) unpacks nothing, and a host without zstd says what to install. */
+Test(push, remote_checks_before_unpacking)
+{
+	struct run_result r;
+	char fake[HARNESS_PATH + 16], nozstd[HARNESS_PATH + 16];
+	char addr1[32], addr2[32];
+	FILE *f;
+
+	make_tree();
+	snprintf(fake, sizeof(fake), "%s/fakebin", sshd.shared);
+	snprintf(nozstd, sizeof(nozstd), "%s/nozstd", sshd.shared);
+	cr_assert_eq(sh("mkdir -p %s %s && chmod 755 %s %s && "
+			"printf '#!/bin/sh\\nexit 1\\n' > %s/sha256sum && "
+			"chmod 755 %s/sha256sum && "
+			"for t in sh cat mkdir mktemp wc rm tar sha256sum; do "
+			"ln -s \"$(command -v $t)\" %s/$t; done",
+			fake, nozstd, fake, nozstd, fake, fake, nozstd), 0);
+	loopback_addr(1, addr1, sizeof(addr1));
+	loopback_addr(2, addr2, sizeof(addr2));
+	f = fopen(hosts, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "%s@%s:%u HOME=%s/home1 PATH=%s:/usr/bin:/bin\n", sshd.user,
+		addr1, sshd.port, sshd.shared, fake);
+	fprintf(f, "%s@%s:%u HOME=%s/home2 PATH=%s\n", sshd.user, addr2,
+		sshd.port, sshd.shared, nozstd);
+	fclose(f);
+	const char *args[] = { "push", "--identity", sshd.key, "--known-hosts",
+			       kh, "--hosts", hosts, src, "~/dest", NULL };
+
+	cr_assert_eq(run_slicectl(&r, args, NULL), 0);
+	cr_assert_eq(r.status, 127, "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "checksum mismatch"), "%s", r.err);
+	cr_assert(strstr(r.err, "zstd is not installed here"), "%s", r.err);
+	cr_assert_eq(sh("test -z \"$(ls -A %s/home1/dest 2>/dev/null)\"",
+			sshd.shared), 0, "something was unpacked");
+	run_result_release(&r);
+}
