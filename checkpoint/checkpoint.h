@@ -11,6 +11,7 @@
 #ifndef SLICECTL_CHECKPOINT_H
 #define SLICECTL_CHECKPOINT_H
 
+#include "cloud/cloud.h"
 #include "common/common.h"
 
 #include <stddef.h>
@@ -23,6 +24,12 @@ enum checkpoint_error {
 	CKPT_EIO = COMMON_EIO,
 	CKPT_ESOURCE = 20, /* the source tree could not be read */
 	CKPT_EWRITE,       /* the writer callback failed */
+	CKPT_ECOMMITTED,   /* the step is committed: its parts are final */
+	CKPT_EUNSAFE,      /* an archive entry would land outside dest */
+	/* The ckpt_* functions also return cloud_error codes as they are:
+	 * CLOUD_ENOTFOUND (no such step), CLOUD_ECORRUPT (a part does not
+	 * match COMMIT or is not a valid archive), CLOUD_ENOSPACE (a full
+	 * disk or file size limit while restoring), network errors. */
 };
 
 /* Returns 0, or an error code after filling e. */
@@ -62,5 +69,121 @@ void pack_options_init(struct pack_options *o);
 int pack_tree(const char *src, const struct pack_options *o,
 	      pack_write_fn write, void *ud, struct pack_stats *stats,
 	      struct err *e);
+
+/*
+ * Checkpoints in an object store (DESIGN.md, "Bucket layout" and "commit
+ * protocol"): step N of a run is
+ *     checkpoints/step-NNNNNNNNNN/PART.tar.zst   one part per host
+ *     checkpoints/step-NNNNNNNNNN/COMMIT         manifest, created last
+ * and exists only once COMMIT exists. COMMIT is JSON:
+ *     {"step": N, "time": "RFC 3339", "parts": [{"name": "PART.tar.zst",
+ *      "size": BYTES, "crc32c": UINT32, "generation": G}, ...]}
+ * and is created create-only, so of two committers one wins and the other
+ * finds the step committed.
+ */
+#define CKPT_DEFAULT_PART "slice-0-worker-0"
+
+struct ckpt_save_options {
+	struct pack_options pack;
+	const char *part;        /* default CKPT_DEFAULT_PART */
+	unsigned parts_expected; /* parts the step needs before COMMIT; 1 */
+};
+
+struct ckpt_save_result {
+	uint64_t bytes;          /* compressed size of this part */
+	uint32_t crc32c;
+	bool committed;          /* this save saw the step committed */
+	struct pack_stats stats;
+};
+
+void ckpt_save_options_init(struct ckpt_save_options *o);
+
+/* Streams dir as tar+zstd straight to the store as this host's part of
+ * step (no temporary file), then commits the step if every expected part
+ * is there. A save killed at any moment never yields a committed step. */
+int ckpt_save(struct store *s, const char *dir, uint64_t step,
+	      const struct ckpt_save_options *o, struct ckpt_save_result *r,
+	      struct err *e);
+
+/* Creates COMMIT when all parts_expected parts of step are present.
+ * *committed tells whether the step is committed afterwards (by this call
+ * or an earlier one); missing parts are not an error. */
+int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
+		bool *committed, struct err *e);
+
+struct ckpt_part {
+	char *name;          /* "PART.tar.zst" */
+	uint64_t size;
+	uint32_t crc32c;
+	int64_t generation;
+};
+
+struct ckpt_step {
+	uint64_t step;
+	bool committed;
+	bool corrupt;            /* COMMIT exists but is not a valid
+				    manifest: the step cannot be restored */
+	char time[40];           /* COMMIT's time, or the newest part's */
+	struct ckpt_part *parts; /* from COMMIT when committed, else listed */
+	size_t nparts;
+	uint64_t bytes;
+};
+
+struct ckpt_list {
+	struct ckpt_step *v;     /* ascending by step */
+	size_t n;
+};
+
+int ckpt_list(struct store *s, struct ckpt_list *out, struct err *e);
+void ckpt_list_release(struct ckpt_list *l);
+
+struct ckpt_verify_result {
+	uint64_t step;
+	size_t parts_ok;
+	size_t parts_bad;
+	char problem[512];       /* the first problem found, if any */
+};
+
+/* Reads every part of a committed step (0: the newest) and checks size and
+ * CRC32C against COMMIT. Returns 0 when it could check, whatever it found:
+ * r says what. */
+int ckpt_verify(struct store *s, uint64_t step, struct ckpt_verify_result *r,
+		struct err *e);
+
+struct ckpt_restore_options {
+	uint64_t step;    /* 0: newest committed step whose part verifies,
+			     falling back to older ones, saying why */
+	const char *part; /* default: the step's only part, or
+			     CKPT_DEFAULT_PART when it has several */
+};
+
+/* Restores a part into dest atomically: unpacked (no absolute paths, no
+ * "..", no symlink escapes) into a temporary sibling directory, then
+ * renamed into place. On any failure dest is as it was. */
+int ckpt_restore(struct store *s, const char *dest,
+		 const struct ckpt_restore_options *o, uint64_t *restored,
+		 struct err *e);
+
+struct ckpt_prune_options {
+	unsigned keep;          /* newest committed steps kept, at least 1 */
+	unsigned keep_every;    /* also keep steps divisible by this; 0: no */
+	unsigned stale_s;       /* uncommitted steps older than the newest
+				   committed one and untouched this long are
+				   abandoned writes: deleted. Default 3600. */
+};
+
+/* keep 1, keep_every 0, stale_s 3600. */
+void ckpt_prune_options_init(struct ckpt_prune_options *o);
+
+struct ckpt_prune_result {
+	size_t steps_deleted;
+	size_t objects_deleted;
+	uint64_t bytes_freed;
+};
+
+/* Never deletes the newest committed step, nor an uncommitted step newer
+ * than it or touched within stale_s (a live writer's). */
+int ckpt_prune(struct store *s, const struct ckpt_prune_options *o,
+	       struct ckpt_prune_result *r, struct err *e);
 
 #endif

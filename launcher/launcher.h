@@ -16,5 +16,6 @@ enum {
 
 int cmd_run(int argc, char **argv);
 int cmd_push(int argc, char **argv);
+int cmd_ckpt(int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ struct command {
 static const struct command commands[] = {
 	{ "run", cmd_run, "run a command on many hosts at once over SSH" },
 	{ "push", cmd_push, "copy a file or directory to many hosts at once" },
+	{ "ckpt", cmd_ckpt, "save, list, verify, restore and prune checkpoints" },
 };
 
 static void usage(FILE *f)
@@ -51,8 +52,10 @@ int main(int argc, char **argv)
 	const char *name;
 
 	log_setup("slicectl", LOG_INFO);
-	/* Closed sockets and pipes are reported by write, not by a signal. */
+	/* Closed sockets and pipes, and a file-size limit, are reported by
+	 * write as errors we can explain, not by a signal that kills us. */
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -1,0 +1,56 @@
+/*
+ * checkpoint/ckpt_internal.h: private to the ckpt_*.c files. Names of the
+ * objects of a step, one listing of checkpoints/ grouped by step, and
+ * COMMIT as JSON both ways.
+ */
+#ifndef SLICECTL_CHECKPOINT_CKPT_INTERNAL_H
+#define SLICECTL_CHECKPOINT_CKPT_INTERNAL_H
+
+#include "checkpoint/checkpoint.h"
+
+#include <time.h>
+
+#define CKPT_ROOT "checkpoints/"
+#define CKPT_PART_SUFFIX ".tar.zst"
+#define CKPT_COMMIT "COMMIT"
+#define CKPT_COMMIT_MAX ((size_t)1 << 20)
+#define CKPT_NAME_MAX 256
+
+/* "checkpoints/step-NNNNNNNNNN/" followed by leaf (may be ""). */
+void ckpt_object_name(char *out, size_t cap, uint64_t step,
+		      const char *leaf);
+
+/* Whether leaf (what follows the step's folder) names a part. */
+bool ckpt_is_part_leaf(const char *leaf);
+
+/* The objects of one step's folder as listed. */
+struct ckpt_scan_step {
+	uint64_t step;
+	bool has_commit;
+	struct store_object commit;
+	struct store_object *objs; /* everything else, parts or not */
+	size_t nobjs;
+};
+
+struct ckpt_scan {
+	struct ckpt_scan_step *v; /* ascending by step */
+	size_t n;
+};
+
+int ckpt_scan(struct store *s, struct ckpt_scan *out, struct err *e);
+void ckpt_scan_release(struct ckpt_scan *sc);
+
+/* Reads a step's COMMIT into st (parts, time, bytes); CLOUD_ECORRUPT
+ * with the reason when it is not a valid manifest of that step. */
+int ckpt_read_commit(struct store *s, uint64_t step, struct ckpt_step *st,
+		     struct err *e);
+/* The manifest of parts as JSON (malloc'd). */
+char *ckpt_commit_json(uint64_t step, const struct ckpt_part *parts,
+		       size_t n);
+void ckpt_step_release(struct ckpt_step *st);
+
+void ckpt_now_rfc3339(char *out, size_t cap);
+/* Seconds since the epoch of an RFC 3339 UTC time, or -1. */
+time_t ckpt_parse_time(const char *t);
+
+#endif

@@ -1,0 +1,401 @@
+/*
+ * checkpoint/ckpt_list.c: what the store holds under checkpoints/, from
+ * one listing grouped by step, and COMMIT manifests read and written as
+ * JSON. A malformed COMMIT makes its step "corrupt", never a failure of
+ * the whole listing.
+ */
+#include "checkpoint/ckpt_internal.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ckpt_object_name(char *out, size_t cap, uint64_t step, const char *leaf)
+{
+	snprintf(out, cap, CKPT_ROOT "step-%010llu/%s",
+		 (unsigned long long)step, leaf);
+}
+
+bool ckpt_is_part_leaf(const char *leaf)
+{
+	size_t n = strlen(leaf), sl = strlen(CKPT_PART_SUFFIX);
+
+	return n > sl && !strchr(leaf, '/') && leaf[0] != '.' &&
+	       !strcmp(leaf + n - sl, CKPT_PART_SUFFIX);
+}
+
+void ckpt_now_rfc3339(char *out, size_t cap)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (!gmtime_r(&now, &tm) ||
+	    !strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, cap, "1970-01-01T00:00:00Z");
+}
+
+time_t ckpt_parse_time(const char *t)
+{
+	struct tm tm;
+	int n = 0;
+
+	memset(&tm, 0, sizeof(tm));
+	if (sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+		   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+		   &n) != 6 || !n)
+		return (time_t)-1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return timegm(&tm);
+}
+
+void ckpt_step_release(struct ckpt_step *st)
+{
+	for (size_t i = 0; i < st->nparts; i++)
+		free(st->parts[i].name);
+	free(st->parts);
+	st->parts = NULL;
+	st->nparts = 0;
+}
+
+void ckpt_list_release(struct ckpt_list *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		ckpt_step_release(&l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+void ckpt_scan_release(struct ckpt_scan *sc)
+{
+	for (size_t i = 0; i < sc->n; i++) {
+		struct ckpt_scan_step *st = &sc->v[i];
+
+		store_object_release(&st->commit);
+		for (size_t k = 0; k < st->nobjs; k++)
+			store_object_release(&st->objs[k]);
+		free(st->objs);
+	}
+	free(sc->v);
+	sc->v = NULL;
+	sc->n = 0;
+}
+
+/* The step of "checkpoints/step-NNNNNNNNNN/leaf", written as this code
+ * writes it; other spellings are not steps. */
+static bool parse_step_name(const char *name, uint64_t *step,
+			    const char **leaf)
+{
+	const char *p = name + strlen(CKPT_ROOT "step-");
+	char canon[64];
+	char *end;
+	unsigned long long v;
+	size_t dl;
+
+	if (strncmp(name, CKPT_ROOT "step-", strlen(CKPT_ROOT "step-")) ||
+	    *p < '0' || *p > '9')
+		return false;
+	errno = 0;
+	v = strtoull(p, &end, 10);
+	if (errno || *end != '/')
+		return false;
+	dl = (size_t)(end - p);
+	snprintf(canon, sizeof(canon), "%010llu", v);
+	if (strlen(canon) != dl || strncmp(canon, p, dl))
+		return false;
+	*step = v;
+	*leaf = end + 1;
+	return true;
+}
+
+struct scan_ctx {
+	struct ckpt_scan *sc;
+	size_t cap;
+	struct err *e;
+};
+
+static int copy_object(struct store_object *dst,
+		       const struct store_object *src)
+{
+	*dst = *src;
+	dst->name = strdup(src->name);
+	return dst->name ? 0 : CKPT_ENOMEM;
+}
+
+static int scan_cb(void *ud, const struct store_object *o, bool is_prefix)
+{
+	struct scan_ctx *c = ud;
+	struct ckpt_scan *sc = c->sc;
+	struct ckpt_scan_step *st;
+	const char *leaf;
+	uint64_t step;
+
+	if (is_prefix || !parse_step_name(o->name, &step, &leaf) || !*leaf)
+		return 0;
+	if (!sc->n || sc->v[sc->n - 1].step != step) {
+		if (sc->n == c->cap) {
+			size_t nc = c->cap ? 2 * c->cap : 16;
+			struct ckpt_scan_step *nv =
+				realloc(sc->v, nc * sizeof(*nv));
+
+			if (!nv)
+				return err_set(c->e, CKPT_ENOMEM,
+					       "out of memory");
+			sc->v = nv;
+			c->cap = nc;
+		}
+		memset(&sc->v[sc->n], 0, sizeof(sc->v[0]));
+		sc->v[sc->n++].step = step;
+	}
+	st = &sc->v[sc->n - 1];
+	if (!strcmp(leaf, CKPT_COMMIT)) {
+		st->has_commit = true;
+		if (copy_object(&st->commit, o))
+			return err_set(c->e, CKPT_ENOMEM, "out of memory");
+		return 0;
+	}
+	{
+		struct store_object *nv =
+			realloc(st->objs, (st->nobjs + 1) * sizeof(*nv));
+
+		if (!nv)
+			return err_set(c->e, CKPT_ENOMEM, "out of memory");
+		st->objs = nv;
+		if (copy_object(&st->objs[st->nobjs], o))
+			return err_set(c->e, CKPT_ENOMEM, "out of memory");
+		st->nobjs++;
+	}
+	return 0;
+}
+
+static int scan_step_cmp(const void *a, const void *b)
+{
+	const struct ckpt_scan_step *x = a, *y = b;
+
+	return x->step < y->step ? -1 : x->step > y->step;
+}
+
+int ckpt_scan(struct store *s, struct ckpt_scan *out, struct err *e)
+{
+	struct scan_ctx c = { out, 0, e };
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = store_list(s, CKPT_ROOT, NULL, scan_cb, &c, e);
+	if (r) {
+		ckpt_scan_release(out);
+		return r;
+	}
+	/* Steps past 10 digits sort after the padded ones by name. */
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof(out->v[0]), scan_step_cmp);
+	return 0;
+}
+
+static int bad_commit(struct store *s, uint64_t step, struct err *e,
+		      const char *why)
+{
+	char name[CKPT_NAME_MAX];
+
+	ckpt_object_name(name, sizeof(name), step, CKPT_COMMIT);
+	return err_set(e, CLOUD_ECORRUPT, "%s is not a valid manifest: %s",
+		       store_url(s, name), why);
+}
+
+static int parse_parts(struct store *s, uint64_t step, json_t *parts,
+		       struct ckpt_step *st, struct err *e)
+{
+	size_t i;
+	json_t *p;
+
+	if (!json_is_array(parts) || !json_array_size(parts))
+		return bad_commit(s, step, e, "\"parts\" is not a non-empty "
+				  "list");
+	st->parts = calloc(json_array_size(parts), sizeof(*st->parts));
+	if (!st->parts)
+		return err_set(e, CKPT_ENOMEM, "out of memory");
+	json_array_foreach(parts, i, p) {
+		json_t *name = json_object_get(p, "name");
+		json_t *size = json_object_get(p, "size");
+		json_t *crc = json_object_get(p, "crc32c");
+		json_t *gen = json_object_get(p, "generation");
+		struct ckpt_part *part = &st->parts[i];
+
+		if (!json_is_string(name) ||
+		    !ckpt_is_part_leaf(json_string_value(name)) ||
+		    strlen(json_string_value(name)) > 200 ||
+		    !json_is_integer(size) || json_integer_value(size) < 0 ||
+		    !json_is_integer(crc) || json_integer_value(crc) < 0 ||
+		    json_integer_value(crc) > (json_int_t)UINT32_MAX ||
+		    !json_is_integer(gen) || json_integer_value(gen) <= 0)
+			return bad_commit(s, step, e,
+					  "a part lacks a valid name, size, "
+					  "crc32c or generation");
+		part->name = strdup(json_string_value(name));
+		if (!part->name)
+			return err_set(e, CKPT_ENOMEM, "out of memory");
+		part->size = (uint64_t)json_integer_value(size);
+		part->crc32c = (uint32_t)json_integer_value(crc);
+		part->generation = (int64_t)json_integer_value(gen);
+		st->nparts++;
+		st->bytes += part->size;
+	}
+	return 0;
+}
+
+int ckpt_read_commit(struct store *s, uint64_t step, struct ckpt_step *st,
+		     struct err *e)
+{
+	char name[CKPT_NAME_MAX];
+	json_error_t jerr;
+	json_t *root, *jstep, *jtime;
+	char *data;
+	size_t len;
+	int r;
+
+	ckpt_object_name(name, sizeof(name), step, CKPT_COMMIT);
+	r = store_read(s, name, CKPT_COMMIT_MAX, &data, &len, NULL, e);
+	if (r == CLOUD_EINVAL)
+		return bad_commit(s, step, e, "it is larger than 1 MiB");
+	if (r)
+		return r;
+	root = json_loadb(data, len, 0, &jerr);
+	free(data);
+	if (!root)
+		return bad_commit(s, step, e, jerr.text);
+	jstep = json_object_get(root, "step");
+	jtime = json_object_get(root, "time");
+	if (!json_is_object(root))
+		r = bad_commit(s, step, e, "it is not a JSON object");
+	else if (!json_is_integer(jstep) ||
+		 (uint64_t)json_integer_value(jstep) != step)
+		r = bad_commit(s, step, e, "its \"step\" is not this step");
+	else if (!json_is_string(jtime))
+		r = bad_commit(s, step, e, "it has no \"time\"");
+	else
+		r = parse_parts(s, step, json_object_get(root, "parts"), st,
+				e);
+	if (!r)
+		snprintf(st->time, sizeof(st->time), "%s",
+			 json_string_value(jtime));
+	json_decref(root);
+	if (r)
+		ckpt_step_release(st);
+	return r;
+}
+
+char *ckpt_commit_json(uint64_t step, const struct ckpt_part *parts,
+		       size_t n)
+{
+	char now[40];
+	json_t *root = json_object(), *arr = json_array();
+	char *text = NULL;
+	bool ok = root && arr;
+
+	ckpt_now_rfc3339(now, sizeof(now));
+	for (size_t i = 0; ok && i < n; i++) {
+		json_t *p = json_pack("{s:s, s:I, s:I, s:I}",
+				      "name", parts[i].name,
+				      "size", (json_int_t)parts[i].size,
+				      "crc32c", (json_int_t)parts[i].crc32c,
+				      "generation",
+				      (json_int_t)parts[i].generation);
+
+		ok = p && !json_array_append_new(arr, p);
+	}
+	if (ok)
+		ok = !json_object_set_new(root, "step",
+					  json_integer((json_int_t)step)) &&
+		     !json_object_set_new(root, "time", json_string(now)) &&
+		     !json_object_set(root, "parts", arr);
+	if (ok)
+		text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(arr);
+	json_decref(root);
+	return text;
+}
+
+/* A step as listed: its parts, the newest part's time and their size. */
+static int listed_step(const struct ckpt_scan_step *sst, struct ckpt_step *st,
+		       struct err *e)
+{
+	st->parts = calloc(sst->nobjs ? sst->nobjs : 1, sizeof(*st->parts));
+	if (!st->parts)
+		return err_set(e, CKPT_ENOMEM, "out of memory");
+	for (size_t k = 0; k < sst->nobjs; k++) {
+		const struct store_object *o = &sst->objs[k];
+		const char *leaf = strchr(o->name + strlen(CKPT_ROOT), '/') + 1;
+		struct ckpt_part *p = &st->parts[st->nparts];
+
+		if (!ckpt_is_part_leaf(leaf))
+			continue;
+		p->name = strdup(leaf);
+		if (!p->name)
+			return err_set(e, CKPT_ENOMEM, "out of memory");
+		p->size = o->size;
+		p->crc32c = o->crc32c;
+		p->generation = o->generation;
+		st->bytes += o->size;
+		st->nparts++;
+		if (strcmp(o->updated, st->time) > 0)
+			snprintf(st->time, sizeof(st->time), "%s",
+				 o->updated);
+	}
+	return 0;
+}
+
+int ckpt_list(struct store *s, struct ckpt_list *out, struct err *e)
+{
+	struct ckpt_scan sc;
+	int r;
+
+	err_init(e);
+	memset(out, 0, sizeof(*out));
+	if (!s)
+		return err_set(e, CKPT_EINVAL, "ckpt_list needs a store");
+	r = ckpt_scan(s, &sc, e);
+	if (r)
+		return r;
+	out->v = calloc(sc.n ? sc.n : 1, sizeof(*out->v));
+	if (!out->v) {
+		ckpt_scan_release(&sc);
+		return err_set(e, CKPT_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; !r && i < sc.n; i++) {
+		struct ckpt_scan_step *sst = &sc.v[i];
+		struct ckpt_step *st = &out->v[out->n];
+
+		memset(st, 0, sizeof(*st));
+		st->step = sst->step;
+		if (sst->has_commit) {
+			r = ckpt_read_commit(s, sst->step, st, e);
+			if (!r) {
+				st->committed = true;
+			} else if (r == CLOUD_ECORRUPT) {
+				log_warn("%s", e->msg);
+				err_init(e);
+				st->committed = true;
+				st->corrupt = true;
+				r = listed_step(sst, st, e);
+			} else if (r == CLOUD_ENOTFOUND) {
+				/* Pruned since it was listed. */
+				err_init(e);
+				r = 0;
+				if (!sst->nobjs)
+					continue;
+				r = listed_step(sst, st, e);
+			}
+		} else {
+			r = listed_step(sst, st, e);
+		}
+		out->n++;
+	}
+	ckpt_scan_release(&sc);
+	if (r)
+		ckpt_list_release(out);
+	return r;
+}

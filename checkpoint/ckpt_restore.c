@@ -1,0 +1,742 @@
+/*
+ * checkpoint/ckpt_restore.c: verify and restore committed steps.
+ *
+ * Restore streams a part from the store into libarchive without staging
+ * it: store_get pushes bytes into one end of a socket pair from its own
+ * thread while libarchive pulls from the other, so memory stays bounded
+ * by the socket buffers. The tree is unpacked into a fresh directory next
+ * to dest (same filesystem) and renamed into place only once the whole
+ * part has arrived, unpacked and matched COMMIT's size and CRC32C, so any
+ * failure leaves dest as it was. The newest committed step is tried
+ * first; a missing, corrupt or unsafe part falls back to the one before.
+ */
+/* For renameat2 and RENAME_EXCHANGE: dest is swapped, never missing. */
+#define _GNU_SOURCE
+
+#include "checkpoint/ckpt_internal.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RESTORE_READ_BLOCK ((size_t)64 << 10)
+
+/* Copies as much of src as fits, NUL-terminated. */
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static bool bad_part_error(int code)
+{
+	return code == CLOUD_ENOTFOUND || code == CLOUD_ECORRUPT ||
+	       code == CKPT_EUNSAFE;
+}
+
+/* ---- verify ---- */
+
+struct count_sink {
+	uint64_t bytes;
+	uint32_t crc;
+};
+
+static int count_fn(void *ud, const void *data, size_t len, struct err *e)
+{
+	struct count_sink *c = ud;
+
+	(void)e;
+	c->bytes += len;
+	c->crc = crc32c_update(c->crc, data, len);
+	return 0;
+}
+
+/* Compares what arrived with what COMMIT says of the part. */
+static int match_commit(struct store *s, const char *name,
+			const struct ckpt_part *p, uint64_t bytes,
+			uint32_t crc, struct err *e)
+{
+	if (bytes != p->size || crc != p->crc32c)
+		return err_set(e, CLOUD_ECORRUPT,
+			       "%s does not match COMMIT: %llu bytes with "
+			       "CRC32C %08x, COMMIT says %llu bytes with "
+			       "%08x", store_url(s, name),
+			       (unsigned long long)bytes, crc,
+			       (unsigned long long)p->size, p->crc32c);
+	return 0;
+}
+
+/* 0 with *bad set when the part is missing or corrupt; an error only
+ * when it could not be checked. */
+static int verify_part(struct store *s, uint64_t step,
+		       const struct ckpt_part *p, bool *bad, struct err *e)
+{
+	struct count_sink c = { 0, 0 };
+	char name[CKPT_NAME_MAX];
+	int r;
+
+	*bad = false;
+	ckpt_object_name(name, sizeof(name), step, p->name);
+	r = store_get(s, name, p->generation, count_fn, &c, NULL, e);
+	if (r == CLOUD_ENOTFOUND)
+		err_set(e, r, "%s is missing (or was replaced after COMMIT "
+			"named generation %lld)", store_url(s, name),
+			(long long)p->generation);
+	if (!r)
+		r = match_commit(s, name, p, c.bytes, c.crc, e);
+	if (bad_part_error(r)) {
+		*bad = true;
+		return 0;
+	}
+	return r;
+}
+
+static struct ckpt_step *find_step(struct ckpt_list *l, uint64_t step)
+{
+	for (size_t i = l->n; i-- > 0;)
+		if (l->v[i].committed && (!step || l->v[i].step == step))
+			return &l->v[i];
+	return NULL;
+}
+
+static int no_step(struct store *s, uint64_t step, struct err *e)
+{
+	if (step)
+		return err_set(e, CLOUD_ENOTFOUND,
+			       "step %llu is not committed in %s (see "
+			       "`slicectl ckpt ls`)", (unsigned long long)step,
+			       store_url(s, CKPT_ROOT));
+	return err_set(e, CLOUD_ENOTFOUND,
+		       "no committed checkpoint in %s",
+		       store_url(s, CKPT_ROOT));
+}
+
+int ckpt_verify(struct store *s, uint64_t step, struct ckpt_verify_result *r,
+		struct err *e)
+{
+	struct ckpt_list l;
+	struct ckpt_step *st;
+	struct err pe;
+	int rc;
+
+	err_init(e);
+	memset(r, 0, sizeof(*r));
+	if (!s)
+		return err_set(e, CKPT_EINVAL, "ckpt_verify needs a store");
+	rc = ckpt_list(s, &l, e);
+	if (rc)
+		return rc;
+	st = find_step(&l, step);
+	if (!st) {
+		ckpt_list_release(&l);
+		return no_step(s, step, e);
+	}
+	r->step = st->step;
+	if (st->corrupt) {
+		struct ckpt_step again;
+
+		memset(&again, 0, sizeof(again));
+		err_init(&pe);
+		rc = ckpt_read_commit(s, st->step, &again, &pe);
+		ckpt_step_release(&again);
+		r->parts_bad = 1;
+		copy_str(r->problem, sizeof(r->problem),
+			 rc ? pe.msg : "COMMIT is malformed");
+		ckpt_list_release(&l);
+		if (rc && !bad_part_error(rc)) {
+			*e = pe;
+			return rc;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < st->nparts; i++) {
+		bool bad;
+
+		err_init(&pe);
+		rc = verify_part(s, st->step, &st->parts[i], &bad, &pe);
+		if (rc) {
+			*e = pe;
+			break;
+		}
+		if (!bad) {
+			r->parts_ok++;
+			continue;
+		}
+		if (!r->parts_bad++)
+			copy_str(r->problem, sizeof(r->problem), pe.msg);
+	}
+	ckpt_list_release(&l);
+	return rc;
+}
+
+/* ---- restore ---- */
+
+struct bridge {
+	struct store *s;
+	const char *name;
+	int64_t generation;
+	int fd;             /* the writing end */
+	bool reader_gone;
+	uint64_t bytes;
+	uint32_t crc;
+	int r;
+	struct err e;
+};
+
+static int bridge_sink(void *ud, const void *data, size_t len,
+		       struct err *e)
+{
+	struct bridge *b = ud;
+	const char *p = data;
+
+	b->bytes += len;
+	b->crc = crc32c_update(b->crc, data, len);
+	while (len) {
+		ssize_t n = send(b->fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+			b->reader_gone = true;
+			return err_set(e, CLOUD_EABORTED,
+				       "the unpacker stopped reading");
+		}
+		if (n < 0)
+			return err_errno(e, CKPT_EIO, errno,
+					 "passing the download to the "
+					 "unpacker");
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void *bridge_main(void *ud)
+{
+	struct bridge *b = ud;
+
+	err_init(&b->e);
+	b->r = store_get(b->s, b->name, b->generation, bridge_sink, b, NULL,
+			 &b->e);
+	/* End of stream for the unpacker. */
+	close(b->fd);
+	b->fd = -1;
+	return NULL;
+}
+
+/* Names in the archive stay inside the directory they are unpacked in.
+ * libarchive's SECURE_NOABSOLUTEPATHS cannot be used because entries are
+ * given the temporary directory's absolute path; this check takes its
+ * place, before that prefix is added. */
+static int check_entry_path(const char *path, const char *what,
+			    struct err *e)
+{
+	const char *p = path;
+
+	if (!path)
+		return 0;
+	if (path[0] == '/')
+		return err_set(e, CKPT_EUNSAFE,
+			       "the archive holds an absolute %s \"%s\"; "
+			       "refused", what, path);
+	while (*p) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return err_set(e, CKPT_EUNSAFE,
+				       "the archive holds a %s with \"..\" "
+				       "(\"%s\"); refused", what, path);
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	return 0;
+}
+
+static int disk_error(struct archive *w, const char *dest, const char *path,
+		      struct err *e)
+{
+	int errnum = archive_errno(w);
+	const char *msg = archive_error_string(w);
+
+	if (errnum == ENOSPC || errnum == EDQUOT)
+		return err_set(e, CLOUD_ENOSPACE,
+			       "restoring into %s: the disk is full (%s); "
+			       "free space there and restore again (%s is "
+			       "unchanged)", dest, path, dest);
+	if (errnum == EFBIG)
+		return err_set(e, CLOUD_ENOSPACE,
+			       "restoring into %s: the file size limit was "
+			       "reached at %s; raise it (ulimit -f) and "
+			       "restore again (%s is unchanged)", dest, path,
+			       dest);
+	if (errnum == ENOMEM)
+		return err_set(e, CKPT_ENOMEM, "out of memory restoring %s",
+			       path);
+	if (msg && (strstr(msg, "symlink") || strstr(msg, "..")))
+		return err_set(e, CKPT_EUNSAFE,
+			       "the archive would write %s through a symlink "
+			       "or outside %s; refused (%s)", path, dest, msg);
+	return err_set(e, CKPT_EIO, "restoring %s into %s: %s", path, dest,
+		       msg ? msg : "unknown error");
+}
+
+struct unpacker {
+	struct archive *a;
+	struct archive *w;
+	struct archive_entry *entry;
+	const char *tmpdir;
+	const char *dest;
+	struct buf path;
+};
+
+static int copy_data(struct unpacker *u, struct err *e)
+{
+	for (;;) {
+		const void *block;
+		size_t size;
+		la_int64_t off;
+		int r = archive_read_data_block(u->a, &block, &size, &off);
+
+		if (r == ARCHIVE_EOF)
+			return 0;
+		if (r != ARCHIVE_OK)
+			return err_set(e, CLOUD_ECORRUPT,
+				       "the part is not a valid tar+zstd "
+				       "stream: %s",
+				       archive_error_string(u->a));
+		if (archive_write_data_block(u->w, block, size, off) !=
+		    ARCHIVE_OK)
+			return disk_error(u->w, u->dest, u->path.data, e);
+	}
+}
+
+static int unpack_entry(struct unpacker *u, struct err *e)
+{
+	const char *path = archive_entry_pathname(u->entry);
+	const char *link = archive_entry_hardlink(u->entry);
+	int r;
+
+	r = check_entry_path(path, "name", e);
+	if (!r)
+		r = check_entry_path(link, "hard link target", e);
+	if (r)
+		return r;
+	while (path && path[0] == '.' && path[1] == '/')
+		path += 2;
+	if (!path || !*path || !strcmp(path, "."))
+		return 0;
+	buf_reset(&u->path);
+	if (buf_appendf(&u->path, "%s/%s", u->tmpdir, path))
+		return err_set(e, CKPT_ENOMEM, "out of memory");
+	archive_entry_copy_pathname(u->entry, u->path.data);
+	/* The entry's own copy of the name is gone: use ours. */
+	path = u->path.data + strlen(u->tmpdir) + 1;
+	if (link) {
+		struct buf target;
+
+		buf_init(&target);
+		if (buf_appendf(&target, "%s/%s", u->tmpdir, link)) {
+			buf_release(&target);
+			return err_set(e, CKPT_ENOMEM, "out of memory");
+		}
+		archive_entry_copy_hardlink(u->entry, target.data);
+		buf_release(&target);
+	}
+	r = archive_write_header(u->w, u->entry);
+	if (r == ARCHIVE_WARN)
+		log_warn("restoring %s: %s", path,
+			 archive_error_string(u->w));
+	else if (r != ARCHIVE_OK)
+		return disk_error(u->w, u->dest, path, e);
+	if (archive_entry_size(u->entry) > 0) {
+		r = copy_data(u, e);
+		if (r)
+			return r;
+	}
+	if (archive_write_finish_entry(u->w) < ARCHIVE_WARN)
+		return disk_error(u->w, u->dest, path, e);
+	return 0;
+}
+
+static int unpack_all(struct unpacker *u, int fd, struct err *e)
+{
+	int flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
+		    ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+		    ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SPARSE;
+	int r;
+
+	u->a = archive_read_new();
+	u->w = archive_write_disk_new();
+	if (!u->a || !u->w)
+		return err_set(e, CKPT_ENOMEM, "out of memory");
+	if (archive_read_support_filter_zstd(u->a) != ARCHIVE_OK ||
+	    archive_read_support_format_tar(u->a) != ARCHIVE_OK ||
+	    archive_write_disk_set_options(u->w, flags) != ARCHIVE_OK)
+		return err_set(e, CKPT_EIO, "setting up the unpacker: %s",
+			       archive_error_string(u->a));
+	if (archive_read_open_fd(u->a, fd, RESTORE_READ_BLOCK) != ARCHIVE_OK)
+		return err_set(e, CLOUD_ECORRUPT,
+			       "the part is not a tar+zstd stream: %s",
+			       archive_error_string(u->a));
+	for (;;) {
+		r = archive_read_next_header(u->a, &u->entry);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r == ARCHIVE_WARN)
+			log_warn("restoring: %s", archive_error_string(u->a));
+		else if (r != ARCHIVE_OK)
+			return err_set(e, CLOUD_ECORRUPT,
+				       "the part is not a valid tar+zstd "
+				       "stream: %s",
+				       archive_error_string(u->a));
+		r = unpack_entry(u, e);
+		if (r)
+			return r;
+	}
+	/* Directory modes and times are set here, last. */
+	if (archive_write_close(u->w) != ARCHIVE_OK)
+		return disk_error(u->w, u->dest, "directories", e);
+	return 0;
+}
+
+/* Reads what libarchive left unread (the end of the zstd frame), so the
+ * download completes and its CRC32C is checked. */
+static void drain(int fd)
+{
+	char block[16384];
+	ssize_t n;
+
+	do
+		n = read(fd, block, sizeof(block));
+	while (n > 0 || (n < 0 && errno == EINTR));
+}
+
+static int unpack_part(struct store *s, uint64_t step,
+		       const struct ckpt_part *p, const char *tmpdir,
+		       const char *dest, struct err *e)
+{
+	struct bridge b;
+	struct unpacker u;
+	char name[CKPT_NAME_MAX];
+	pthread_t thread;
+	int sv[2];
+	int r;
+
+	ckpt_object_name(name, sizeof(name), step, p->name);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return err_errno(e, CKPT_EIO, errno, "socketpair");
+	memset(&b, 0, sizeof(b));
+	b.s = s;
+	b.name = name;
+	b.generation = p->generation;
+	b.fd = sv[1];
+	r = pthread_create(&thread, NULL, bridge_main, &b);
+	if (r) {
+		close(sv[0]);
+		close(sv[1]);
+		return err_errno(e, CKPT_EIO, r, "starting the download");
+	}
+	memset(&u, 0, sizeof(u));
+	u.tmpdir = tmpdir;
+	u.dest = dest;
+	buf_init(&u.path);
+	r = unpack_all(&u, sv[0], e);
+	if (u.a)
+		archive_read_free(u.a);
+	if (u.w)
+		archive_write_free(u.w);
+	buf_release(&u.path);
+	if (!r)
+		drain(sv[0]);
+	/* A reader that stopped early makes the writer fail, not wait. */
+	close(sv[0]);
+	pthread_join(thread, NULL);
+
+	/* The download's own failure explains a broken stream best. */
+	if (b.r && !b.reader_gone) {
+		*e = b.e;
+		r = b.r;
+	} else if (!r) {
+		r = match_commit(s, name, p, b.bytes, b.crc, e);
+	}
+	if (r == CLOUD_ENOTFOUND)
+		err_set(e, r, "%s is missing (or was replaced after COMMIT "
+			"named generation %lld)", store_url(s, name),
+			(long long)p->generation);
+	else if (r == CKPT_EUNSAFE)
+		err_prefix(e, "%s", store_url(s, name));
+	return r;
+}
+
+static int rm_pre(const char *path, const struct stat *st, int flag,
+		  struct FTW *f)
+{
+	(void)f;
+	if (flag == FTW_D || flag == FTW_DNR)
+		chmod(path, (st->st_mode & 07777) | S_IRWXU);
+	return 0;
+}
+
+static int rm_post(const char *path, const struct stat *st, int flag,
+		   struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+/* Removes a tree we made, including directories restored read-only. */
+static void remove_tree(const char *path)
+{
+	nftw(path, rm_pre, 32, FTW_PHYS);
+	nftw(path, rm_post, 32, FTW_PHYS | FTW_DEPTH);
+}
+
+static int mkdir_parents(const char *path, struct err *e)
+{
+	char p[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(p))
+		return err_set(e, CKPT_EINVAL, "%s: path too long", path);
+	memcpy(p, path, len + 1);
+	for (char *q = strchr(p + 1, '/'); q; q = strchr(q + 1, '/')) {
+		*q = '\0';
+		if (mkdir(p, 0755) != 0 && errno != EEXIST)
+			return err_errno(e, errno == ENOSPC ? CLOUD_ENOSPACE
+							    : CKPT_EIO,
+					 errno, "creating %s", p);
+		*q = '/';
+	}
+	if (mkdir(p, 0755) != 0 && errno != EEXIST)
+		return err_errno(e, errno == ENOSPC ? CLOUD_ENOSPACE : CKPT_EIO,
+				 errno, "creating %s", p);
+	return 0;
+}
+
+/* dest as parent (without symlinks, so that SECURE_SYMLINKS judges only
+ * the archive's own names) and base name. */
+static int split_dest(const char *dest, char *parent, char *base,
+		      struct err *e)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(dest);
+	char *slash;
+	int r;
+
+	while (len > 1 && dest[len - 1] == '/')
+		len--;
+	if (!len || len >= sizeof(tmp))
+		return err_set(e, CKPT_EINVAL, "bad restore destination "
+			       "\"%s\"", dest);
+	memcpy(tmp, dest, len);
+	tmp[len] = '\0';
+	slash = strrchr(tmp, '/');
+	if (!slash) {
+		copy_str(base, NAME_MAX + 1, tmp);
+		copy_str(tmp, sizeof(tmp), ".");
+	} else {
+		copy_str(base, NAME_MAX + 1, slash + 1);
+		if (slash == tmp)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	if (!strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "/"))
+		return err_set(e, CKPT_EINVAL,
+			       "restore destination \"%s\" must name a "
+			       "directory to create or replace", dest);
+	r = mkdir_parents(tmp, e);
+	if (r)
+		return r;
+	if (!realpath(tmp, parent))
+		return err_errno(e, CKPT_EIO, errno, "resolving %s", tmp);
+	return 0;
+}
+
+/* Puts the unpacked tree in dest's place; dest is never missing while a
+ * directory of that name is being replaced. */
+static int swap_in(const char *tmpdir, const char *target, bool exists,
+		   struct err *e)
+{
+	char aside[PATH_MAX + NAME_MAX + 64];
+
+	if (!exists) {
+		if (rename(tmpdir, target) != 0)
+			return err_errno(e, CKPT_EIO, errno,
+					 "moving the restored tree to %s",
+					 target);
+		return 0;
+	}
+	if (renameat2(AT_FDCWD, tmpdir, AT_FDCWD, target,
+		      RENAME_EXCHANGE) == 0) {
+		remove_tree(tmpdir);
+		return 0;
+	}
+	if (errno != EINVAL && errno != ENOSYS)
+		return err_errno(e, CKPT_EIO, errno,
+				 "moving the restored tree to %s", target);
+	/* No atomic exchange on this filesystem: aside, in, drop. */
+	snprintf(aside, sizeof(aside), "%s.old", tmpdir);
+	if (rename(target, aside) != 0)
+		return err_errno(e, CKPT_EIO, errno, "moving %s aside",
+				 target);
+	if (rename(tmpdir, target) != 0) {
+		int errnum = errno;
+
+		rename(aside, target);
+		return err_errno(e, CKPT_EIO, errnum,
+				 "moving the restored tree to %s", target);
+	}
+	remove_tree(aside);
+	return 0;
+}
+
+static int restore_part(struct store *s, const char *dest, uint64_t step,
+			const struct ckpt_part *p, struct err *e)
+{
+	char parent[PATH_MAX], base[NAME_MAX + 1];
+	char tmpdir[PATH_MAX + NAME_MAX + 32], target[PATH_MAX + NAME_MAX + 2];
+	struct stat st;
+	bool exists;
+	mode_t mode = 0755;
+	int r;
+
+	r = split_dest(dest, parent, base, e);
+	if (r)
+		return r;
+	snprintf(target, sizeof(target), "%s/%s",
+		 strcmp(parent, "/") ? parent : "", base);
+	exists = lstat(target, &st) == 0;
+	if (exists && !S_ISDIR(st.st_mode))
+		return err_set(e, CKPT_EINVAL,
+			       "%s exists and is not a directory; move it "
+			       "away or restore elsewhere", dest);
+	if (exists)
+		mode = st.st_mode & 07777;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/.%s.restore-XXXXXX",
+		 strcmp(parent, "/") ? parent : "", base);
+	if (!mkdtemp(tmpdir))
+		return err_errno(e, errno == ENOSPC ? CLOUD_ENOSPACE : CKPT_EIO,
+				 errno, "creating a directory next to %s",
+				 dest);
+	r = unpack_part(s, step, p, tmpdir, dest, e);
+	if (!r && chmod(tmpdir, mode) != 0)
+		r = err_errno(e, CKPT_EIO, errno, "chmod %s", tmpdir);
+	if (!r)
+		r = swap_in(tmpdir, target, exists, e);
+	if (r)
+		remove_tree(tmpdir);
+	return r;
+}
+
+static const struct ckpt_part *choose_part(const struct ckpt_step *st,
+					   const char *want)
+{
+	char leaf[256];
+
+	if (!want && st->nparts == 1)
+		return &st->parts[0];
+	snprintf(leaf, sizeof(leaf), "%s" CKPT_PART_SUFFIX,
+		 want ? want : CKPT_DEFAULT_PART);
+	for (size_t i = 0; i < st->nparts; i++)
+		if (!strcmp(st->parts[i].name, leaf))
+			return &st->parts[i];
+	return NULL;
+}
+
+static int restore_step(struct store *s, const char *dest,
+			const struct ckpt_step *st, const char *want,
+			struct err *e)
+{
+	const struct ckpt_part *p = choose_part(st, want);
+
+	if (!p)
+		return err_set(e, CLOUD_ENOTFOUND,
+			       "step %llu has no part %s" CKPT_PART_SUFFIX
+			       " (it has %zu parts; pick one with --part)",
+			       (unsigned long long)st->step,
+			       want ? want : CKPT_DEFAULT_PART, st->nparts);
+	return restore_part(s, dest, st->step, p, e);
+}
+
+int ckpt_restore(struct store *s, const char *dest,
+		 const struct ckpt_restore_options *o, uint64_t *restored,
+		 struct err *e)
+{
+	struct ckpt_restore_options defaults = { 0, NULL };
+	struct ckpt_list l;
+	struct err first;
+	int first_code = 0;
+	int r;
+
+	err_init(e);
+	err_init(&first);
+	if (restored)
+		*restored = 0;
+	if (!o)
+		o = &defaults;
+	if (!s || !dest || !*dest)
+		return err_set(e, CKPT_EINVAL,
+			       "ckpt_restore needs a store and a destination");
+	r = ckpt_list(s, &l, e);
+	if (r)
+		return r;
+	for (size_t i = l.n; i-- > 0;) {
+		struct ckpt_step *st = &l.v[i];
+
+		if (!st->committed || (o->step && st->step != o->step))
+			continue;
+		if (st->corrupt) {
+			err_set(e, CLOUD_ECORRUPT, "step %llu has a malformed "
+				"COMMIT", (unsigned long long)st->step);
+		} else {
+			r = restore_step(s, dest, st, o->part, e);
+			if (!r) {
+				if (restored)
+					*restored = st->step;
+				log_info("restored step %llu into %s",
+					 (unsigned long long)st->step, dest);
+				ckpt_list_release(&l);
+				return 0;
+			}
+			if (!bad_part_error(r) || o->step) {
+				ckpt_list_release(&l);
+				return r;
+			}
+		}
+		log_warn("step %llu cannot be restored: %s; trying an older "
+			 "step", (unsigned long long)st->step, e->msg);
+		if (!first_code) {
+			first = *e;
+			first_code = e->code;
+		}
+	}
+	ckpt_list_release(&l);
+	if (first_code) {
+		*e = first;
+		err_prefix(e, "no committed step could be restored; the "
+			   "newest failed");
+		return first_code;
+	}
+	return no_step(s, o->step, e);
+}

@@ -1,0 +1,234 @@
+/*
+ * checkpoint/ckpt_save.c: a directory streamed as one part of a step
+ * (pack_tree straight into a store upload, nothing staged on disk), and
+ * the commit protocol: COMMIT is written last, create-only, once every
+ * expected part is listed, so a step is either committed whole or not at
+ * all, whatever is killed when.
+ */
+#include "checkpoint/ckpt_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CKPT_PART_NAME_MAX 200
+
+void ckpt_save_options_init(struct ckpt_save_options *o)
+{
+	pack_options_init(&o->pack);
+	o->part = NULL;
+	o->parts_expected = 1;
+}
+
+static int check_part(const char *part, struct err *e)
+{
+	size_t n = strlen(part);
+
+	if (!n || n > CKPT_PART_NAME_MAX || part[0] == '.' ||
+	    n != strspn(part, "abcdefghijklmnopqrstuvwxyz"
+			      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"))
+		return err_set(e, CKPT_EINVAL,
+			       "part name \"%s\" is not usable; use letters, "
+			       "digits, '.', '_' and '-' (like "
+			       "\"" CKPT_DEFAULT_PART "\")", part);
+	return 0;
+}
+
+struct save_sink {
+	struct store_upload *u;
+	int code; /* the store's own error, kept apart from pack's */
+};
+
+static int save_write(void *ud, const void *data, size_t len, struct err *e)
+{
+	struct save_sink *s = ud;
+	int r = store_upload_write(s->u, data, len, e);
+
+	if (r)
+		s->code = r;
+	return r;
+}
+
+/* Fails when the step is committed; otherwise the generation the part
+ * must still have when the upload ends (or STORE_CREATE_ONLY): a save
+ * racing another save of the same part fails instead of mixing. */
+static int before_upload(struct store *s, uint64_t step, const char *obj,
+			 int64_t *if_gen, struct err *e)
+{
+	char commit[CKPT_NAME_MAX];
+	struct store_object o;
+	int r;
+
+	ckpt_object_name(commit, sizeof(commit), step, CKPT_COMMIT);
+	r = store_stat(s, commit, &o, e);
+	if (!r) {
+		store_object_release(&o);
+		return err_set(e, CKPT_ECOMMITTED,
+			       "step %llu is already committed (%s exists); "
+			       "its parts are final: save to a new step",
+			       (unsigned long long)step,
+			       store_url(s, commit));
+	}
+	if (r != CLOUD_ENOTFOUND)
+		return r;
+	r = store_stat(s, obj, &o, e);
+	if (r == CLOUD_ENOTFOUND) {
+		err_init(e);
+		*if_gen = STORE_CREATE_ONLY;
+		return 0;
+	}
+	if (r)
+		return r;
+	*if_gen = o.generation;
+	store_object_release(&o);
+	return 0;
+}
+
+int ckpt_save(struct store *s, const char *dir, uint64_t step,
+	      const struct ckpt_save_options *o, struct ckpt_save_result *r,
+	      struct err *e)
+{
+	struct ckpt_save_options defaults;
+	struct ckpt_save_result local;
+	struct save_sink sink = { NULL, 0 };
+	struct store_object done;
+	char leaf[CKPT_PART_NAME_MAX + sizeof(CKPT_PART_SUFFIX)];
+	char obj[CKPT_NAME_MAX];
+	int64_t if_gen = STORE_CREATE_ONLY;
+	int rc;
+
+	err_init(e);
+	if (!o) {
+		ckpt_save_options_init(&defaults);
+		o = &defaults;
+	}
+	if (!r)
+		r = &local;
+	memset(r, 0, sizeof(*r));
+	if (!s || !dir || !*dir)
+		return err_set(e, CKPT_EINVAL,
+			       "ckpt_save needs a store and a directory");
+	rc = check_part(o->part ? o->part : CKPT_DEFAULT_PART, e);
+	if (rc)
+		return rc;
+	snprintf(leaf, sizeof(leaf), "%s" CKPT_PART_SUFFIX,
+		 o->part ? o->part : CKPT_DEFAULT_PART);
+	ckpt_object_name(obj, sizeof(obj), step, leaf);
+
+	rc = before_upload(s, step, obj, &if_gen, e);
+	if (rc)
+		return rc;
+	rc = store_upload_begin(s, obj, if_gen, &sink.u, e);
+	if (rc)
+		return rc;
+	rc = pack_tree(dir, &o->pack, save_write, &sink, &r->stats, e);
+	if (rc) {
+		store_upload_abort(sink.u);
+		if (sink.code) {
+			e->code = sink.code;
+			return sink.code;
+		}
+		return rc;
+	}
+	rc = store_upload_finish(sink.u, &done, e);
+	if (rc == CLOUD_EPRECONDITION) {
+		return err_set(e, CLOUD_EPRECONDITION,
+			       "another save of %s finished while this one "
+			       "ran; this one was dropped",
+			       store_url(s, obj));
+	}
+	if (rc)
+		return rc;
+	r->bytes = done.size;
+	r->crc32c = done.crc32c;
+	store_object_release(&done);
+	log_debug("saved %s: %llu bytes", store_url(s, obj),
+		  (unsigned long long)r->bytes);
+	return ckpt_commit(s, step, o->parts_expected, &r->committed, e);
+}
+
+struct part_list {
+	struct ckpt_part *v;
+	size_t n, cap;
+	struct err *e;
+};
+
+static int part_cb(void *ud, const struct store_object *o, bool is_prefix)
+{
+	struct part_list *l = ud;
+	const char *leaf = strrchr(o->name, '/');
+	struct ckpt_part *p;
+
+	if (is_prefix || !leaf || !ckpt_is_part_leaf(leaf + 1))
+		return 0;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? 2 * l->cap : 8;
+		struct ckpt_part *nv = realloc(l->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return err_set(l->e, CKPT_ENOMEM, "out of memory");
+		l->v = nv;
+		l->cap = nc;
+	}
+	p = &l->v[l->n];
+	p->name = strdup(leaf + 1);
+	if (!p->name)
+		return err_set(l->e, CKPT_ENOMEM, "out of memory");
+	p->size = o->size;
+	p->crc32c = o->crc32c;
+	p->generation = o->generation;
+	l->n++;
+	return 0;
+}
+
+int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
+		bool *committed, struct err *e)
+{
+	char commit[CKPT_NAME_MAX], dir[CKPT_NAME_MAX];
+	struct part_list parts = { .e = e };
+	struct store_object o;
+	char *json;
+	int r;
+
+	err_init(e);
+	*committed = false;
+	if (!s)
+		return err_set(e, CKPT_EINVAL, "ckpt_commit needs a store");
+	if (!parts_expected)
+		parts_expected = 1;
+	ckpt_object_name(commit, sizeof(commit), step, CKPT_COMMIT);
+	ckpt_object_name(dir, sizeof(dir), step, "");
+	r = store_stat(s, commit, &o, e);
+	if (!r) {
+		store_object_release(&o);
+		*committed = true;
+		return 0;
+	}
+	if (r != CLOUD_ENOTFOUND)
+		return r;
+	err_init(e);
+	r = store_list(s, dir, "/", part_cb, &parts, e);
+	if (!r && parts.n < parts_expected) {
+		log_info("step %llu has %zu of %u parts; it is committed "
+			 "once all are saved", (unsigned long long)step,
+			 parts.n, parts_expected);
+	} else if (!r) {
+		json = ckpt_commit_json(step, parts.v, parts.n);
+		if (!json) {
+			r = err_set(e, CKPT_ENOMEM, "out of memory");
+		} else {
+			r = store_put(s, commit, json, strlen(json),
+				      STORE_CREATE_ONLY, NULL, e);
+			free(json);
+		}
+		/* Another host committed first: the same outcome. */
+		if (r == CLOUD_EPRECONDITION) {
+			err_init(e);
+			r = 0;
+		}
+		*committed = !r;
+	}
+	for (size_t i = 0; i < parts.n; i++)
+		free(parts.v[i].name);
+	free(parts.v);
+	return r;
+}
