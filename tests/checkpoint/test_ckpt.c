@@ -6,6 +6,8 @@
  */
 #include "checkpoint/checkpoint.h"
 
+#include "tests/harness/harness.h"
+
 #include <criterion/criterion.h>
 
 #include <dirent.h>
@@ -27,23 +29,6 @@ static char root[1024];
 static char bucket[1200];
 static char url[1300];
 
-static int run_sh(const char *fmt, ...) ATTR_PRINTF(1, 2);
-
-static int run_sh(const char *fmt, ...)
-{
-	char cmd[4 * PATHLEN];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	if (st == -1 || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
-}
-
 static void setup(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -59,7 +44,7 @@ static void setup(void)
 static void teardown(void)
 {
 	if (root[0])
-		run_sh("chmod -R u+rwX '%s' 2>/dev/null; rm -rf '%s'", root,
+		sh("chmod -R u+rwX '%s' 2>/dev/null; rm -rf '%s'", root,
 		       root);
 }
 
@@ -113,7 +98,7 @@ static void make_tree(const char *dir, const char *tag)
 {
 	char path[PATHLEN * 2];
 
-	cr_assert_eq(run_sh("mkdir -p '%s/sub/deeper' '%s/empty' "
+	cr_assert_eq(sh("mkdir -p '%s/sub/deeper' '%s/empty' "
 			    "'%s/locked'", dir, dir, dir), 0);
 	write_text(dir, "tag.txt", tag, 0644);
 	write_text(dir, "run.sh", "#!/bin/sh\n", 0755);
@@ -132,7 +117,7 @@ static void make_tree(const char *dir, const char *tag)
 /* Same names, types, modes, symlink targets and bytes. */
 static void compare_trees(const char *a, const char *b)
 {
-	cr_assert_eq(run_sh("cd '%s' && find . -printf '%%p %%y %%m %%l\\n' "
+	cr_assert_eq(sh("cd '%s' && find . -printf '%%p %%y %%m %%l\\n' "
 			    "| sort > '%s/.a.list' && cd '%s' && find . "
 			    "-printf '%%p %%y %%m %%l\\n' | sort > "
 			    "'%s/.b.list' && cmp -s '%s/.a.list' "
@@ -416,7 +401,7 @@ Test(ckpt, killed_saves_never_commit)
 
 				store_file_path(part, step->step,
 						step->parts[k].name);
-				cr_expect_eq(run_sh("zstd -q -t '%s'", part),
+				cr_expect_eq(sh("zstd -q -t '%s'", part),
 					     0, "seed %u: partial part %s "
 					     "visible", seed, part);
 			}
@@ -652,7 +637,7 @@ Test(ckpt, unsafe_archives_refused)
 		int r;
 
 		snprintf(spec, sizeof(spec), cases[i], outside);
-		cr_assert_eq(run_sh(
+		cr_assert_eq(sh(
 			"python3 -c \"\nimport io, tarfile, sys\n"
 			"t = tarfile.open(fileobj=sys.stdout.buffer, "
 			"mode='w|', format=tarfile.PAX_FORMAT)\n"
@@ -710,13 +695,13 @@ Test(ckpt, ten_thousand_small_files)
 
 	path_of(src, "src");
 	path_of(dest, "dest");
-	cr_assert_eq(run_sh("mkdir -p '%s' && cd '%s' && for d in $(seq 0 "
+	cr_assert_eq(sh("mkdir -p '%s' && cd '%s' && for d in $(seq 0 "
 			    "99); do mkdir d$d; for f in $(seq 0 99); do "
 			    "echo \"$d $f\" > d$d/f$f; done; done", src,
 			    src), 0);
 	save_ok(s, src, 1, NULL, 1, true);
 	restore_ok(s, dest, 0, NULL);
-	cr_expect_eq(run_sh("test $(find '%s' -type f | wc -l) -eq 10000",
+	cr_expect_eq(sh("test $(find '%s' -type f | wc -l) -eq 10000",
 			    dest), 0);
 	compare_trees(src, dest);
 	store_close(s);
@@ -733,7 +718,7 @@ Test(ckpt, sparse_2gib_bounded_memory)
 	path_of(dest, "dest");
 	cr_assert_eq(mkdir(src, 0755), 0);
 	snprintf(file, sizeof(file), "%s/sparse.bin", src);
-	cr_assert_eq(run_sh("truncate -s 2G '%s' && printf tail | dd "
+	cr_assert_eq(sh("truncate -s 2G '%s' && printf tail | dd "
 			    "of='%s' bs=1 seek=2147483000 conv=notrunc "
 			    "status=none", file, file), 0);
 	pid = fork();
@@ -764,5 +749,5 @@ Test(ckpt, sparse_2gib_bounded_memory)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d",
 		  WEXITSTATUS(st));
 	snprintf(file, sizeof(file), "%s/sparse.bin", dest);
-	cr_expect_eq(run_sh("cmp -s '%s/sparse.bin' '%s'", src, file), 0);
+	cr_expect_eq(sh("cmp -s '%s/sparse.bin' '%s'", src, file), 0);
 }

@@ -8,6 +8,8 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/pack_test.h"
 
+#include "tests/harness/harness.h"
+
 #include <criterion/criterion.h>
 
 #include <dirent.h>
@@ -38,23 +40,6 @@ static void path_join(char *out, const char *a, const char *b)
 	cr_assert(n > 0 && n < PATHLEN, "path too long: %s/%s", a, b);
 }
 
-static int run_sh(const char *fmt, ...) ATTR_PRINTF(1, 2);
-
-static int run_sh(const char *fmt, ...)
-{
-	char cmd[3 * PATHLEN];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	if (st == -1 || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
-}
-
 static void setup_tmp(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -70,7 +55,7 @@ static void teardown_tmp(void)
 {
 	pack_test_before_data = NULL;
 	if (tmp_root[0])
-		run_sh("chmod -R u+rwX '%s' 2>/dev/null; rm -rf '%s'",
+		sh("chmod -R u+rwX '%s' 2>/dev/null; rm -rf '%s'",
 		       tmp_root, tmp_root);
 }
 
@@ -244,9 +229,9 @@ static char *unpack(const char *archive, const char *out_dir)
 
 	cr_assert_eq(mkdir(out_dir, 0755), 0, "mkdir %s", out_dir);
 	snprintf(errf, sizeof(errf), "%s.stderr", out_dir);
-	cr_assert_eq(run_sh("zstd -q -t '%s'", archive), 0,
+	cr_assert_eq(sh("zstd -q -t '%s'", archive), 0,
 		     "zstd -t rejects %s", archive);
-	cr_assert_eq(run_sh("zstd -q -dc '%s' | tar -xf - -C '%s' 2>'%s'",
+	cr_assert_eq(sh("zstd -q -dc '%s' | tar -xf - -C '%s' 2>'%s'",
 			    archive, out_dir, errf), 0,
 		     "tar -x failed for %s", archive);
 	f = fopen(errf, "r");
@@ -457,7 +442,7 @@ Test(pack, names_are_relative_and_hard_links_kept)
 	tmp_path(out, "out");
 	build_odd_tree(src, &c);
 	pack_ok(src, arc, 1, NULL);
-	cr_assert_eq(run_sh("zstd -q -dc '%s' | tar -tf - | "
+	cr_assert_eq(sh("zstd -q -dc '%s' | tar -tf - | "
 			    "grep -q -e '^/' -e '^\\./' -e '^src'", arc), 1,
 		     "an entry is not relative to the source");
 	free(unpack(arc, out));
@@ -559,7 +544,7 @@ Test(pack, content_checksum_catches_a_flipped_byte)
 	write_random(file, 1 << 20, 11);
 	tmp_path(arc, "a.tar.zst");
 	pack_ok(src, arc, 1, NULL);
-	cr_assert_eq(run_sh("zstd -q -t '%s'", arc), 0);
+	cr_assert_eq(sh("zstd -q -t '%s'", arc), 0);
 
 	fd = open(arc, O_RDWR);
 	cr_assert(fd >= 0);
@@ -573,7 +558,7 @@ Test(pack, content_checksum_catches_a_flipped_byte)
 	byte ^= 0x10;
 	cr_assert_eq(pwrite(fd, &byte, 1, s.st_size / 2), 1);
 	close(fd);
-	cr_expect_neq(run_sh("zstd -q -t '%s' 2>/dev/null", arc), 0,
+	cr_expect_neq(sh("zstd -q -t '%s' 2>/dev/null", arc), 0,
 		      "zstd -t accepted a corrupted stream");
 }
 
@@ -596,7 +581,7 @@ Test(pack, threads_do_not_change_the_tree)
 	compare_trees(src, o1);
 	compare_trees(src, o2);
 	/* Same walk, same headers: the tar streams are identical. */
-	cr_expect_eq(run_sh("zstd -q -dc '%s' > '%s.tar' && "
+	cr_expect_eq(sh("zstd -q -dc '%s' > '%s.tar' && "
 			    "zstd -q -dc '%s' > '%s.tar' && "
 			    "cmp -s '%s.tar' '%s.tar'", a1, a1, a2, a2, a1,
 			    a2), 0, "tar streams differ between thread counts");
@@ -907,7 +892,7 @@ Test(pack, sparse_2gib_file_streams_in_bounded_memory)
 	pack_ok(src, arc, 0, &st);
 	cr_expect_eq(st.bytes_in, 2ull << 30);
 	expect_peak_rss_below_256_mib();
-	cr_expect_eq(run_sh("zstd -q -dc '%s' | tar -xOf - sparse.bin | "
+	cr_expect_eq(sh("zstd -q -dc '%s' | tar -xOf - sparse.bin | "
 			    "cmp -s - '%s'", arc, file), 0,
 		     "sparse file content differs after unpack");
 }
