@@ -211,6 +211,7 @@ Test(gcs, preconditions)
 		     CLOUD_EPRECONDITION);
 	cr_assert_eq(gcs_delete(&client, BUCKET, "c.json", o2.generation, &e),
 		     0, "%s", e.msg);
+	store_object_release(&o);
 	cr_assert_eq(gcs_stat(&client, BUCKET, "c.json", 0, &o, &e),
 		     CLOUD_ENOTFOUND);
 	cr_assert(strstr(e.msg, "gs://bkt/c.json"), "%s", e.msg);
@@ -685,6 +686,7 @@ Test(gcs, store_facade_over_gs)
 	cr_assert_eq(store_put(s, "control.json", "{}", 2, STORE_CREATE_ONLY,
 			       &o, &e), 0, "%s", e.msg);
 	cr_assert_str_eq(o.name, "control.json");
+	store_object_release(&o);
 	cr_assert_eq(store_put(s, "control.json", "{}", 2, STORE_CREATE_ONLY,
 			       NULL, &e), CLOUD_EPRECONDITION);
 	cr_assert_eq(store_read(s, "control.json", 100, &text, &len, NULL, &e),
