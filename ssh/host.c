@@ -450,6 +450,18 @@ static bool remote_ended(struct host *h)
 	return libssh2_channel_eof(h->channel) == 1;
 }
 
+/* A write waiting for window: libssh2 read what had come meanwhile
+ * (output, or the end of the command) and poll will never report it. */
+static enum step write_blocked(struct fanout *f, struct host *h)
+{
+	if (drain(f, h))
+		return lost(h);
+	if (!remote_ended(h))
+		return STEP_AGAIN;
+	set_state(h, HS_RUNNING);
+	return STEP_NEXT;
+}
+
 static enum step st_send(struct fanout *f, struct host *h)
 {
 	const struct fanout_config *c = fanout_config(f);
@@ -469,17 +481,8 @@ static enum step st_send(struct fanout *f, struct host *h)
 			n = SEND_CHUNK;
 		w = libssh2_channel_write_ex(h->channel, 0,
 					     (const char *)c->input + h->sent, n);
-		if (w == LIBSSH2_ERROR_EAGAIN) {
-			/* Waiting for window, libssh2 read what had come:
-			 * output, or the end of the command, that poll will
-			 * never report again. */
-			if (drain(f, h))
-				return lost(h);
-			if (!remote_ended(h))
-				return STEP_AGAIN;
-			set_state(h, HS_RUNNING);
-			return STEP_NEXT;
-		}
+		if (w == LIBSSH2_ERROR_EAGAIN)
+			return write_blocked(f, h);
 		if (w < 0) {
 			if (remote_ended(h) || w == LIBSSH2_ERROR_CHANNEL_CLOSED ||
 			    w == LIBSSH2_ERROR_CHANNEL_EOF_SENT) {
@@ -539,14 +542,8 @@ static enum step st_signal(struct fanout *f, struct host *h)
 	}
 	len = (size_t)snprintf(line, sizeof(line), "%s\n", h->signal_name);
 	w = libssh2_channel_write_ex(h->channel, 0, line, len);
-	if (w == LIBSSH2_ERROR_EAGAIN) {
-		if (drain(f, h))
-			return lost(h);
-		if (!remote_ended(h))
-			return STEP_AGAIN;
-		set_state(h, HS_RUNNING);
-		return STEP_NEXT;
-	}
+	if (w == LIBSSH2_ERROR_EAGAIN)
+		return write_blocked(f, h);
 	h->signalled = true;
 	if (w < 0) {
 		if (!remote_ended(h))

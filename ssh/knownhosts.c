@@ -21,6 +21,7 @@
  * knownhosts_methods needs.
  */
 #include "ssh/knownhosts.h"
+#include "ssh/key.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -113,24 +114,6 @@ static bool b64_decode(const char *s, size_t len, unsigned char *out,
 		       size_t cap, size_t *out_len)
 {
 	return base64_decode(s, len, out, cap, out_len) == 0;
-}
-
-/* "SHA256:" and the unpadded base64 of the digest, as OpenSSH prints it. */
-static void fingerprint(const void *blob, size_t len, char out[64])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned char b64[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
-	unsigned md_len;
-	int n;
-
-	if (!EVP_Digest(blob, len, md, &md_len, EVP_sha256(), NULL)) {
-		snprintf(out, 64, "SHA256:(OpenSSL could not hash the key)");
-		return;
-	}
-	n = EVP_EncodeBlock(b64, md, (int)md_len);
-	while (n > 0 && b64[n - 1] == '=')
-		n--;
-	snprintf(out, 64, "SHA256:%.*s", n, (const char *)b64);
 }
 
 /* Whether an SSH key blob starts with the type name it should. */
@@ -786,7 +769,7 @@ int knownhosts_check(struct knownhosts *k, const char *host, unsigned port,
 	unsigned other_kinds = 0;
 	bool found = false;
 	char name[NAME_CAP];
-	char fp[64];
+	char fp[KEY_FINGERPRINT_SIZE];
 	size_t name_len;
 	int kind;
 	int rc;
@@ -805,7 +788,7 @@ int knownhosts_check(struct knownhosts *k, const char *host, unsigned port,
 		return err_set(e, SSH_EHOSTKEY,
 			       "host %s presented a malformed %s host key",
 			       name, kinds[kind].name);
-	fingerprint(blob, key_len, fp);
+	key_fingerprint((const unsigned char *)blob, key_len, fp);
 	name_len = strlen(name);
 	for (size_t i = 0; i < k->n; i++) {
 		const struct knownhosts_entry *en = &k->entries[i];

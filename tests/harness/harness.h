@@ -95,17 +95,4 @@ char *read_file(const char *path, size_t *len);
 /* Counts non-overlapping occurrences of needle in haystack. */
 size_t count_substr(const char *haystack, const char *needle);
 
-/* The GCS fake (tests/fakes/gcs_fake.py) on a free loopback port. */
-struct gcs_fake {
-	pid_t pid;
-	unsigned port;
-	char dir[HARNESS_PATH];
-	char endpoint[64]; /* "http://127.0.0.1:PORT" */
-	char env[96];      /* "STORAGE_EMULATOR_HOST=..." for run_slicectl */
-};
-
-/* extra_args: more arguments for the fake (NULL-terminated), or NULL. */
-int gcs_fake_start(struct gcs_fake *g, const char *const *extra_args);
-void gcs_fake_stop(struct gcs_fake *g);
-
 #endif

@@ -3,6 +3,7 @@
  * save, ls, verify, restore, prune, and what a user sees when things are
  * wrong.
  */
+#include "tests/cloud/fake_gcs.h"
 #include "tests/harness/harness.h"
 
 #include <criterion/criterion.h>
@@ -11,7 +12,8 @@
 #include <string.h>
 
 static char tmp[HARNESS_PATH];
-static struct gcs_fake fake;
+static struct fake_gcs fake;
+static char fake_env[96];
 
 static void up(void)
 {
@@ -20,7 +22,8 @@ static void up(void)
 
 static void down(void)
 {
-	gcs_fake_stop(&fake);
+	if (fake.pid > 0)
+		fake_gcs_stop(&fake);
 	rm_rf(tmp);
 }
 
@@ -40,9 +43,11 @@ static void file_backend(struct backend *b)
 
 static void gcs_backend(struct backend *b)
 {
-	cr_assert_eq(gcs_fake_start(&fake, NULL), 0, "GCS fake did not start");
+	cr_assert_eq(fake_gcs_start(&fake, NULL), 0, "GCS fake did not start");
+	snprintf(fake_env, sizeof(fake_env), "STORAGE_EMULATOR_HOST=%s",
+		 fake.base);
 	snprintf(b->url, sizeof(b->url), "gs://bucket/prefix/run-1");
-	b->env[0] = fake.env;
+	b->env[0] = fake_env;
 	b->env[1] = NULL;
 }
 
