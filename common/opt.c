@@ -45,16 +45,26 @@ static int parse_uint(const struct opt *o, const char *arg, struct err *e)
 	return 0;
 }
 
+/* Seconds, or a number with a unit: 90, 0.5, 90s, 30m, 6h, 2d. */
 static int parse_seconds(const struct opt *o, const char *arg, struct err *e)
 {
 	char *end;
-	double v;
+	double v, unit = 1;
 
 	errno = 0;
 	v = strtod(arg, &end);
+	if (end != arg && *end && !end[1]) {
+		switch (*end) {
+		case 's': unit = 1; end++; break;
+		case 'm': unit = 60; end++; break;
+		case 'h': unit = 3600; end++; break;
+		case 'd': unit = 86400; end++; break;
+		}
+	}
+	v *= unit;
 	if (errno || end == arg || *end || !(v >= 0) || v > 4e6)
 		return err_set(e, COMMON_EUSAGE,
-			       "--%s wants a number of seconds (like 30 or 0.5), not '%s'",
+			       "--%s wants a duration like 30, 0.5, 90s, 30m, 6h or 2d (at most 46d), not '%s'",
 			       o->name, arg);
 	*(unsigned *)o->value = (unsigned)(v * 1000.0 + 0.5);
 	return 0;

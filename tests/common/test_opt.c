@@ -76,7 +76,9 @@ Test(opt, errors_name_the_option)
 		{ "--num=0", "--num wants a whole number from 1 to 100" },
 		{ "--num=12x", "not '12x'" },
 		{ "--num=-1", "not '-1'" },
-		{ "--secs=abc", "--secs wants a number of seconds" },
+		{ "--secs=abc", "--secs wants a duration like 30" },
+		{ "--secs=5x", "not '5x'" },
+		{ "--secs=50d", "at most 46d" },
 		{ "--choice=maybe", "one of yes, accept-new, no" },
 		{ "--flag=1", "--flag takes no value" },
 		{ "--str", "--str needs a value" },
@@ -92,6 +94,29 @@ Test(opt, errors_name_the_option)
 			     cases[i].arg);
 		cr_assert(strstr(e.msg, cases[i].msg), "'%s' lacks '%s'",
 			  e.msg, cases[i].msg);
+		strlist_release(&pos);
+		strlist_release(&list);
+	}
+}
+
+Test(opt, durations_take_units)
+{
+	static const struct {
+		const char *arg;
+		unsigned ms;
+	} cases[] = {
+		{ "--secs=90", 90000 }, { "--secs=0.5", 500 },
+		{ "--secs=90s", 90000 }, { "--secs=30m", 1800000 },
+		{ "--secs=6h", 21600000 }, { "--secs=2d", 172800000 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[] = { "cmd", (char *)cases[i].arg, NULL };
+		struct strlist pos;
+		struct err e;
+
+		cr_assert_eq(parse(2, argv, &pos, &e), 0, "%s", e.msg);
+		cr_assert_eq(ms, cases[i].ms, "%s gave %u", cases[i].arg, ms);
 		strlist_release(&pos);
 		strlist_release(&list);
 	}
