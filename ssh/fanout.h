@@ -113,4 +113,33 @@ int fanout_run(const struct fanout_config *cfg,
 
 const char *fanout_outcome_name(enum fanout_outcome o);
 
+/* Host keys learnt from a trusted source (the TPU API's guest attributes):
+ * keys are "TYPE BASE64" lines, as in known_hosts after the names. */
+struct fanout_known_host {
+	const char *host;
+	unsigned port;        /* 0 or 22: recorded as the bare host */
+	char *const *keys;
+	size_t nkeys;
+};
+
+/*
+ * Makes path (created with its directories when missing) hold exactly the
+ * given keys for each of these hosts: their older entries, plain or
+ * hashed, are removed, other lines are kept as they were. The file is
+ * replaced atomically (temporary file, fsync, rename) under a lock on
+ * path.lock, so concurrent updates never lose each other's hosts.
+ */
+int fanout_known_hosts_update(const char *path,
+			      const struct fanout_known_host *hosts, size_t n,
+			      struct err *e);
+
+/*
+ * Makes sure a private key exists at path: when missing, an ed25519 key is
+ * created (OpenSSH format, 0600, with path.pub; directories 0700). *pub
+ * gets the public key as an authorized_keys line "TYPE BASE64 COMMENT"
+ * (malloc'd), whatever the key's type.
+ */
+int fanout_key_ensure(const char *path, const char *comment, char **pub,
+		      struct err *e);
+
 #endif

@@ -37,8 +37,6 @@
 #include <openssl/evp.h>
 
 #define SHA1_LEN 20
-/* "[" + the longest host name getnameinfo returns (1025) + "]:65535" */
-#define NAME_CAP 1040
 
 enum key_kind {
 	KIND_ED25519,
@@ -224,6 +222,22 @@ static int entry_matches(const struct knownhosts *k,
 	return hashed_matches(k->scratch, en, name, name_len);
 }
 
+int knownhosts_entry_is(const struct knownhosts *k, size_t i,
+			const char *name)
+{
+	return entry_matches(k, &k->entries[i], name, strlen(name));
+}
+
+unsigned knownhosts_entry_line(const struct knownhosts *k, size_t i)
+{
+	return k->entries[i].line;
+}
+
+bool knownhosts_entry_hashed(const struct knownhosts *k, size_t i)
+{
+	return !k->entries[i].names;
+}
+
 static void entry_release(struct knownhosts_entry *en)
 {
 	free(en->blob);
@@ -236,8 +250,8 @@ static void entry_release(struct knownhosts_entry *en)
  * "[host]:port" when the port is not 22. Names that would read as
  * something else in the file (patterns, markers, comments) are refused.
  */
-static int host_name(const char *host, unsigned port, char *out, size_t cap,
-		     struct err *e)
+int knownhosts_name(const char *host, unsigned port, char *out, size_t cap,
+		    struct err *e)
 {
 	size_t len = host ? strlen(host) : 0;
 	int n;
@@ -591,7 +605,7 @@ void knownhosts_close(struct knownhosts *k)
 }
 
 /* Creates the missing directories above path, mode 0700. */
-static int make_parents(const char *path)
+int knownhosts_make_parents(const char *path)
 {
 	char *copy = strdup(path);
 	int rc = 0;
@@ -625,7 +639,7 @@ static int append_line(const char *path, const char *text, size_t len)
 	int fd;
 	int rc = 0;
 
-	rc = make_parents(path);
+	rc = knownhosts_make_parents(path);
 	if (rc)
 		return rc;
 	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
@@ -768,13 +782,13 @@ int knownhosts_check(struct knownhosts *k, const char *host, unsigned port,
 	const struct knownhosts_entry *changed = NULL;
 	unsigned other_kinds = 0;
 	bool found = false;
-	char name[NAME_CAP];
+	char name[KNOWNHOSTS_NAME_CAP];
 	char fp[KEY_FINGERPRINT_SIZE];
 	size_t name_len;
 	int kind;
 	int rc;
 
-	rc = host_name(host, port, name, sizeof(name), e);
+	rc = knownhosts_name(host, port, name, sizeof(name), e);
 	if (rc)
 		return rc;
 	for (kind = 0; kind < KIND_COUNT; kind++)
@@ -833,11 +847,11 @@ int knownhosts_check(struct knownhosts *k, const char *host, unsigned port,
 const char *knownhosts_methods(struct knownhosts *k, const char *host,
 			       unsigned port)
 {
-	char name[NAME_CAP];
+	char name[KNOWNHOSTS_NAME_CAP];
 	unsigned have = 0;
 	size_t len = 0;
 
-	if (!host_name(host, port, name, sizeof(name), NULL)) {
+	if (!knownhosts_name(host, port, name, sizeof(name), NULL)) {
 		size_t name_len = strlen(name);
 
 		for (size_t i = 0; i < k->n; i++) {

@@ -58,4 +58,21 @@ int knownhosts_check(struct knownhosts *k, const char *host, unsigned port,
 const char *knownhosts_methods(struct knownhosts *k, const char *host,
 			       unsigned port);
 
+/* The name a host is recorded under: lowercased, "[host]:port" when the
+ * port is not 22 (0 means 22). SSH_EINVAL for names the file cannot hold. */
+/* "[" + the longest host name getnameinfo returns (1025) + "]:65535" */
+#define KNOWNHOSTS_NAME_CAP 1040
+int knownhosts_name(const char *host, unsigned port, char *out, size_t cap,
+		    struct err *e);
+
+/* For knownhosts_update.c: entry i's file line, whether its names are
+ * hashed, and whether name (as knownhosts_name gives it) is one of them
+ * (1, 0, or -1 when OpenSSL failed). */
+unsigned knownhosts_entry_line(const struct knownhosts *k, size_t i);
+bool knownhosts_entry_hashed(const struct knownhosts *k, size_t i);
+int knownhosts_entry_is(const struct knownhosts *k, size_t i,
+			const char *name);
+/* Creates path's missing parent directories (0700). 0 or an errno. */
+int knownhosts_make_parents(const char *path);
+
 #endif
