@@ -410,3 +410,48 @@ int auth_token(struct auth *a, struct http_client *h, const char **token,
 	*token = a->token;
 	return 0;
 }
+
+int auth_send(struct auth *a, struct http_client *h, struct http_request *req,
+	      const char *const *headers, struct http_response *resp,
+	      struct err *e)
+{
+	const char *hdr[8];
+	struct buf line;
+	size_t n = 0;
+	int rc;
+
+	for (; headers && headers[n] && n < 6; n++)
+		hdr[n] = headers[n];
+	buf_init(&line);
+	for (int round = 0;; round++) {
+		const char *token;
+		size_t k = n;
+
+		rc = auth_token(a, h, &token, e);
+		if (rc)
+			break;
+		buf_reset(&line);
+		if (*token) {
+			if (buf_appendf(&line, "Authorization: Bearer %s",
+					token)) {
+				rc = err_set(e, CLOUD_ENOMEM, "out of memory");
+				break;
+			}
+			hdr[k++] = line.data;
+		}
+		hdr[k] = NULL;
+		req->headers = hdr;
+		rc = http_do(h, req, resp, e);
+		if (rc == CLOUD_EAUTH && resp->status == 401 && round == 0 &&
+		    auth_renewable(a)) {
+			auth_invalidate(a);
+			continue;
+		}
+		break;
+	}
+	if (line.data)
+		memset(line.data, 0, line.len);
+	buf_release(&line);
+	req->headers = NULL;
+	return rc;
+}

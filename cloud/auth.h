@@ -56,6 +56,14 @@ void auth_invalidate(struct auth *a);
 /* Whether auth_invalidate can lead to a different token. */
 bool auth_renewable(const struct auth *a);
 
+/* Sends req through h with the caller's headers (up to 6) and the
+ * Authorization header of a's token; a 401 with a token that can be
+ * renewed is tried once more with a fresh one (it may have been revoked or
+ * expired early). req->headers is set only during the call. */
+int auth_send(struct auth *a, struct http_client *h, struct http_request *req,
+	      const char *const *headers, struct http_response *resp,
+	      struct err *e);
+
 /* jwt.c */
 /* Parses a PEM private key (PKCS#8 or PKCS#1 RSA). */
 int jwt_load_key(const char *pem, EVP_PKEY **out, struct err *e);

@@ -31,6 +31,10 @@ enum cloud_error {
 	CLOUD_ECORRUPT,      /* CRC32C mismatch, or malformed server JSON */
 	CLOUD_ENOSPACE,      /* a local disk (or file size limit) is full */
 	CLOUD_EABORTED,      /* a caller's callback asked to stop */
+	CLOUD_EEXISTS,       /* the name is taken (409) */
+	CLOUD_EFAILED,       /* an operation or queued resource failed; the
+				message has the API's own error */
+	CLOUD_ETIMEDOUT,     /* a wait ran out of time */
 };
 
 /* Preconditions on the generation of the object being written or deleted. */
@@ -106,6 +110,160 @@ int store_list(struct store *s, const char *prefix, const char *delimiter,
 
 int store_delete(struct store *s, const char *name,
 		 int64_t if_generation_match, struct err *e);
+
+/*
+ * The Cloud TPU API, v2alpha1 (queued resources, nodes, operations, guest
+ * attributes), at https://tpu.googleapis.com/ or SLICECTL_TPU_ENDPOINT.
+ * Create and delete carry a requestId, so they are retried like any
+ * idempotent call (429, 5xx, dropped connections); errors carry the API's
+ * own message and a hint for 400 (quota, invalid field), 403, 404 and 409.
+ * Operations and states are polled with backoff starting at
+ * SLICECTL_TPU_POLL_MS (default 1000) up to 15 s.
+ */
+struct tpu_client;
+
+/* project and zone are required (the launcher resolves the defaults). */
+int tpu_open(struct tpu_client **out, const char *project, const char *zone,
+	     struct err *e);
+void tpu_close(struct tpu_client *c);
+/* "projects/P/locations/Z" */
+const char *tpu_parent(const struct tpu_client *c);
+
+enum tpu_capacity {
+	TPU_CAPACITY_ON_DEMAND = 0, /* none of the fields below */
+	TPU_CAPACITY_SPOT,          /* "spot": {} */
+	TPU_CAPACITY_RESERVED,      /* "guaranteed": {"reserved": true} */
+	TPU_CAPACITY_BEST_EFFORT,   /* "bestEffort": {} */
+};
+
+/* What `slicectl create` asks for. NULL strings and empty lists are left
+ * out of the request body. */
+struct tpu_qr_spec {
+	const char *id;               /* the queued resource's id */
+	const char *accelerator_type; /* node.acceleratorType */
+	const char *runtime_version;  /* node.runtimeVersion */
+	/* 1: nodeSpec[0].nodeId = id. More: nodeSpec[0].multiNodeParams
+	 * {nodeCount, nodeIdPrefix = id}, nodes id-0 .. id-(N-1). */
+	unsigned node_count;
+	enum tpu_capacity capacity;
+	/* reservationName; a bare name becomes
+	 * projects/P/locations/Z/reservations/NAME. Implies reserved. */
+	const char *reservation;
+	uint64_t valid_until_s;       /* queueingPolicy.validUntilDuration */
+	uint64_t valid_after_s;       /* queueingPolicy.validAfterDuration */
+	const char *network;          /* node.networkConfig.network */
+	const char *subnetwork;       /* node.networkConfig.subnetwork */
+	bool external_ips;            /* node.networkConfig.enableExternalIps */
+	const char *service_account;  /* node.serviceAccount.email */
+	struct strlist scopes;        /* node.serviceAccount.scope */
+	struct strlist tags;          /* node.tags */
+	struct strlist labels;        /* node.labels, "KEY=VALUE" each */
+	struct strlist metadata;      /* node.metadata, "KEY=VALUE" each */
+	const char *description;      /* node.description */
+};
+
+void tpu_qr_spec_init(struct tpu_qr_spec *s);
+void tpu_qr_spec_release(struct tpu_qr_spec *s);
+
+/* The queuedResources.create request body for s under parent, as
+ * compact JSON (*out malloc'd). CLOUD_EINVAL names a bad field value. */
+int tpu_qr_body(const struct tpu_qr_spec *s, const char *parent, char **out,
+		struct err *e);
+
+/* A queued resource as the API describes it. */
+struct tpu_qr {
+	char *name;             /* projects/P/locations/Z/queuedResources/ID */
+	char *id;
+	char *state;            /* QueuedResourceState.state, "" if absent */
+	char *state_initiator;  /* "" if absent */
+	char *create_time;      /* "" if absent */
+	char *accelerator_type; /* of the first node spec */
+	char *runtime_version;
+	const char *capacity;   /* "spot", "reserved", "best-effort" or
+				   "on-demand" (static) */
+	char *reservation;      /* reservationName, "" if none */
+	int error_code;         /* state.failedData.error, when FAILED */
+	char *error_message;    /* "" if none */
+	char **node_ids;        /* in slice order: nodeId, or PREFIX-i */
+	size_t nnodes;
+	char *json;             /* the resource as the API sent it */
+};
+
+void tpu_qr_release(struct tpu_qr *q);
+
+/* Parses one QueuedResource resource (CLOUD_ECORRUPT when malformed). */
+int tpu_qr_parse(const char *json, size_t len, struct tpu_qr *out,
+		 struct err *e);
+
+struct tpu_endpoint {
+	char *ip;          /* networkEndpoints[i].ipAddress */
+	char *external_ip; /* accessConfig.externalIp, "" if none */
+	unsigned port;     /* as the API gives it (not the SSH port) */
+};
+
+struct tpu_node {
+	char *name;        /* projects/P/locations/Z/nodes/ID */
+	char *id;          /* ID */
+	char *uid;         /* the numeric "id" field, "" if absent */
+	char *state;
+	char *health;      /* "" if absent */
+	char *accelerator_type;
+	struct tpu_endpoint *endpoints; /* in worker order */
+	size_t nendpoints;
+	char *json;
+};
+
+void tpu_node_release(struct tpu_node *n);
+int tpu_node_parse(const char *json, size_t len, struct tpu_node *out,
+		   struct err *e);
+
+/* Called when a wait sees a new state (and once at the start). */
+typedef void (*tpu_progress_fn)(void *ud, const struct tpu_qr *q,
+				uint64_t elapsed_ms);
+
+/* Creates the queued resource; returns once the API accepted it (the
+ * create operation is done), not when it is ACTIVE. */
+int tpu_qr_create(struct tpu_client *c, const struct tpu_qr_spec *s,
+		  struct err *e);
+int tpu_qr_get(struct tpu_client *c, const char *id, struct tpu_qr *out,
+	       struct err *e);
+/* Every queued resource in the zone, all pages, in the API's order. */
+int tpu_qr_list(struct tpu_client *c, struct tpu_qr **out, size_t *n,
+		struct err *e);
+/* Asks for deletion (force: delete its nodes too). wait: returns only
+ * when the queued resource is gone (timeout_ms 0: no limit). */
+int tpu_qr_delete(struct tpu_client *c, const char *id, bool force,
+		  bool wait, unsigned timeout_ms, tpu_progress_fn progress,
+		  void *ud, struct err *e);
+/* Resets every node of the queued resource; wait: until the operation is
+ * done and every node is READY again. */
+int tpu_qr_reset(struct tpu_client *c, const char *id, bool wait,
+		 unsigned timeout_ms, struct err *e);
+/*
+ * Polls until the state is `state` (out, when given, gets the resource).
+ * Gives up early with CLOUD_EFAILED when the resource reaches FAILED
+ * (with failedData's message), or SUSPENDED / SUSPENDING while waiting
+ * for anything else; CLOUD_ENOTFOUND when it disappears; CLOUD_ETIMEDOUT
+ * after timeout_ms (0: no limit).
+ */
+int tpu_qr_wait(struct tpu_client *c, const char *id, const char *state,
+		unsigned timeout_ms, tpu_progress_fn progress, void *ud,
+		struct tpu_qr *out, struct err *e);
+
+int tpu_node_get(struct tpu_client *c, const char *id, struct tpu_node *out,
+		 struct err *e);
+
+/* One worker's SSH host keys from guest attributes ("hostkeys/"): lines
+ * "TYPE BASE64" as in known_hosts (ssh-ed25519, ecdsa-sha2-nistp256...). */
+struct tpu_hostkeys {
+	struct strlist keys;
+};
+
+/* Every worker's host keys, in worker order (*n is the number of workers
+ * the API answered for; a worker that has published none has no keys). */
+int tpu_node_hostkeys(struct tpu_client *c, const char *id,
+		      struct tpu_hostkeys **out, size_t *n, struct err *e);
+void tpu_hostkeys_release(struct tpu_hostkeys *h, size_t n);
 
 /* crc32c.c: CRC-32C (Castagnoli), as GCS computes it. Start with 0. */
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len);

@@ -65,52 +65,13 @@ void gcs_client_release(struct gcs_client *c)
 	c->base = NULL;
 }
 
-/* Sends req with the caller's headers (up to 6) and the Authorization
- * header; a 401 with a token that can be renewed is tried once more with
- * a fresh one (it may have been revoked or expired early). */
+/* Sends req with the caller's headers and the Authorization header (see
+ * auth_send). */
 static int gcs_send(struct gcs_client *c, struct http_request *req,
 		const char *const *headers, struct http_response *resp,
 		struct err *e)
 {
-	const char *h[8];
-	struct buf auth;
-	size_t n = 0;
-	int rc;
-
-	for (; headers && headers[n] && n < 6; n++)
-		h[n] = headers[n];
-	buf_init(&auth);
-	for (int round = 0;; round++) {
-		const char *token;
-		size_t k = n;
-
-		rc = auth_token(&c->auth, &c->http, &token, e);
-		if (rc)
-			break;
-		buf_reset(&auth);
-		if (*token) {
-			if (buf_appendf(&auth, "Authorization: Bearer %s",
-					token)) {
-				rc = err_set(e, CLOUD_ENOMEM, "out of memory");
-				break;
-			}
-			h[k++] = auth.data;
-		}
-		h[k] = NULL;
-		req->headers = h;
-		rc = http_do(&c->http, req, resp, e);
-		if (rc == CLOUD_EAUTH && resp->status == 401 && round == 0 &&
-		    auth_renewable(&c->auth)) {
-			auth_invalidate(&c->auth);
-			continue;
-		}
-		break;
-	}
-	if (auth.data)
-		memset(auth.data, 0, auth.len);
-	buf_release(&auth);
-	req->headers = NULL;
-	return rc;
+	return auth_send(&c->auth, &c->http, req, headers, resp, e);
 }
 
 /* base + "/storage/v1/b/BUCKET/o/NAME" (or the upload path), escaped. */
@@ -126,22 +87,12 @@ static int object_url(struct gcs_client *c, struct buf *u, bool upload,
 	return 0;
 }
 
-/* Appends "?name=value" or "&name=value". */
-static int query(struct buf *u, const char *name, const char *value)
-{
-	if (buf_appends(u, strchr(u->data, '?') ? "&" : "?") ||
-	    buf_appends(u, name) || buf_appends(u, "=") ||
-	    http_escape_append(u, value))
-		return CLOUD_ENOMEM;
-	return 0;
-}
-
 static int query_int(struct buf *u, const char *name, int64_t v)
 {
 	char num[24];
 
 	snprintf(num, sizeof(num), "%" PRId64, v);
-	return query(u, name, num);
+	return http_query_append(u, name, num);
 }
 
 static int corrupt(struct err *e, const char *what, const char *field)
@@ -333,7 +284,8 @@ int gcs_put(struct gcs_client *c, const char *bucket, const char *name,
 	http_response_init(&resp);
 	crc_base64(crc, b64);
 	rc = object_url(c, &url, true, bucket, NULL) ||
-	     query(&url, "uploadType", "media") || query(&url, "name", name) ||
+	     http_query_append(&url, "uploadType", "media") ||
+	     http_query_append(&url, "name", name) ||
 	     (if_generation_match >= 0 &&
 	      query_int(&url, "ifGenerationMatch", if_generation_match)) ||
 	     buf_appendf(&hash, "x-goog-hash: crc32c=%s", b64);
@@ -446,7 +398,7 @@ int gcs_get(struct gcs_client *c, const char *bucket, const char *name,
 	buf_init(&range);
 	http_response_init(&resp);
 	if (object_url(c, &url, false, bucket, name) ||
-	    query(&url, "alt", "media") ||
+	    http_query_append(&url, "alt", "media") ||
 	    query_int(&url, "generation", meta.generation)) {
 		rc = err_set(e, CLOUD_ENOMEM, "out of memory");
 		goto out;
@@ -583,12 +535,13 @@ int gcs_list(struct gcs_client *c, const char *bucket, const char *prefix,
 
 		buf_reset(&url);
 		if (object_url(c, &url, false, bucket, NULL) ||
-		    (prefix && *prefix && query(&url, "prefix", prefix)) ||
+		    (prefix && *prefix &&
+		     http_query_append(&url, "prefix", prefix)) ||
 		    (delimiter && *delimiter &&
-		     query(&url, "delimiter", delimiter)) ||
+		     http_query_append(&url, "delimiter", delimiter)) ||
 		    (max_results && query_int(&url, "maxResults",
 					      max_results)) ||
-		    (token && query(&url, "pageToken", token))) {
+		    (token && http_query_append(&url, "pageToken", token))) {
 			rc = err_set(e, CLOUD_ENOMEM, "out of memory");
 			break;
 		}
@@ -748,8 +701,8 @@ int gcs_upload_begin(struct gcs_client *c, const char *bucket,
 	http_response_init(&resp);
 	if (!u->bucket || !u->name ||
 	    object_url(c, &url, true, bucket, NULL) ||
-	    query(&url, "uploadType", "resumable") ||
-	    query(&url, "name", name) ||
+	    http_query_append(&url, "uploadType", "resumable") ||
+	    http_query_append(&url, "name", name) ||
 	    (if_generation_match >= 0 &&
 	     query_int(&url, "ifGenerationMatch", if_generation_match))) {
 		rc = err_set(e, CLOUD_ENOMEM, "out of memory");

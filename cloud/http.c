@@ -149,6 +149,15 @@ int http_escape_append(struct buf *b, const char *s)
 	return 0;
 }
 
+int http_query_append(struct buf *u, const char *name, const char *value)
+{
+	if (buf_appends(u, u->data && strchr(u->data, '?') ? "&" : "?") ||
+	    buf_appends(u, name) || buf_appends(u, "=") ||
+	    http_escape_append(u, value))
+		return CLOUD_ENOMEM;
+	return 0;
+}
+
 /* Names whose values are secrets, as JSON keys and as form or query
  * parameters. */
 static const char *const secret_names[] = {
@@ -568,6 +577,8 @@ static int status_error(long status)
 		return CLOUD_EAUTH;
 	case 404:
 		return CLOUD_ENOTFOUND;
+	case 409:
+		return CLOUD_EEXISTS;
 	case 412:
 		return CLOUD_EPRECONDITION;
 	default:
@@ -598,6 +609,7 @@ static int failure(struct http_client *c, const struct http_request *req,
 		   struct http_response *resp, struct err *e)
 {
 	char url[512], msg[600];
+	const char *hint;
 
 	url_for_message(req->url, url, sizeof(url));
 	if (resp->status == 0)
@@ -609,12 +621,14 @@ static int failure(struct http_client *c, const struct http_request *req,
 					    : curl_easy_strerror(
 						      resp->curl_code));
 	http_error_message(resp, msg, sizeof(msg));
+	hint = req->hint ? req->hint(resp->status, msg) : NULL;
+	if (!hint || !*hint)
+		hint = status_hint(resp->status);
 	return err_set(e, status_error(resp->status),
 		       "%s %s: HTTP %ld %s%s%s%s%s", req->method, url,
 		       resp->status, reason(resp->status),
 		       msg[0] ? ": " : "", msg,
-		       resp->attempts > 1 ? " (after retries)" : "",
-		       status_hint(resp->status));
+		       resp->attempts > 1 ? " (after retries)" : "", hint);
 }
 
 static void log_request(const struct http_request *req,

@@ -63,6 +63,9 @@ struct http_request {
 	store_sink_fn sink;
 	void *sink_ud;
 	size_t max_body;
+	/* The advice appended to a 4xx error ("; ..."), given the status and
+	 * the server's message; NULL or "" falls back to the generic one. */
+	const char *(*hint)(long status, const char *message);
 };
 
 struct http_response {
@@ -119,6 +122,9 @@ bool http_transient(int rc, const struct http_response *resp);
 
 /* Percent-encodes s (all but A-Z a-z 0-9 - . _ ~) onto b. */
 int http_escape_append(struct buf *b, const char *s);
+/* Appends "?name=value", or "&name=value" once u has a query; value
+ * escaped as above. */
+int http_query_append(struct buf *u, const char *name, const char *value);
 
 /* Copies text to out with the values of credentials (Authorization
  * headers, access, refresh and ID tokens, assertions, client secrets,

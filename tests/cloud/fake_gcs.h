@@ -1,18 +1,15 @@
 /*
  * tests/cloud/fake_gcs.h: starts tests/fakes/gcs_fake.py on loopback for a
- * test, talks to its /_fake control endpoints, and stops it by pid.
+ * test, talks to its /_fake control endpoints, and stops it by pid. A GCS
+ * fake is a fake_server (fake_server.h) running that script.
  */
 #ifndef SLICECTL_TESTS_FAKE_GCS_H
 #define SLICECTL_TESTS_FAKE_GCS_H
 
-#include <sys/types.h>
+#include "tests/cloud/fake_server.h"
 
-struct fake_gcs {
-	pid_t pid;
-	unsigned port;
-	char base[64]; /* "http://127.0.0.1:PORT" */
-	char dir[256]; /* private temp dir, removed by fake_gcs_stop */
-};
+/* struct fake_gcs is struct fake_server: pid, port, base, dir. */
+#define fake_gcs fake_server
 
 /* extra: more arguments for the fake (NULL-terminated, may be NULL).
  * Returns 0, or -1 after printing why. */
