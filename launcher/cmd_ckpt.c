@@ -4,6 +4,7 @@
  * same code the supervisor uses.
  */
 #include "checkpoint/checkpoint.h"
+#include "launcher/command_line.h"
 #include "launcher/launcher.h"
 
 #include <stdio.h>
@@ -323,27 +324,22 @@ static int run_sub(const struct ckpt_command *c, int argc, char **argv)
 	};
 	struct opt opts[sizeof(all) / sizeof(all[0]) + 1] = { 0 };
 	size_t n = 0;
-	struct err e;
-	int rc, status;
+	char name[32];
+	int status;
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (accepts(c->options, all[i].name))
 			opts[n++] = all[i];
 	strlist_init(&a.pos);
-	err_init(&e);
-	rc = opt_parse(opts, argc, argv, &a.pos, false, &e);
-	if (rc == OPT_HELP) {
-		opt_usage(stdout, c->usage, opts);
-		status = 0;
-	} else if (rc) {
-		log_error("%s (see slicectl ckpt %s --help)", e.msg, c->name);
-		status = EXIT_USAGE;
-	} else if (a.pos.n != c->npos) {
+	snprintf(name, sizeof(name), "ckpt %s", c->name);
+	status = command_line_parse(opts, argc, argv, name, c->usage, false,
+				    &a.pos);
+	if (status < 0 && a.pos.n != c->npos) {
 		log_error("ckpt %s takes %zu argument%s, not %zu (see slicectl "
 			  "ckpt %s --help)", c->name, c->npos,
 			  c->npos == 1 ? "" : "s", a.pos.n, c->name);
 		status = EXIT_USAGE;
-	} else {
+	} else if (status < 0) {
 		status = c->fn(&a);
 	}
 	strlist_release(&a.pos);

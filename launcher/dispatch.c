@@ -88,6 +88,10 @@ int dispatch(const struct host_options *ho, struct fanout_config *cfg,
 	oc.log_dir = ho->log_dir;
 	oc.sent_column = sent_column;
 	host_options_config(ho, cfg);
+	if (t.identity)
+		cfg->identity = t.identity;
+	if (t.known_hosts)
+		cfg->known_hosts = t.known_hosts;
 	results = calloc(t.n, sizeof(*results));
 	if (!results)
 		rc = err_set(&e, COMMON_ENOMEM, "out of memory");

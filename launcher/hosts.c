@@ -6,6 +6,7 @@
  * override --env.
  */
 #include "launcher/hosts.h"
+#include "launcher/command_line.h"
 #include "launcher/launcher.h"
 
 #include <errno.h>
@@ -92,6 +93,19 @@ void host_options_table(struct host_options *ho, struct opt *opts)
 		{ .name = "verbose", .short_name = 'v', .kind = OPT_FLAG,
 		  .value = &ho->verbose,
 		  .help = "log every host's connection states" },
+		{ .name = "tpu", .kind = OPT_STRING, .value = &ho->tpu,
+		  .arg = "NAME",
+		  .help = "every worker of queued resource NAME, host keys "
+			  "checked against the TPU API's record" },
+		{ .name = "project", .kind = OPT_STRING, .value = &ho->project,
+		  .arg = "PROJECT",
+		  .help = "with --tpu (default: $CLOUDSDK_CORE_PROJECT)" },
+		{ .name = "zone", .kind = OPT_STRING, .value = &ho->zone,
+		  .arg = "ZONE",
+		  .help = "with --tpu (default: $CLOUDSDK_COMPUTE_ZONE)" },
+		{ .name = "external-ip", .kind = OPT_FLAG,
+		  .value = &ho->external_ip,
+		  .help = "with --tpu, reach workers on their external IPs" },
 	};
 
 	memcpy(opts, table, sizeof(table));
@@ -102,21 +116,10 @@ int host_options_parse(struct host_options *ho, int argc, char **argv,
 		       struct strlist *pos)
 {
 	struct opt opts[HOST_OPTIONS_COUNT + 1] = { 0 };
-	struct err e;
-	int rc;
 
 	host_options_table(ho, opts);
-	err_init(&e);
-	rc = opt_parse(opts, argc, argv, pos, stop_at_first_positional, &e);
-	if (rc == OPT_HELP) {
-		opt_usage(stdout, usage, opts);
-		return 0;
-	}
-	if (rc) {
-		log_error("%s (see slicectl %s --help)", e.msg, argv[0]);
-		return EXIT_USAGE;
-	}
-	return -1;
+	return command_line_parse(opts, argc, argv, argv[0], usage,
+				  stop_at_first_positional, pos);
 }
 
 void host_options_release(struct host_options *ho)
@@ -399,7 +402,7 @@ static int make_label(struct targets *t, const struct entries *es, size_t i,
 	return 0;
 }
 
-static int push_string(struct targets *t, const char *s, const char **out)
+int targets_keep(struct targets *t, const char *s, const char **out)
 {
 	if (strlist_push(&t->strings, s))
 		return COMMON_ENOMEM;
@@ -421,17 +424,17 @@ static int build_env(struct targets *t, const struct host_options *ho,
 		return COMMON_ENOMEM;
 	t->envs[i] = env;
 	snprintf(kv, sizeof(kv), "SLICE_PROCESS_ID=%zu", i);
-	if (push_string(t, kv, &s))
+	if (targets_keep(t, kv, &s))
 		return COMMON_ENOMEM;
 	env[k++] = (char *)s;
 	snprintf(kv, sizeof(kv), "SLICE_NUM_PROCESSES=%zu", n);
-	if (push_string(t, kv, &s))
+	if (targets_keep(t, kv, &s))
 		return COMMON_ENOMEM;
 	env[k++] = (char *)s;
 	for (size_t j = 0; j < ho->env.n; j++)
 		env[k++] = ho->env.v[j];
 	for (size_t j = 0; j < en->env.n; j++) {
-		if (push_string(t, en->env.v[j], &s))
+		if (targets_keep(t, en->env.v[j], &s))
 			return COMMON_ENOMEM;
 		env[k++] = (char *)s;
 	}
@@ -455,8 +458,8 @@ static int fill(struct targets *t, const struct host_options *ho,
 		struct fanout_target *ft = &t->v[i];
 
 		ft->port = en->port ? en->port : ho->port ? ho->port : 22;
-		if (push_string(t, en->user ? en->user : user, &ft->user) ||
-		    push_string(t, en->host, &ft->host) ||
+		if (targets_keep(t, en->user ? en->user : user, &ft->user) ||
+		    targets_keep(t, en->host, &ft->host) ||
 		    make_label(t, es, i, ft->port, &ft->label) ||
 		    build_env(t, ho, en, i, es->n))
 			return err_set(e, COMMON_ENOMEM, "out of memory");
@@ -472,6 +475,17 @@ int targets_build(struct targets *t, const struct host_options *ho,
 
 	for (size_t i = 0; !rc && i < ho->env.n; i++)
 		rc = check_env(ho->env.v[i], "--env", e);
+	if (!rc && ho->tpu) {
+		if (ho->host_files.n || ho->hosts.n)
+			return err_set(e, COMMON_EUSAGE,
+				       "--tpu names the hosts: leave out "
+				       "--hosts and --host");
+		return tpu_targets_build(t, ho, e);
+	}
+	if (!rc && (ho->project || ho->zone || ho->external_ip))
+		rc = err_set(e, COMMON_EUSAGE,
+			     "--project, --zone and --external-ip go with "
+			     "--tpu NAME");
 	for (size_t i = 0; !rc && i < ho->host_files.n; i++)
 		rc = read_hosts_file(&es, ho->host_files.v[i], e);
 	for (size_t i = 0; !rc && i < ho->hosts.n; i++)

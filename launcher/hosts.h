@@ -26,6 +26,10 @@ struct host_options {
 	bool fail_fast;
 	bool verbose;
 	int format; /* 0 text, 1 json */
+	const char *tpu;      /* the workers of this queued resource */
+	const char *project;
+	const char *zone;
+	bool external_ip;
 };
 
 extern const char *const hostkey_policy_names[];
@@ -33,7 +37,7 @@ extern const char *const format_names[];
 
 /* Fills opts[0..HOST_OPTIONS_COUNT-1] with the shared options, bound to ho;
  * a command appends its own and the terminating { 0 }. */
-#define HOST_OPTIONS_COUNT 17
+#define HOST_OPTIONS_COUNT 21
 void host_options_table(struct host_options *ho, struct opt *opts);
 
 void host_options_init(struct host_options *ho);
@@ -51,6 +55,10 @@ struct targets {
 	size_t n;
 	struct strlist strings; /* owns every string the targets point to */
 	char ***envs;           /* per-target env arrays */
+	/* What the targets' source decided instead of the defaults (--tpu:
+	 * slicectl's key and known_hosts); NULL to keep the options'. */
+	const char *identity;
+	const char *known_hosts;
 };
 
 void targets_init(struct targets *t);
@@ -60,6 +68,15 @@ void targets_release(struct targets *t);
  * --env, and SLICE_PROCESS_ID / SLICE_NUM_PROCESSES for each host. */
 int targets_build(struct targets *t, const struct host_options *ho,
 		  struct err *e);
+
+/* Keeps a copy of s in t->strings; *out points to it. */
+int targets_keep(struct targets *t, const char *s, const char **out);
+
+/* --tpu NAME: every worker of the queued resource, in slice and worker
+ * order, with the SLICE_* variables; their host keys, from the TPU API's
+ * guest attributes, written into slicectl's known_hosts first. */
+int tpu_targets_build(struct targets *t, const struct host_options *ho,
+		      struct err *e);
 
 /* Parses "[USER@]HOST[:PORT]" ("[v6addr]:port" too). */
 int host_spec_parse(const char *spec, char **user, char **host,

@@ -9,6 +9,8 @@
 /* Exit statuses of our own (remote commands' statuses pass through). */
 enum {
 	EXIT_USAGE = 2,      /* bad flags or arguments: nothing was started */
+	EXIT_STATE = 3,      /* a queued resource ended FAILED or SUSPENDED */
+	EXIT_NOT_FOUND = 4,  /* no such queued resource */
 	EXIT_TIMEOUT = 124,  /* as timeout(1) */
 	EXIT_INTERRUPT = 130,
 	EXIT_FAILURE_SSH = 255, /* as ssh(1): a host could not be reached */
@@ -17,5 +19,11 @@ enum {
 int cmd_run(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_ckpt(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_describe(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
+int cmd_reset(int argc, char **argv);
+int cmd_wait(int argc, char **argv);
 
 #endif

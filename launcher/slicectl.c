@@ -22,6 +22,12 @@ static const struct command commands[] = {
 	{ "run", cmd_run, "run a command on many hosts at once over SSH" },
 	{ "push", cmd_push, "copy a file or directory to many hosts at once" },
 	{ "ckpt", cmd_ckpt, "save, list, verify, restore and prune checkpoints" },
+	{ "create", cmd_create, "create a queued resource of TPU slices" },
+	{ "describe", cmd_describe, "show a queued resource and its workers" },
+	{ "list", cmd_list, "list the queued resources of a zone" },
+	{ "wait", cmd_wait, "wait until a queued resource is ACTIVE" },
+	{ "reset", cmd_reset, "restart every worker of a queued resource" },
+	{ "delete", cmd_delete, "delete a queued resource" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,381 @@
+/*
+ * cmd_create.c: `slicectl create`: a queued resource of one or more slices,
+ * with a startup script and slicectl's SSH key in the nodes' metadata.
+ */
+#include "launcher/launcher.h"
+#include "launcher/tpu_options.h"
+#include "ssh/fanout.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* GCE's limit on one metadata value. */
+#define METADATA_VALUE_MAX (256u * 1024)
+
+static const char usage[] =
+	"usage: slicectl create NAME --accelerator-type T --runtime-version V "
+	"[options]\n"
+	"\n"
+	"Creates the queued resource NAME through the TPU API (v2alpha1). One\n"
+	"slice is the node NAME; with --node-count N the slices are the nodes\n"
+	"NAME-0 .. NAME-(N-1). Without a capacity flag the request is on\n"
+	"demand. The public half of slicectl's own ed25519 key\n"
+	"(~/.slicectl/id_ed25519, made on first use; or --identity's) goes into\n"
+	"the nodes' ssh-keys metadata, so `slicectl run --tpu NAME` can log in.\n"
+	"\n"
+	"Exit status: 0 created (and ACTIVE with --wait); 1 the API refused or\n"
+	"could not be reached; 2 bad arguments; 3 the queued resource ended\n"
+	"FAILED or SUSPENDED while waiting; 124 --timeout ran out.";
+
+struct create_options {
+	struct tpu_options to;
+	struct tpu_qr_spec spec;
+	const char *user;
+	const char *identity;
+	const char *startup_script;
+	struct strlist scopes, tags, labels, metadata_files;
+	unsigned valid_until_ms, valid_after_ms;
+	bool spot, reserved, best_effort, no_ssh_key;
+};
+
+static int split_commas(const struct strlist *in, struct strlist *out,
+			struct err *e)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		const char *p = in->v[i];
+
+		while (*p) {
+			size_t len = strcspn(p, ",");
+			char *item = strndup(p, len);
+			int rc = !item || (len && strlist_push(out, item));
+
+			free(item);
+			if (rc)
+				return err_set(e, COMMON_ENOMEM, "out of memory");
+			p += len + (p[len] == ',');
+		}
+	}
+	return 0;
+}
+
+static int read_small(const char *path, const char *what, char **out,
+		      struct err *e)
+{
+	FILE *f = fopen(path, "rb");
+	struct buf b;
+	char chunk[8192];
+	size_t n;
+
+	if (!f)
+		return err_errno(e, COMMON_EUSAGE, errno, "cannot read %s %s",
+				 what, path);
+	buf_init(&b);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		if (b.len + n > METADATA_VALUE_MAX) {
+			fclose(f);
+			buf_release(&b);
+			return err_set(e, COMMON_EUSAGE,
+				       "%s %s is larger than the 256 KiB a "
+				       "metadata value may hold; fetch the "
+				       "rest from the script instead",
+				       what, path);
+		}
+		if (buf_append(&b, chunk, n)) {
+			fclose(f);
+			buf_release(&b);
+			return err_set(e, COMMON_ENOMEM, "out of memory");
+		}
+	}
+	if (ferror(f)) {
+		fclose(f);
+		buf_release(&b);
+		return err_errno(e, COMMON_EUSAGE, errno, "reading %s", path);
+	}
+	fclose(f);
+	if (!b.data && buf_appends(&b, ""))
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	if (strlen(b.data) != b.len) {
+		buf_release(&b);
+		return err_set(e, COMMON_EUSAGE,
+			       "%s %s holds a NUL byte: metadata values are "
+			       "text", what, path);
+	}
+	*out = buf_detach(&b);
+	return 0;
+}
+
+/* Appends "KEY=<contents of FILE>" to the metadata. */
+static int add_metadata_file(struct tpu_qr_spec *s, const char *key,
+			     const char *path, struct err *e)
+{
+	struct buf kv;
+	char *text;
+	int rc;
+
+	rc = read_small(path, key, &text, e);
+	if (rc)
+		return rc;
+	buf_init(&kv);
+	rc = buf_appendf(&kv, "%s=%s", key, text) ||
+	     strlist_push(&s->metadata, kv.data);
+	free(text);
+	buf_release(&kv);
+	return rc ? err_set(e, COMMON_ENOMEM, "out of memory") : 0;
+}
+
+/* ssh-keys gets "USER:KEY", after any value the user gave it. */
+static int add_ssh_key(struct create_options *co, struct err *e)
+{
+	const char *given = NULL;
+	struct buf path, kv;
+	char *pub = NULL;
+	int rc;
+
+	buf_init(&path);
+	buf_init(&kv);
+	if (co->identity) {
+		if (access(co->identity, R_OK))
+			return err_errno(e, COMMON_EUSAGE, errno,
+					 "cannot read --identity %s",
+					 co->identity);
+		rc = buf_appends(&path, co->identity) ? COMMON_ENOMEM : 0;
+	} else {
+		rc = slicectl_home_path(&path, "id_ed25519", e);
+	}
+	if (!rc)
+		rc = fanout_key_ensure(path.data, "slicectl", &pub, e);
+	if (!rc && !strncmp(pub, "ssh-rsa ", 8))
+		log_warn("%s is an RSA key: this libssh2 signs RSA only with "
+			 "SHA-1, which the workers' sshd refuses; use an "
+			 "ed25519 key (or none: slicectl makes one)",
+			 path.data);
+	for (size_t i = 0; !rc && i < co->spec.metadata.n; i++)
+		if (!strncmp(co->spec.metadata.v[i], "ssh-keys=", 9))
+			given = co->spec.metadata.v[i] + 9;
+	if (!rc && (buf_appendf(&kv, "ssh-keys=%s%s%s:%s", given ? given : "",
+				given && *given ? "\n" : "", co->user, pub) ||
+		    strlist_push(&co->spec.metadata, kv.data)))
+		rc = err_set(e, COMMON_ENOMEM, "out of memory");
+	free(pub);
+	buf_release(&path);
+	buf_release(&kv);
+	return rc;
+}
+
+static const char *default_user(void)
+{
+	const char *u = getenv("USER");
+
+	return u && *u ? u : "root";
+}
+
+/* From flags to the request; every check that needs no server. */
+static int build_spec(struct create_options *co, const char *name,
+		      struct err *e)
+{
+	struct tpu_qr_spec *s = &co->spec;
+	int rc = 0, modes = co->spot + co->reserved + co->best_effort;
+
+	s->id = name;
+	if (!s->accelerator_type)
+		return err_set(e, COMMON_EUSAGE,
+			       "--accelerator-type is required (for example "
+			       "v4-8, v5litepod-16)");
+	if (!s->runtime_version)
+		return err_set(e, COMMON_EUSAGE,
+			       "--runtime-version is required (for example "
+			       "tpu-ubuntu2204-base)");
+	if (modes > 1 || (co->spec.reservation && (co->spot || co->best_effort)))
+		return err_set(e, COMMON_EUSAGE,
+			       "choose one of --spot, --reserved (or "
+			       "--reservation) and --best-effort");
+	s->capacity = co->spot		? TPU_CAPACITY_SPOT
+		      : co->reserved	? TPU_CAPACITY_RESERVED
+		      : co->best_effort ? TPU_CAPACITY_BEST_EFFORT
+					: TPU_CAPACITY_ON_DEMAND;
+	if (co->valid_until_ms % 1000 || co->valid_after_ms % 1000)
+		return err_set(e, COMMON_EUSAGE,
+			       "--valid-until-duration and "
+			       "--valid-after-duration take whole seconds");
+	s->valid_until_s = co->valid_until_ms / 1000;
+	s->valid_after_s = co->valid_after_ms / 1000;
+	rc = split_commas(&co->scopes, &s->scopes, e);
+	if (!rc)
+		rc = split_commas(&co->tags, &s->tags, e);
+	if (!rc)
+		rc = split_commas(&co->labels, &s->labels, e);
+	for (size_t i = 0; !rc && i < co->metadata_files.n; i++) {
+		const char *kv = co->metadata_files.v[i];
+		const char *eq = strchr(kv, '=');
+		char *key;
+
+		if (!eq || eq == kv || !eq[1])
+			return err_set(e, COMMON_EUSAGE,
+				       "--metadata-from-file wants KEY=FILE, "
+				       "not '%s'", kv);
+		key = strndup(kv, (size_t)(eq - kv));
+		if (!key)
+			return err_set(e, COMMON_ENOMEM, "out of memory");
+		rc = add_metadata_file(s, key, eq + 1, e);
+		free(key);
+	}
+	if (!rc && co->startup_script)
+		rc = add_metadata_file(s, "startup-script", co->startup_script,
+				       e);
+	if (!rc && !co->no_ssh_key)
+		rc = add_ssh_key(co, e);
+	return rc;
+}
+
+static void options_release(struct create_options *co)
+{
+	tpu_qr_spec_release(&co->spec);
+	strlist_release(&co->scopes);
+	strlist_release(&co->tags);
+	strlist_release(&co->labels);
+	strlist_release(&co->metadata_files);
+}
+
+static int finish(struct create_options *co, struct tpu_client *c,
+		  const char *name)
+{
+	struct tpu_qr q = { 0 };
+	struct err e;
+	int rc;
+
+	err_init(&e);
+	if (co->to.wait)
+		rc = tpu_qr_wait(c, name, "ACTIVE", co->to.timeout_ms,
+				 tpu_print_progress, NULL, &q, &e);
+	else
+		rc = tpu_qr_get(c, name, &q, &e);
+	if (rc) {
+		tpu_qr_release(&q);
+		return tpu_exit_status(rc, &e);
+	}
+	if (co->to.format == 1)
+		printf("%s\n", q.json);
+	else if (co->to.wait)
+		printf("%s is ACTIVE: slicectl run --tpu %s -- COMMAND\n", name,
+		       name);
+	else
+		printf("%s is %s: slicectl wait %s follows it to ACTIVE\n",
+		       name, *q.state ? q.state : "accepted", name);
+	tpu_qr_release(&q);
+	return 0;
+}
+
+int cmd_create(int argc, char **argv)
+{
+	struct create_options co = { 0 };
+	struct tpu_qr_spec *s = &co.spec;
+	struct tpu_client *c = NULL;
+	struct strlist pos;
+	struct err e;
+	int status;
+
+	tpu_qr_spec_init(s);
+	s->node_count = 1;
+	struct opt opts[] = {
+		{ .name = "accelerator-type", .kind = OPT_STRING,
+		  .value = &s->accelerator_type, .arg = "T",
+		  .help = "each slice's type, for example v4-32 or v5litepod-16" },
+		{ .name = "runtime-version", .kind = OPT_STRING,
+		  .value = &s->runtime_version, .arg = "V",
+		  .help = "the TPU VM image, for example tpu-ubuntu2204-base" },
+		{ .name = "node-count", .kind = OPT_UINT, .value = &s->node_count,
+		  .arg = "N", .min = 1, .max = 4096,
+		  .help = "slices (default 1); more than 1 is multislice" },
+		{ .name = "spot", .kind = OPT_FLAG, .value = &co.spot,
+		  .help = "spot capacity: cheaper, may be preempted" },
+		{ .name = "reserved", .kind = OPT_FLAG, .value = &co.reserved,
+		  .help = "the project's reserved capacity" },
+		{ .name = "reservation", .kind = OPT_STRING,
+		  .value = &s->reservation, .arg = "R",
+		  .help = "a named reservation (implies --reserved)" },
+		{ .name = "best-effort", .kind = OPT_FLAG,
+		  .value = &co.best_effort,
+		  .help = "best-effort capacity" },
+		{ .name = "valid-until-duration", .kind = OPT_SECONDS,
+		  .value = &co.valid_until_ms, .arg = "D",
+		  .help = "give up queueing after D (like 6h)" },
+		{ .name = "valid-after-duration", .kind = OPT_SECONDS,
+		  .value = &co.valid_after_ms, .arg = "D",
+		  .help = "start no sooner than D from now" },
+		{ .name = "network", .kind = OPT_STRING, .value = &s->network,
+		  .arg = "N", .help = "VPC network" },
+		{ .name = "subnetwork", .kind = OPT_STRING,
+		  .value = &s->subnetwork, .arg = "S", .help = "subnetwork" },
+		{ .name = "external-ips", .kind = OPT_FLAG,
+		  .value = &s->external_ips,
+		  .help = "give every worker an external IP" },
+		{ .name = "service-account", .kind = OPT_STRING,
+		  .value = &s->service_account, .arg = "EMAIL",
+		  .help = "the workers' service account" },
+		{ .name = "scopes", .kind = OPT_LIST, .value = &co.scopes,
+		  .arg = "S,...", .help = "its OAuth scopes" },
+		{ .name = "tags", .kind = OPT_LIST, .value = &co.tags,
+		  .arg = "T,...", .help = "network tags" },
+		{ .name = "labels", .kind = OPT_LIST, .value = &co.labels,
+		  .arg = "K=V,...", .help = "labels" },
+		{ .name = "metadata", .kind = OPT_LIST, .value = &s->metadata,
+		  .arg = "K=V", .help = "a metadata entry (repeatable)" },
+		{ .name = "metadata-from-file", .kind = OPT_LIST,
+		  .value = &co.metadata_files, .arg = "K=FILE",
+		  .help = "a metadata entry read from FILE (repeatable)" },
+		{ .name = "startup-script", .kind = OPT_STRING,
+		  .value = &co.startup_script, .arg = "FILE",
+		  .help = "run FILE on every worker at every boot" },
+		{ .name = "description", .kind = OPT_STRING,
+		  .value = &s->description, .arg = "TEXT",
+		  .help = "the nodes' description" },
+		{ .name = "user", .short_name = 'l', .kind = OPT_STRING,
+		  .value = &co.user, .arg = "USER",
+		  .help = "login for the ssh key (default: you)" },
+		{ .name = "identity", .short_name = 'i', .kind = OPT_STRING,
+		  .value = &co.identity, .arg = "KEY",
+		  .help = "put KEY's public half in ssh-keys instead" },
+		{ .name = "no-ssh-key", .kind = OPT_FLAG, .value = &co.no_ssh_key,
+		  .help = "add no key to ssh-keys" },
+		{ 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 },
+	};
+	size_t nopts = sizeof(opts) / sizeof(opts[0]) - 1 - TPU_OPTIONS_COUNT;
+
+	strlist_init(&pos);
+	strlist_init(&co.scopes);
+	strlist_init(&co.tags);
+	strlist_init(&co.labels);
+	strlist_init(&co.metadata_files);
+	tpu_options_table(&co.to, &opts[nopts],
+			  TPU_WITH_FORMAT | TPU_WITH_WAIT | TPU_WITH_TIMEOUT);
+	err_init(&e);
+	status = tpu_command_start(opts, argc, argv, usage, &pos, 1, &co.to,
+				   &c);
+	if (status >= 0)
+		goto out;
+	status = 0;
+	if (!co.user)
+		co.user = default_user();
+	if (co.spec.reservation)
+		co.reserved = false;
+	if (build_spec(&co, pos.v[0], &e)) {
+		log_error("%s", e.msg);
+		status = e.code == COMMON_ENOMEM ? 1 : EXIT_USAGE;
+		goto out;
+	}
+	fprintf(stderr, "slicectl: creating %s: %u slice%s of %s in %s\n",
+		s->id, s->node_count, s->node_count == 1 ? "" : "s",
+		s->accelerator_type, co.to.zone);
+	if (tpu_qr_create(c, s, &e))
+		status = tpu_exit_status(e.code, &e);
+	else
+		status = finish(&co, c, pos.v[0]);
+out:
+	tpu_close(c);
+	options_release(&co);
+	strlist_release(&pos);
+	return status;
+}

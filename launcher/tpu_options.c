@@ -1,0 +1,189 @@
+/*
+ * tpu_options.c: see tpu_options.h.
+ */
+#include "launcher/tpu_options.h"
+#include "launcher/command_line.h"
+#include "launcher/hosts.h"
+#include "launcher/launcher.h"
+
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void tpu_options_table(struct tpu_options *to, struct opt *opts, int with)
+{
+	const struct opt table[TPU_OPTIONS_COUNT] = {
+		{ .name = "project", .kind = OPT_STRING, .value = &to->project,
+		  .arg = "PROJECT",
+		  .help = "Google Cloud project (default: "
+			  "$CLOUDSDK_CORE_PROJECT)" },
+		{ .name = "zone", .kind = OPT_STRING, .value = &to->zone,
+		  .arg = "ZONE",
+		  .help = "zone of the TPUs (default: $CLOUDSDK_COMPUTE_ZONE)" },
+		{ .name = "format", .kind = OPT_CHOICE, .value = &to->format,
+		  .arg = "text|json", .choices = format_names,
+		  .help = "json: the API's own resources, as JSON" },
+		{ .name = "wait", .kind = OPT_FLAG, .value = &to->wait,
+		  .help = "return only when it is done, showing each state" },
+		{ .name = "timeout", .short_name = 't', .kind = OPT_SECONDS,
+		  .value = &to->timeout_ms, .arg = "S",
+		  .help = "stop waiting after S (default: never)" },
+	};
+	const bool wanted[TPU_OPTIONS_COUNT] = {
+		true, true, with & TPU_WITH_FORMAT, with & TPU_WITH_WAIT,
+		with & TPU_WITH_TIMEOUT,
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; i < TPU_OPTIONS_COUNT; i++)
+		if (wanted[i])
+			opts[n++] = table[i];
+}
+
+static const char *from_env(const char *flag, const char *var)
+{
+	const char *v;
+
+	if (flag && *flag)
+		return flag;
+	v = getenv(var);
+	return v && *v ? v : NULL;
+}
+
+int tpu_options_open(struct tpu_options *to, struct tpu_client **c)
+{
+	struct err e;
+	int rc;
+
+	to->project = from_env(to->project, "CLOUDSDK_CORE_PROJECT");
+	to->zone = from_env(to->zone, "CLOUDSDK_COMPUTE_ZONE");
+	if (!to->project) {
+		log_error("no project: pass --project or set "
+			  "CLOUDSDK_CORE_PROJECT (gcloud config get project "
+			  "shows yours)");
+		return EXIT_USAGE;
+	}
+	if (!to->zone) {
+		log_error("no zone: pass --zone (for example us-central2-b) "
+			  "or set CLOUDSDK_COMPUTE_ZONE");
+		return EXIT_USAGE;
+	}
+	err_init(&e);
+	rc = tpu_open(c, to->project, to->zone, &e);
+	if (rc) {
+		log_error("%s", e.msg);
+		return rc == CLOUD_EINVAL ? EXIT_USAGE : 1;
+	}
+	return 0;
+}
+
+int tpu_command_start(const struct opt *opts, int argc, char **argv,
+		      const char *usage, struct strlist *pos, size_t npos,
+		      struct tpu_options *to, struct tpu_client **c)
+{
+	int status = command_line_parse(opts, argc, argv, argv[0], usage,
+					false, pos);
+
+	if (status >= 0)
+		return status;
+	if (pos->n != npos) {
+		log_error("%s (see slicectl %s --help)",
+			  pos->n < npos ? "missing the queued resource's name"
+					: "too many arguments",
+			  argv[0]);
+		return EXIT_USAGE;
+	}
+	status = tpu_options_open(to, c);
+	return status ? status : -1;
+}
+
+int tpu_exit_status(int rc, const struct err *e)
+{
+	log_error("%s", e->msg);
+	switch (rc) {
+	case CLOUD_OK:
+		return 0;
+	case CLOUD_EINVAL:
+		return EXIT_USAGE;
+	case CLOUD_EFAILED:
+		return EXIT_STATE;
+	case CLOUD_ENOTFOUND:
+		return EXIT_NOT_FOUND;
+	case CLOUD_ETIMEDOUT:
+		return EXIT_TIMEOUT;
+	default:
+		return 1;
+	}
+}
+
+void tpu_print_progress(void *ud, const struct tpu_qr *q, uint64_t elapsed_ms)
+{
+	(void)ud;
+	fprintf(stderr, "slicectl: %s: %s%s%s (%.1f s)\n", q->id,
+		*q->state ? q->state : "(no state yet)",
+		*q->error_message ? ": " : "", q->error_message,
+		(double)elapsed_ms / 1000.0);
+	fflush(stderr);
+}
+
+static void print_node(FILE *f, size_t slice, const char *id,
+		       const struct tpu_node *n)
+{
+	fprintf(f, "  slice %zu  %s", slice, id);
+	if (!n || !n->name) {
+		fprintf(f, "  (no node yet)\n");
+		return;
+	}
+	fprintf(f, "  %s%s%s  workers:", n->state, *n->health ? " " : "",
+		n->health);
+	for (size_t w = 0; w < n->nendpoints; w++)
+		fprintf(f, " %s%s%s%s", n->endpoints[w].ip,
+			*n->endpoints[w].external_ip ? " (" : "",
+			n->endpoints[w].external_ip,
+			*n->endpoints[w].external_ip ? ")" : "");
+	fprintf(f, "%s\n", n->nendpoints ? "" : " none yet");
+}
+
+void tpu_print_qr(FILE *f, const struct tpu_qr *q, const struct tpu_node *nodes,
+		  size_t nnodes)
+{
+	fprintf(f, "name:         %s\n", q->id);
+	fprintf(f, "state:        %s%s%s%s\n", *q->state ? q->state : "-",
+		*q->state_initiator ? " (by " : "", q->state_initiator,
+		*q->state_initiator ? ")" : "");
+	if (*q->error_message || q->error_code)
+		fprintf(f, "error:        code %d: %s\n", q->error_code,
+			q->error_message);
+	fprintf(f, "created:      %s\n", *q->create_time ? q->create_time : "-");
+	fprintf(f, "accelerator:  %s\n", q->accelerator_type);
+	fprintf(f, "runtime:      %s\n", q->runtime_version);
+	fprintf(f, "capacity:     %s%s%s\n", q->capacity,
+		*q->reservation ? " " : "", q->reservation);
+	fprintf(f, "slices:       %zu\n", q->nnodes);
+	for (size_t i = 0; i < q->nnodes; i++)
+		print_node(f, i, q->node_ids[i], i < nnodes ? &nodes[i] : NULL);
+}
+
+int slicectl_home_path(struct buf *b, const char *name, struct err *e)
+{
+	const char *home = getenv("SLICECTL_HOME");
+	int rc;
+
+	if (home && *home) {
+		rc = buf_appendf(b, "%s/%s", home, name);
+	} else {
+		home = getenv("HOME");
+		if (!home || !*home) {
+			struct passwd *pw = getpwuid(getuid());
+
+			home = pw ? pw->pw_dir : NULL;
+		}
+		if (!home)
+			return err_set(e, COMMON_EUSAGE,
+				       "cannot find your home directory: set "
+				       "HOME or SLICECTL_HOME");
+		rc = buf_appendf(b, "%s/.slicectl/%s", home, name);
+	}
+	return rc ? err_set(e, COMMON_ENOMEM, "out of memory") : 0;
+}
