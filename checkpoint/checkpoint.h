@@ -14,6 +14,7 @@
 #include "cloud/cloud.h"
 #include "common/common.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -87,6 +88,11 @@ struct ckpt_save_options {
 	struct pack_options pack;
 	const char *part;        /* default CKPT_DEFAULT_PART */
 	unsigned parts_expected; /* parts the step needs before COMMIT; 1 */
+	/* NULL, or a flag another thread may set non-zero to stop the save:
+	 * it returns CLOUD_EABORTED before the next store call or chunk of
+	 * the stream, and never commits. (A request already sent to the
+	 * store runs to its end first.) */
+	const atomic_int *cancel;
 };
 
 struct ckpt_save_result {
@@ -185,5 +191,10 @@ struct ckpt_prune_result {
  * than it or touched within stale_s (a live writer's). */
 int ckpt_prune(struct store *s, const struct ckpt_prune_options *o,
 	       struct ckpt_prune_result *r, struct err *e);
+
+/* The `ckpt save|ls|restore|verify|prune` command line, as prog ckpt
+ * (argv[0] is "ckpt"). Returns the exit status: 0, 1 failed, 2 bad
+ * arguments, 3 verify found a bad part. */
+int ckpt_cli(const char *prog, int argc, char **argv);
 
 #endif

@@ -17,6 +17,16 @@ void ckpt_save_options_init(struct ckpt_save_options *o)
 	pack_options_init(&o->pack);
 	o->part = NULL;
 	o->parts_expected = 1;
+	o->cancel = NULL;
+}
+
+static bool cancelled(const struct ckpt_save_options *o, struct err *e,
+		      int *rc)
+{
+	if (!o->cancel || !atomic_load(o->cancel))
+		return false;
+	*rc = err_set(e, CLOUD_EABORTED, "the save was cancelled");
+	return true;
 }
 
 static int check_part(const char *part, struct err *e)
@@ -35,13 +45,20 @@ static int check_part(const char *part, struct err *e)
 
 struct save_sink {
 	struct store_upload *u;
+	const struct ckpt_save_options *o;
 	int code; /* the store's own error, kept apart from pack's */
 };
 
 static int save_write(void *ud, const void *data, size_t len, struct err *e)
 {
 	struct save_sink *s = ud;
-	int r = store_upload_write(s->u, data, len, e);
+	int r;
+
+	if (cancelled(s->o, e, &r)) {
+		s->code = r;
+		return r;
+	}
+	r = store_upload_write(s->u, data, len, e);
 
 	if (r)
 		s->code = r;
@@ -89,7 +106,7 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 {
 	struct ckpt_save_options defaults;
 	struct ckpt_save_result local;
-	struct save_sink sink = { NULL, 0 };
+	struct save_sink sink = { NULL, NULL, 0 };
 	struct store_object done;
 	char leaf[CKPT_PART_NAME_MAX + sizeof(CKPT_PART_SUFFIX)];
 	char obj[CKPT_NAME_MAX];
@@ -110,12 +127,17 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 	rc = check_part(o->part ? o->part : CKPT_DEFAULT_PART, e);
 	if (rc)
 		return rc;
+	sink.o = o;
 	snprintf(leaf, sizeof(leaf), "%s" CKPT_PART_SUFFIX,
 		 o->part ? o->part : CKPT_DEFAULT_PART);
 	ckpt_object_name(obj, sizeof(obj), step, leaf);
 
+	if (cancelled(o, e, &rc))
+		return rc;
 	rc = before_upload(s, step, obj, &if_gen, e);
 	if (rc)
+		return rc;
+	if (cancelled(o, e, &rc))
 		return rc;
 	rc = store_upload_begin(s, obj, if_gen, &sink.u, e);
 	if (rc)
@@ -127,6 +149,10 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 			e->code = sink.code;
 			return sink.code;
 		}
+		return rc;
+	}
+	if (cancelled(o, e, &rc)) {
+		store_upload_abort(sink.u);
 		return rc;
 	}
 	rc = store_upload_finish(sink.u, &done, e);
@@ -143,6 +169,8 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 	store_object_release(&done);
 	log_debug("saved %s: %llu bytes", store_url(s, obj),
 		  (unsigned long long)r->bytes);
+	if (cancelled(o, e, &rc))
+		return rc;
 	return ckpt_commit(s, step, o->parts_expected, &r->committed, e);
 }
 

@@ -134,6 +134,17 @@ int opt_parse(const struct opt *opts, int argc, char **argv,
 	      struct err *e);
 void opt_usage(FILE *f, const char *usage, const struct opt *opts);
 
+/* The exit status of a command given bad arguments. */
+#define OPT_EXIT_USAGE 2
+
+/* How every command turns argv into options, so --help and bad flags read
+ * the same everywhere: name is how the command is typed ("slicectl run").
+ * Returns -1 to go on; 0 after printing usage for --help; OPT_EXIT_USAGE
+ * after saying what was wrong and where help is. */
+int opt_parse_command(const struct opt *opts, int argc, char **argv,
+		      const char *name, const char *usage,
+		      bool stop_at_first_positional, struct strlist *pos);
+
 /* log.c: leveled logging to stderr, prefixed with the program name. */
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 

@@ -264,3 +264,23 @@ void opt_usage(FILE *f, const char *usage, const struct opt *opts)
 	}
 	fprintf(f, "  -h, --help                    show this help\n");
 }
+
+int opt_parse_command(const struct opt *opts, int argc, char **argv,
+		      const char *name, const char *usage,
+		      bool stop_at_first_positional, struct strlist *pos)
+{
+	struct err e;
+	int rc;
+
+	err_init(&e);
+	rc = opt_parse(opts, argc, argv, pos, stop_at_first_positional, &e);
+	if (rc == OPT_HELP) {
+		opt_usage(stdout, usage, opts);
+		return 0;
+	}
+	if (rc) {
+		log_error("%s (see %s --help)", e.msg, name);
+		return OPT_EXIT_USAGE;
+	}
+	return -1;
+}

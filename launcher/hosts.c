@@ -6,7 +6,6 @@
  * override --env.
  */
 #include "launcher/hosts.h"
-#include "launcher/command_line.h"
 #include "launcher/launcher.h"
 
 #include <errno.h>
@@ -117,9 +116,12 @@ int host_options_parse(struct host_options *ho, int argc, char **argv,
 {
 	struct opt opts[HOST_OPTIONS_COUNT + 1] = { 0 };
 
+	char name[64];
+
 	host_options_table(ho, opts);
-	return command_line_parse(opts, argc, argv, argv[0], usage,
-				  stop_at_first_positional, pos);
+	snprintf(name, sizeof(name), "slicectl %s", argv[0]);
+	return opt_parse_command(opts, argc, argv, name, usage,
+				 stop_at_first_positional, pos);
 }
 
 void host_options_release(struct host_options *ho)

@@ -18,7 +18,6 @@ enum {
 
 int cmd_run(int argc, char **argv);
 int cmd_push(int argc, char **argv);
-int cmd_ckpt(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_describe(int argc, char **argv);
 int cmd_list(int argc, char **argv);

@@ -3,6 +3,7 @@
  * --help and --version, SIGPIPE, and an exit status that reflects a failed
  * write to stdout.
  */
+#include "checkpoint/checkpoint.h"
 #include "common/common.h"
 #include "launcher/launcher.h"
 
@@ -11,6 +12,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The checkpoint commands are shared with slice-supervisor. */
+static int cmd_ckpt(int argc, char **argv)
+{
+	return ckpt_cli("slicectl", argc, argv);
+}
 
 struct command {
 	const char *name;

@@ -2,7 +2,6 @@
  * tpu_options.c: see tpu_options.h.
  */
 #include "launcher/tpu_options.h"
-#include "launcher/command_line.h"
 #include "launcher/hosts.h"
 #include "launcher/launcher.h"
 
@@ -82,8 +81,11 @@ int tpu_command_start(const struct opt *opts, int argc, char **argv,
 		      const char *usage, struct strlist *pos, size_t npos,
 		      struct tpu_options *to, struct tpu_client **c)
 {
-	int status = command_line_parse(opts, argc, argv, argv[0], usage,
-					false, pos);
+	char name[64];
+	int status;
+
+	snprintf(name, sizeof(name), "slicectl %s", argv[0]);
+	status = opt_parse_command(opts, argc, argv, name, usage, false, pos);
 
 	if (status >= 0)
 		return status;

@@ -1,11 +1,10 @@
 /*
- * cmd_ckpt.c: `slicectl ckpt save|ls|restore|verify|prune`, the checkpoint
- * commands over any store URL (gs://BUCKET/PREFIX or file:///DIR), with the
- * same code the supervisor uses.
+ * ckpt_cli.c: `ckpt save|ls|restore|verify|prune`, the checkpoint commands
+ * over any store URL (gs://BUCKET/PREFIX or file:///DIR), as both
+ * `slicectl ckpt` and `slice-supervisor ckpt` offer them (a trainer that
+ * saves on its own calls the latter).
  */
 #include "checkpoint/checkpoint.h"
-#include "launcher/command_line.h"
-#include "launcher/launcher.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +48,7 @@ static int open_store(const char *url, struct store **s)
 	err_init(&e);
 	if (store_open(s, url, &e)) {
 		log_error("%s", e.msg);
-		return e.code == CLOUD_EURL ? EXIT_USAGE : 1;
+		return e.code == CLOUD_EURL ? OPT_EXIT_USAGE : 1;
 	}
 	return 0;
 }
@@ -73,7 +72,7 @@ static int ckpt_save_cmd(struct ckpt_args *a)
 
 	if (!a->step) {
 		log_error("ckpt save needs --step N (N from 1)");
-		return EXIT_USAGE;
+		return OPT_EXIT_USAGE;
 	}
 	if ((rc = open_store(a->pos.v[1], &s)))
 		return rc;
@@ -224,7 +223,7 @@ static int ckpt_prune_cmd(struct ckpt_args *a)
 
 	if (!a->keep) {
 		log_error("ckpt prune needs --keep K (K from 1)");
-		return EXIT_USAGE;
+		return OPT_EXIT_USAGE;
 	}
 	ckpt_prune_options_init(&o);
 	o.keep = a->keep;
@@ -250,26 +249,26 @@ static int ckpt_prune_cmd(struct ckpt_args *a)
 
 static const struct ckpt_command ckpt_commands[] = {
 	{ "save", ckpt_save_cmd, "pack a directory as one part of a step",
-	  "usage: slicectl ckpt save DIR URL --step N [options]\n\n"
+	  "ckpt save DIR URL --step N [options]\n\n"
 	  "Packs DIR as tar+zstd straight into URL as this host's part of\n"
 	  "step N, then commits the step once all its parts are there.",
 	  2, "step part parts-expected level threads format" },
 	{ "ls", ckpt_ls_cmd, "list steps, committed or partial",
-	  "usage: slicectl ckpt ls URL [--format json]\n\n"
+	  "ckpt ls URL [--format json]\n\n"
 	  "Lists the steps under URL, committed or not.",
 	  1, "format" },
 	{ "restore", ckpt_restore_cmd, "restore the newest good step",
-	  "usage: slicectl ckpt restore URL DEST [--step N] [--part NAME]\n\n"
+	  "ckpt restore URL DEST [--step N] [--part NAME]\n\n"
 	  "Restores the newest committed step whose part verifies (or step\n"
 	  "N) into DEST, atomically: DEST is untouched on any failure.",
 	  2, "step part format" },
 	{ "verify", ckpt_verify_cmd, "check a step's parts against COMMIT",
-	  "usage: slicectl ckpt verify URL [--step N]\n\n"
+	  "ckpt verify URL [--step N]\n\n"
 	  "Reads every part of the newest committed step (or step N) and\n"
 	  "checks sizes and CRC32C against COMMIT. Exit 3 if any is bad.",
 	  1, "step format" },
 	{ "prune", ckpt_prune_cmd, "delete old steps, keeping the newest",
-	  "usage: slicectl ckpt prune URL --keep K [--keep-every M]\n\n"
+	  "ckpt prune URL --keep K [--keep-every M]\n\n"
 	  "Deletes committed steps older than the newest K, except every\n"
 	  "M-th; abandoned partial steps older than --stale go too. The\n"
 	  "newest committed step and live writers' steps are never touched.",
@@ -286,7 +285,8 @@ static bool accepts(const char *list, const char *name)
 	return false;
 }
 
-static int run_sub(const struct ckpt_command *c, int argc, char **argv)
+static int run_sub(const char *prog, const struct ckpt_command *c, int argc,
+		   char **argv)
 {
 	struct ckpt_args a = { .stale_ms = 3600 * 1000 };
 	const struct opt all[] = {
@@ -324,48 +324,55 @@ static int run_sub(const struct ckpt_command *c, int argc, char **argv)
 	};
 	struct opt opts[sizeof(all) / sizeof(all[0]) + 1] = { 0 };
 	size_t n = 0;
-	char name[32];
+	char name[96];
+	struct buf usage;
 	int status;
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (accepts(c->options, all[i].name))
 			opts[n++] = all[i];
 	strlist_init(&a.pos);
-	snprintf(name, sizeof(name), "ckpt %s", c->name);
-	status = command_line_parse(opts, argc, argv, name, c->usage, false,
-				    &a.pos);
+	buf_init(&usage);
+	snprintf(name, sizeof(name), "%s ckpt %s", prog, c->name);
+	if (buf_appendf(&usage, "usage: %s %s", prog, c->usage)) {
+		log_error("out of memory");
+		return 1;
+	}
+	status = opt_parse_command(opts, argc, argv, name, usage.data, false,
+				   &a.pos);
 	if (status < 0 && a.pos.n != c->npos) {
-		log_error("ckpt %s takes %zu argument%s, not %zu (see slicectl "
-			  "ckpt %s --help)", c->name, c->npos,
-			  c->npos == 1 ? "" : "s", a.pos.n, c->name);
-		status = EXIT_USAGE;
+		log_error("ckpt %s takes %zu argument%s, not %zu (see %s "
+			  "--help)", c->name, c->npos,
+			  c->npos == 1 ? "" : "s", a.pos.n, name);
+		status = OPT_EXIT_USAGE;
 	} else if (status < 0) {
 		status = c->fn(&a);
 	}
+	buf_release(&usage);
 	strlist_release(&a.pos);
 	return status;
 }
 
-int cmd_ckpt(int argc, char **argv)
+int ckpt_cli(const char *prog, int argc, char **argv)
 {
 	const size_t n = sizeof(ckpt_commands) / sizeof(ckpt_commands[0]);
 
 	if (argc >= 2)
 		for (size_t i = 0; i < n; i++)
 			if (!strcmp(argv[1], ckpt_commands[i].name))
-				return run_sub(&ckpt_commands[i], argc - 1,
-					       argv + 1);
+				return run_sub(prog, &ckpt_commands[i],
+					       argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
-		log_error("'%s' is not a ckpt command; see slicectl ckpt --help",
-			  argv[1]);
-		return EXIT_USAGE;
+		log_error("'%s' is not a ckpt command; see %s ckpt --help",
+			  argv[1], prog);
+		return OPT_EXIT_USAGE;
 	}
-	printf("usage: slicectl ckpt COMMAND [ARGS]\n\n"
-	       "Checkpoints in gs://BUCKET/PREFIX or file:///DIR:\n");
+	printf("usage: %s ckpt COMMAND [ARGS]\n\n"
+	       "Checkpoints in gs://BUCKET/PREFIX or file:///DIR:\n", prog);
 	for (size_t i = 0; i < n; i++)
 		printf("  %-8s %s\n", ckpt_commands[i].name,
 		       ckpt_commands[i].summary);
 	printf("\nExit status: 0 done; 1 failed (the message says why); 2 bad "
 	       "arguments; 3 verify found a bad part.\n");
-	return argc >= 2 ? 0 : EXIT_USAGE;
+	return argc >= 2 ? 0 : OPT_EXIT_USAGE;
 }
