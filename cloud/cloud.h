@@ -265,6 +265,40 @@ int tpu_node_hostkeys(struct tpu_client *c, const char *id,
 		      struct tpu_hostkeys **out, size_t *n, struct err *e);
 void tpu_hostkeys_release(struct tpu_hostkeys *h, size_t n);
 
+/*
+ * The GCE metadata server (a TPU VM's worker identity, preemption and
+ * maintenance notices), at metadata.google.internal or GCE_METADATA_HOST
+ * ("host:port"). Paths are below /computeMetadata/v1/, for example
+ * "instance/attributes/agent-worker-number". Every request carries
+ * "Metadata-Flavor: Google"; 503s and dropped connections are retried.
+ */
+struct metadata_client;
+
+int metadata_open(struct metadata_client **out, struct err *e);
+void metadata_close(struct metadata_client *m);
+
+/* A value as text (*value malloc'd, NUL-terminated). CLOUD_ENOTFOUND when
+ * the server has no such path (an attribute that is not set). */
+int metadata_get(struct metadata_client *m, const char *path, char **value,
+		 struct err *e);
+
+/*
+ * Long-polls path with wait_for_change=true: returns when the value
+ * differs from the one etag names (etag "" returns the current value at
+ * once), or after timeout_s (then *changed is false and *value the
+ * current value). *value and *etag_out are malloc'd. The server's timeout
+ * (timeout_sec) is timeout_s; the client's own is a little longer, so a
+ * server that stalls is noticed. A 503 or a dropped connection is retried
+ * with backoff within timeout_s.
+ */
+int metadata_watch(struct metadata_client *m, const char *path,
+		   const char *etag, unsigned timeout_s, char **value,
+		   char **etag_out, bool *changed, struct err *e);
+
+/* Safe from another thread: a metadata_watch in progress on m returns
+ * CLOUD_EABORTED within about a second, and so do later calls. */
+void metadata_cancel(struct metadata_client *m);
+
 /* crc32c.c: CRC-32C (Castagnoli), as GCS computes it. Start with 0. */
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len);
 

@@ -6,6 +6,7 @@
 #include "cloud/http.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -95,18 +96,22 @@ bool http_response_header(const struct http_response *r, const char *name,
 	return false;
 }
 
+/* Threads (the supervisor's) may open clients at the same moment. */
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
 int http_client_init(struct http_client *c, const struct http_policy *p,
 		     struct err *e)
 {
-	static bool global_done;
-
 	memset(c, 0, sizeof(*c));
-	if (!global_done) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-			return err_set(e, CLOUD_ENOMEM,
-				       "cannot initialize libcurl");
-		global_done = true;
-	}
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK)
+		return err_set(e, CLOUD_ENOMEM, "cannot initialize libcurl");
 	c->curl = curl_easy_init();
 	if (!c->curl)
 		return err_set(e, CLOUD_ENOMEM,
@@ -330,6 +335,7 @@ bool http_transient(int rc, const struct http_response *resp)
 void http_retry_init(struct http_retry *r, struct http_client *c)
 {
 	r->policy = &c->policy;
+	r->client = c;
 	c->seed = c->seed * 6364136223846793005ull + 1442695040888963407ull;
 	backoff_init(&r->backoff, c->policy.backoff_base_ms,
 		     c->policy.backoff_max_ms, c->seed | 1);
@@ -351,6 +357,26 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
+static bool cancel_requested(struct http_client *c)
+{
+	return c && c->cancelled && c->cancelled(c->cancel_ud);
+}
+
+/* Sleeps ms; wakes early when the client's cancel hook fires. */
+static void sleep_cancellable(struct http_client *c, unsigned ms)
+{
+	if (!c || !c->cancelled) {
+		sleep_ms(ms);
+		return;
+	}
+	while (ms && !cancel_requested(c)) {
+		unsigned slice = ms < 100 ? ms : 100;
+
+		sleep_ms(slice);
+		ms -= slice;
+	}
+}
+
 bool http_retry_again(struct http_retry *r, int rc,
 		      const struct http_response *resp)
 {
@@ -369,7 +395,7 @@ bool http_retry_again(struct http_retry *r, int rc,
 		return false;
 	log_debug("http: retrying in %u ms (status %ld, attempt %u)", wait,
 		  resp->status, r->attempts + 1);
-	sleep_ms(wait);
+	sleep_cancellable(r->client, wait);
 	return true;
 }
 
@@ -437,6 +463,16 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud)
 	return len;
 }
 
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return cancel_requested(ud) ? 1 : 0;
+}
+
 static size_t on_read(char *data, size_t size, size_t n, void *ud)
 {
 	struct transfer *t = ud;
@@ -467,6 +503,12 @@ static int setup(struct http_client *c, const struct http_request *req,
 	bool has_body = req->body || req->source;
 	struct curl_slist *l = NULL;
 
+	if (req->timeout_ms) {
+		long t_s = (long)((req->timeout_ms + 999) / 1000);
+
+		if (t_s > stall_s)
+			stall_s = t_s;
+	}
 	curl_easy_reset(h);
 	c->errbuf[0] = '\0';
 	/* Without "Expect:" curl waits for a 100 Continue before large
@@ -496,6 +538,13 @@ static int setup(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
 	curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
 	curl_easy_setopt(h, CURLOPT_READDATA, t);
+	if (req->timeout_ms)
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
+	if (c->cancelled) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 	if (req->source)
 		blen = -1;
 	if (strcmp(req->method, "GET") == 0) {
@@ -659,6 +708,15 @@ static void log_request(const struct http_request *req,
 	buf_release(&line);
 }
 
+static int cancelled(const struct http_request *req, struct err *e)
+{
+	char url[512];
+
+	url_for_message(req->url, url, sizeof(url));
+	return err_set(e, CLOUD_EABORTED, "%s %s: cancelled", req->method,
+		       url);
+}
+
 int http_do(struct http_client *c, const struct http_request *req,
 	    struct http_response *resp, struct err *e)
 {
@@ -678,6 +736,8 @@ int http_do(struct http_client *c, const struct http_request *req,
 		uint64_t t0 = mono_ms();
 		CURLcode cc;
 
+		if (cancel_requested(c))
+			return cancelled(req, e);
 		buf_reset(&resp->body);
 		buf_reset(&resp->headers);
 		resp->status = 0;
@@ -700,6 +760,8 @@ int http_do(struct http_client *c, const struct http_request *req,
 				return t.sink_rc;
 			return CLOUD_EABORTED;
 		}
+		if (cc == CURLE_ABORTED_BY_CALLBACK && cancel_requested(c))
+			return cancelled(req, e);
 		if (t.too_big) {
 			size_t cap = req->max_body ? req->max_body
 						   : (size_t)DEFAULT_MAX_BODY;

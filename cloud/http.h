@@ -35,6 +35,11 @@ struct http_client {
 	struct http_policy policy;
 	uint64_t seed;
 	char errbuf[CURL_ERROR_SIZE];
+	/* Optional: asked about once a second during a transfer and during
+	 * the waits between retries (it may be made true from any thread);
+	 * true ends the request with CLOUD_EABORTED. */
+	bool (*cancelled)(void *ud);
+	void *cancel_ud;
 };
 
 /* A body pulled by callbacks: read returns the bytes copied (0 at the
@@ -58,6 +63,10 @@ struct http_request {
 	bool not_idempotent;
 	bool precondition;
 	unsigned max_attempts;        /* 0: the client's policy */
+	/* 0: none. Else each attempt's own time limit, which also replaces
+	 * the policy's stall limit when longer: for long polls, where the
+	 * server is silent by design. */
+	unsigned timeout_ms;
 	/* 2xx bodies go to sink when given, else to memory up to max_body
 	 * (0: 16 MiB). Error bodies always go to memory. */
 	store_sink_fn sink;
@@ -104,6 +113,7 @@ int http_do(struct http_client *c, const struct http_request *req,
 /* For callers that run their own resume loops with the same policy. */
 struct http_retry {
 	const struct http_policy *policy;
+	struct http_client *client;
 	struct backoff backoff;
 	unsigned attempts;
 	uint64_t start_ms;
@@ -111,7 +121,9 @@ struct http_retry {
 
 void http_retry_init(struct http_retry *r, struct http_client *c);
 /* After a failed attempt: whether it may be retried (transient status or
- * transport failure, within the budget); if so sleeps first. */
+ * transport failure, within the budget); if so sleeps first (cut short
+ * when the client's cancel hook fires: the next attempt then ends with
+ * CLOUD_EABORTED). */
 bool http_retry_again(struct http_retry *r, int rc,
 		      const struct http_response *resp);
 /* Progress was made: the next failure starts the backoff afresh. */
