@@ -1,0 +1,154 @@
+/*
+ * identity.c: see identity.h.
+ */
+#include "supervisor/identity.h"
+#include "cloud/cloud.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void identity_init(struct identity *id)
+{
+	memset(id, 0, sizeof(*id));
+	strlist_init(&id->megascale);
+}
+
+void identity_release(struct identity *id)
+{
+	strlist_release(&id->megascale);
+	identity_init(id);
+}
+
+static bool parse_uint(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || v < 0 || v > 1000000)
+		return false;
+	while (*end == ' ' || *end == '\n' || *end == '\'' || *end == '"')
+		end++;
+	if (*end)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
+int identity_parse_tpu_env(const char *text, struct strlist *megascale,
+			   int *worker_id, int *slice_id)
+{
+	const char *p = text;
+
+	*worker_id = *slice_id = -1;
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char line[1024], *colon, *v;
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, p);
+		p = nl ? nl + 1 : NULL;
+		colon = strchr(line, ':');
+		if (!colon)
+			continue;
+		*colon = '\0';
+		v = colon + 1;
+		while (*v == ' ')
+			v++;
+		if (*v == '\'' || *v == '"') {
+			char q = *v++;
+			char *end = strrchr(v, q);
+
+			if (end)
+				*end = '\0';
+		}
+		if (!strcmp(line, "WORKER_ID"))
+			parse_uint(v, worker_id);
+		else if (!strcmp(line, "MEGASCALE_SLICE_ID"))
+			parse_uint(v, slice_id);
+		if (!strncmp(line, "MEGASCALE_", 10) &&
+		    env_name_valid(line, strlen(line))) {
+			struct buf kv;
+			int rc;
+
+			buf_init(&kv);
+			rc = buf_appendf(&kv, "%s=%s", line, v) ||
+			     strlist_push(megascale, kv.data);
+			buf_release(&kv);
+			if (rc)
+				return COMMON_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Worker and slice from the metadata server. */
+static int from_metadata(struct identity *id, int *slice, int *worker,
+			 struct err *e)
+{
+	struct metadata_client *m;
+	char *text = NULL;
+	int rc, wid = -1, sid = -1;
+
+	rc = metadata_open(&m, e);
+	if (rc)
+		return rc;
+	rc = metadata_get(m, "instance/attributes/tpu-env", &text, e);
+	if (rc == CLOUD_ENOTFOUND)
+		rc = 0;
+	if (!rc && text &&
+	    identity_parse_tpu_env(text, &id->megascale, &wid, &sid))
+		rc = err_set(e, COMMON_ENOMEM, "out of memory");
+	free(text);
+	text = NULL;
+	if (!rc && *worker < 0 && wid < 0) {
+		rc = metadata_get(m, "instance/attributes/agent-worker-number",
+				  &text, e);
+		if (!rc && !parse_uint(text, &wid))
+			rc = err_set(e, COMMON_EINVAL,
+				     "metadata agent-worker-number is '%.40s', "
+				     "not a number", text);
+		free(text);
+	}
+	metadata_close(m);
+	if (rc) {
+		err_prefix(e, "finding which worker this is (pass --slice "
+			      "and --worker outside a TPU VM)");
+		return rc;
+	}
+	if (*worker < 0)
+		*worker = wid;
+	if (*slice < 0)
+		*slice = sid < 0 ? 0 : sid;
+	return 0;
+}
+
+int identity_resolve(struct identity *id, const struct job *j, int slice,
+		     int worker, struct err *e)
+{
+	int rc;
+
+	if ((slice < 0 || worker < 0) &&
+	    (rc = from_metadata(id, &slice, &worker, e)))
+		return rc;
+	if ((unsigned)slice >= j->num_slices ||
+	    (unsigned)worker >= j->workers_per_slice)
+		return err_set(e, COMMON_EINVAL,
+			       "this is worker %d of slice %d, but the job "
+			       "has %u slice%s of %u worker%s",
+			       worker, slice, j->num_slices,
+			       j->num_slices == 1 ? "" : "s",
+			       j->workers_per_slice,
+			       j->workers_per_slice == 1 ? "" : "s");
+	id->slice = (unsigned)slice;
+	id->worker = (unsigned)worker;
+	id->num_slices = j->num_slices;
+	id->workers_per_slice = j->workers_per_slice;
+	id->num_processes = j->num_slices * j->workers_per_slice;
+	id->process_id = id->slice * j->workers_per_slice + id->worker;
+	run_worker_name(id->slice, id->worker, id->name, sizeof(id->name));
+	return 0;
+}

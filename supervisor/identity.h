@@ -1,0 +1,34 @@
+/*
+ * identity.h (private to supervisor/): which worker of the run this is.
+ * On a TPU VM the metadata server says (agent-worker-number, tpu-env with
+ * WORKER_ID and the MEGASCALE_* values of a multislice run); flags say it
+ * for the local provider and override the metadata server.
+ */
+#ifndef SLICECTL_SUPERVISOR_IDENTITY_H
+#define SLICECTL_SUPERVISOR_IDENTITY_H
+
+#include "common/common.h"
+#include "supervisor/supervisor.h"
+
+struct identity {
+	unsigned slice, worker;
+	unsigned num_slices, workers_per_slice;
+	unsigned process_id, num_processes;
+	char name[48];              /* slice-S-worker-W */
+	struct strlist megascale;   /* "MEGASCALE_...=value" from tpu-env */
+};
+
+void identity_init(struct identity *id);
+void identity_release(struct identity *id);
+
+/* slice and worker < 0: ask the metadata server. Sizes come from the job;
+ * a worker outside them is an error naming both. */
+int identity_resolve(struct identity *id, const struct job *j, int slice,
+		     int worker, struct err *e);
+
+/* Parses tpu-env's "KEY: 'value'" lines into MEGASCALE_* entries and
+ * the WORKER_ID / MEGASCALE_SLICE_ID numbers (-1 when absent). */
+int identity_parse_tpu_env(const char *text, struct strlist *megascale,
+			   int *worker_id, int *slice_id);
+
+#endif

@@ -1,0 +1,557 @@
+/*
+ * supervisor/job.c: job.json, the run's spec, both ways.
+ *
+ * Parsing checks the JSON types field by field (unknown fields are
+ * errors, so a typo in a field name never silently becomes a default);
+ * job_check then checks the values of the struct, and job_to_json runs
+ * the same check, so what job_to_json writes job_parse reads back.
+ * Every error names the field and says what it allows.
+ */
+#include "supervisor/supervisor.h"
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Larger than any object the launcher writes; a bound for readers. */
+#define JOB_JSON_MAX ((size_t)1 << 20)
+
+/* Workers of a run, all slices together. */
+#define MAX_WORKERS 65536u
+
+#define DEFAULT_MAX_RESTARTS 100
+#define DEFAULT_HANG_TIMEOUT_S 1800
+#define DEFAULT_GRACE_S 25
+#define DEFAULT_KEEP 3
+#define DEFAULT_HEARTBEAT_S 10
+#define DEFAULT_SPOOL_MB 10240
+
+/* The unsigned fields, their JSON names and ranges. */
+struct uint_field {
+	const char *key;
+	size_t off;
+	unsigned min, max;
+	const char *meaning; /* what 0 means, when allowed and special */
+};
+
+static const struct uint_field uint_fields[] = {
+	{ "num_slices", offsetof(struct job, num_slices), 1, 65536, NULL },
+	{ "workers_per_slice", offsetof(struct job, workers_per_slice), 1,
+	  65536, NULL },
+	{ "max_restarts", offsetof(struct job, max_restarts), 0, 1000000,
+	  NULL },
+	{ "hang_timeout_s", offsetof(struct job, hang_timeout_s), 0,
+	  30 * 86400, "0 turns hang detection off" },
+	{ "grace_s", offsetof(struct job, grace_s), 1, 3600, NULL },
+	{ "keep", offsetof(struct job, keep), 1, 1000000, NULL },
+	{ "keep_every", offsetof(struct job, keep_every), 0, 4000000000u,
+	  "0 keeps no extra steps" },
+	{ "heartbeat_s", offsetof(struct job, heartbeat_s), 1, 3600, NULL },
+	{ "spool_mb", offsetof(struct job, spool_mb), 1, 1u << 30, NULL },
+};
+
+#define N_UINT_FIELDS (sizeof(uint_fields) / sizeof(uint_fields[0]))
+
+static const char *const all_fields =
+	"name, command, env, workdir, num_slices, workers_per_slice, "
+	"max_restarts, hang_timeout_s, grace_s, keep, keep_every, "
+	"heartbeat_s, spool_mb, delete_on_finish, tpu";
+
+static unsigned *uint_at(struct job *j, const struct uint_field *f)
+{
+	return (unsigned *)((char *)j + f->off);
+}
+
+static unsigned uint_of(const struct job *j, const struct uint_field *f)
+{
+	return *(const unsigned *)((const char *)j + f->off);
+}
+
+void job_init(struct job *j)
+{
+	memset(j, 0, sizeof(*j));
+	strlist_init(&j->env);
+	j->num_slices = 1;
+	j->workers_per_slice = 1;
+	j->max_restarts = DEFAULT_MAX_RESTARTS;
+	j->hang_timeout_s = DEFAULT_HANG_TIMEOUT_S;
+	j->grace_s = DEFAULT_GRACE_S;
+	j->keep = DEFAULT_KEEP;
+	j->keep_every = 0;
+	j->heartbeat_s = DEFAULT_HEARTBEAT_S;
+	j->spool_mb = DEFAULT_SPOOL_MB;
+	j->delete_on_finish = false;
+}
+
+void job_release(struct job *j)
+{
+	if (!j)
+		return;
+	free(j->name);
+	free(j->command);
+	strlist_release(&j->env);
+	free(j->workdir);
+	free(j->tpu_project);
+	free(j->tpu_zone);
+	free(j->tpu_name);
+	job_init(j);
+}
+
+void run_worker_name(unsigned slice, unsigned worker, char *out, size_t len)
+{
+	if (out && len)
+		snprintf(out, len, "slice-%u-worker-%u", slice, worker);
+}
+
+/* Jansson's rule for strings: valid UTF-8, no surrogates, no overlongs. */
+static bool utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		unsigned cp;
+		size_t len;
+
+		if (p[0] < 0x80) {
+			p++;
+			continue;
+		}
+		if (p[0] >= 0xc2 && p[0] <= 0xdf)
+			len = 2, cp = p[0] & 0x1f;
+		else if (p[0] >= 0xe0 && p[0] <= 0xef)
+			len = 3, cp = p[0] & 0x0f;
+		else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+			len = 4, cp = p[0] & 0x07;
+		else
+			return false;
+		for (size_t i = 1; i < len; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if ((len == 3 && (cp < 0x800 ||
+				  (cp >= 0xd800 && cp <= 0xdfff))) ||
+		    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+			return false;
+		p += len;
+	}
+	return true;
+}
+
+/* ^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$ */
+static bool run_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* Project, zone and queued resource ids end up in API paths. */
+static bool tpu_id_valid(const char *s)
+{
+	if (!*s)
+		return false;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p <= ' ' || *p == 0x7f || *p == '/' || *p == '?' ||
+		    *p == '#' || *p == '%')
+			return false;
+	return true;
+}
+
+static int check_uint(const struct uint_field *f, long long v, struct err *e)
+{
+	if (v < (long long)f->min || v > (long long)f->max)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"%s\" is %lld; it must be an "
+			       "integer from %u to %u%s%s%s", f->key, v, f->min,
+			       f->max, f->meaning ? " (" : "",
+			       f->meaning ? f->meaning : "",
+			       f->meaning ? ")" : "");
+	return 0;
+}
+
+/* Checks one "NAME=VALUE" entry, and that NAME is not in env[0..i). */
+static int check_env_entry(const struct strlist *env, size_t i,
+			   struct err *e)
+{
+	const char *kv = env->v[i];
+	const char *eq = strchr(kv, '=');
+	size_t n;
+
+	if (!eq)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"env\" entry \"%.100s\" is not "
+			       "NAME=VALUE", kv);
+	n = (size_t)(eq - kv);
+	if (!env_name_valid(kv, n))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"env\" name \"%.*s\" is not a valid "
+			       "environment variable name (letters, digits "
+			       "and '_', not starting with a digit)",
+			       (int)(n > 100 ? 100 : n), kv);
+	if (!utf8_valid(eq + 1))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"env\" value of %.*s is not valid "
+			       "UTF-8 text", (int)(n > 100 ? 100 : n), kv);
+	for (size_t k = 0; k < i; k++)
+		if (!strncmp(env->v[k], kv, n + 1))
+			return err_set(e, COMMON_EINVAL,
+				       "job.json: \"env\" sets %.*s twice; "
+				       "give each name once",
+				       (int)(n > 100 ? 100 : n), kv);
+	return 0;
+}
+
+/* The values of a job, whether parsed or built by a caller. */
+static int job_check(const struct job *j, struct err *e)
+{
+	int r;
+
+	if (!j->name)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json has no \"name\"; give the run a "
+			       "name of lowercase letters, digits and '-'");
+	if (!run_name_valid(j->name))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"name\" \"%.100s\" is not a valid "
+			       "run name: 1 to 63 lowercase letters, digits "
+			       "and '-', starting with a letter and not "
+			       "ending with '-'", j->name);
+	if (!j->command)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json has no \"command\"; give the "
+			       "trainer's command line, as /bin/sh -c reads "
+			       "it");
+	if (!*j->command)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"command\" is empty; it must be "
+			       "the trainer's command line");
+	if (!utf8_valid(j->command))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"command\" is not valid UTF-8 "
+			       "text");
+	if (j->workdir && (!*j->workdir || !utf8_valid(j->workdir)))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"workdir\" must be a non-empty "
+			       "path in UTF-8, or left out (null)");
+	for (size_t i = 0; i < j->env.n; i++) {
+		r = check_env_entry(&j->env, i, e);
+		if (r)
+			return r;
+	}
+	for (size_t i = 0; i < N_UINT_FIELDS; i++) {
+		r = check_uint(&uint_fields[i],
+			       (long long)uint_of(j, &uint_fields[i]), e);
+		if (r)
+			return r;
+	}
+	if ((uint64_t)j->num_slices * j->workers_per_slice > MAX_WORKERS)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"num_slices\" %u times "
+			       "\"workers_per_slice\" %u is more than the %u "
+			       "workers a run may have", j->num_slices,
+			       j->workers_per_slice, MAX_WORKERS);
+	if (j->tpu_project || j->tpu_zone || j->tpu_name) {
+		const char *const v[3] = { j->tpu_project, j->tpu_zone,
+					   j->tpu_name };
+		const char *const k[3] = { "project", "zone", "name" };
+
+		for (int i = 0; i < 3; i++)
+			if (!v[i] || !tpu_id_valid(v[i]))
+				return err_set(e, COMMON_EINVAL,
+					       "job.json: \"tpu\" needs "
+					       "\"%s\" as a non-empty string "
+					       "without spaces, '/', '?', '#' "
+					       "or '%%' (or leave \"tpu\" out "
+					       "for the local provider)", k[i]);
+	}
+	return 0;
+}
+
+static const char *json_type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "a list";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number with a fraction";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
+	}
+	return "something else";
+}
+
+/* *dst = a copy of the string v; null_ok: null leaves *dst NULL. */
+static int take_string(const char *key, const json_t *v, bool null_ok,
+		       char **dst, struct err *e)
+{
+	if (null_ok && json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"%s\" must be a string%s, not %s",
+			       key, null_ok ? " or null" : "",
+			       json_type_name(v));
+	*dst = strdup(json_string_value(v));
+	if (!*dst)
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	return 0;
+}
+
+static int parse_env(const json_t *v, struct strlist *env, struct err *e)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+
+	if (json_is_null(v))
+		return 0;
+	if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, k, x) {
+			struct buf b;
+			int r;
+
+			if (strchr(k, '=') || !env_name_valid(k, strlen(k)))
+				return err_set(e, COMMON_EINVAL,
+					       "job.json: \"env\" name "
+					       "\"%.100s\" is not a valid "
+					       "environment variable name "
+					       "(letters, digits and '_', not "
+					       "starting with a digit)", k);
+			if (!json_is_string(x))
+				return err_set(e, COMMON_EINVAL,
+					       "job.json: \"env\" value of "
+					       "%.100s must be a string, not "
+					       "%s", k, json_type_name(x));
+			buf_init(&b);
+			r = buf_appendf(&b, "%s=%s", k, json_string_value(x));
+			if (!r)
+				r = strlist_push(env, b.data);
+			buf_release(&b);
+			if (r)
+				return err_set(e, COMMON_ENOMEM,
+					       "out of memory");
+		}
+		return 0;
+	}
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, x) {
+			if (!json_is_string(x))
+				return err_set(e, COMMON_EINVAL,
+					       "job.json: \"env\" entry %zu "
+					       "must be a \"NAME=VALUE\" "
+					       "string, not %s", i,
+					       json_type_name(x));
+			if (strlist_push(env, json_string_value(x)))
+				return err_set(e, COMMON_ENOMEM,
+					       "out of memory");
+		}
+		return 0;
+	}
+	return err_set(e, COMMON_EINVAL,
+		       "job.json: \"env\" must be an object of string values "
+		       "or a list of \"NAME=VALUE\" strings, not %s",
+		       json_type_name(v));
+}
+
+static int parse_tpu(const json_t *v, struct job *j, struct err *e)
+{
+	const char *k;
+	json_t *x;
+	int r;
+
+	if (json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"tpu\" must be an object "
+			       "{\"project\", \"zone\", \"name\"} or null, "
+			       "not %s", json_type_name(v));
+	json_object_foreach((json_t *)v, k, x) {
+		char **dst = !strcmp(k, "project") ? &j->tpu_project :
+			     !strcmp(k, "zone") ? &j->tpu_zone :
+			     !strcmp(k, "name") ? &j->tpu_name : NULL;
+
+		if (!dst)
+			return err_set(e, COMMON_EINVAL,
+				       "job.json: \"tpu\" has an unknown "
+				       "field \"%.100s\"; its fields are "
+				       "project, zone and name", k);
+		if (!json_is_string(x))
+			return err_set(e, COMMON_EINVAL,
+				       "job.json: \"tpu\".\"%s\" must be a "
+				       "string, not %s", k, json_type_name(x));
+		r = take_string(k, x, false, dst, e);
+		if (r)
+			return r;
+	}
+	if (!j->tpu_project || !j->tpu_zone || !j->tpu_name)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"tpu\" needs all of \"project\", "
+			       "\"zone\" and \"name\"");
+	return 0;
+}
+
+static int parse_field(const char *k, const json_t *v, struct job *j,
+		       struct err *e)
+{
+	if (!strcmp(k, "name"))
+		return take_string(k, v, false, &j->name, e);
+	if (!strcmp(k, "command"))
+		return take_string(k, v, false, &j->command, e);
+	if (!strcmp(k, "workdir"))
+		return take_string(k, v, true, &j->workdir, e);
+	if (!strcmp(k, "env"))
+		return parse_env(v, &j->env, e);
+	if (!strcmp(k, "tpu"))
+		return parse_tpu(v, j, e);
+	if (!strcmp(k, "delete_on_finish")) {
+		if (!json_is_boolean(v))
+			return err_set(e, COMMON_EINVAL,
+				       "job.json: \"delete_on_finish\" must "
+				       "be true or false, not %s",
+				       json_type_name(v));
+		j->delete_on_finish = json_is_true(v);
+		return 0;
+	}
+	for (size_t i = 0; i < N_UINT_FIELDS; i++) {
+		const struct uint_field *f = &uint_fields[i];
+		int r;
+
+		if (strcmp(k, f->key))
+			continue;
+		if (!json_is_integer(v)) {
+			r = err_set(e, COMMON_EINVAL,
+				    "job.json: \"%s\" must be an integer from "
+				    "%u to %u, not %s", k, f->min, f->max,
+				    json_type_name(v));
+			return r;
+		}
+		r = check_uint(f, (long long)json_integer_value(v), e);
+		if (r)
+			return r;
+		*uint_at(j, f) = (unsigned)json_integer_value(v);
+		return 0;
+	}
+	return err_set(e, COMMON_EINVAL,
+		       "job.json: unknown field \"%.100s\"; the fields are %s",
+		       k, all_fields);
+}
+
+int job_parse(const char *json, size_t len, struct job *out, struct err *e)
+{
+	json_error_t jerr;
+	json_t *root;
+	const char *k;
+	json_t *v;
+	int r = 0;
+
+	err_init(e);
+	job_init(out);
+	if (!json)
+		return err_set(e, COMMON_EINVAL, "job.json: no text to parse");
+	if (len > JOB_JSON_MAX)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json is %zu bytes; at most %zu are "
+			       "expected of it", len, JOB_JSON_MAX);
+	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json is not valid JSON: line %d column "
+			       "%d: %s", jerr.line, jerr.column, jerr.text);
+	if (!json_is_object(root))
+		r = err_set(e, COMMON_EINVAL,
+			    "job.json must be a JSON object, not %s",
+			    json_type_name(root));
+	else
+		json_object_foreach(root, k, v) {
+			r = parse_field(k, v, out, e);
+			if (r)
+				break;
+		}
+	json_decref(root);
+	if (!r)
+		r = job_check(out, e);
+	if (r)
+		job_release(out);
+	return r;
+}
+
+static int set_new(json_t *o, const char *k, json_t *v)
+{
+	return v ? json_object_set_new(o, k, v) : -1;
+}
+
+static json_t *env_object(const struct strlist *env)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o && i < env->n; i++) {
+		const char *eq = strchr(env->v[i], '=');
+		char *name = strndup(env->v[i], (size_t)(eq - env->v[i]));
+		int r = name ? set_new(o, name, json_string(eq + 1)) : -1;
+
+		free(name);
+		if (r) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+int job_to_json(const struct job *j, char **out, struct err *e)
+{
+	json_t *root;
+	char *text = NULL;
+	struct buf b;
+	int bad = 0, r;
+
+	err_init(e);
+	*out = NULL;
+	r = job_check(j, e);
+	if (r)
+		return r;
+	root = json_object();
+	if (!root)
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	bad |= set_new(root, "name", json_string(j->name));
+	bad |= set_new(root, "command", json_string(j->command));
+	bad |= set_new(root, "env", env_object(&j->env));
+	if (j->workdir)
+		bad |= set_new(root, "workdir", json_string(j->workdir));
+	for (size_t i = 0; i < N_UINT_FIELDS; i++)
+		bad |= set_new(root, uint_fields[i].key,
+			       json_integer(uint_of(j, &uint_fields[i])));
+	bad |= set_new(root, "delete_on_finish",
+		       json_boolean(j->delete_on_finish));
+	if (j->tpu_project)
+		bad |= set_new(root, "tpu",
+			       json_pack("{s:s, s:s, s:s}",
+					 "project", j->tpu_project,
+					 "zone", j->tpu_zone,
+					 "name", j->tpu_name));
+	if (!bad)
+		text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!text)
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	buf_init(&b);
+	r = buf_appendf(&b, "%s\n", text);
+	free(text);
+	if (r) {
+		buf_release(&b);
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	}
+	*out = buf_detach(&b);
+	return 0;
+}

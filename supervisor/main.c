@@ -1,0 +1,138 @@
+/*
+ * main.c: slice-supervisor's command line: `run` (the daemon the startup
+ * script installs under systemd) and `ckpt` (the checkpoint commands, for
+ * trainers that save on their own).
+ */
+#include "checkpoint/checkpoint.h"
+#include "common/common.h"
+#include "supervisor/supervise.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char run_usage[] =
+	"usage: slice-supervisor run --job URL [options]\n"
+	"\n"
+	"Supervises this worker's share of the run at URL (gs://BUCKET/PREFIX/RUN\n"
+	"or file:///DIR/RUN, holding job.json): restores the newest committed\n"
+	"checkpoint, runs the trainer, ships its checkpoints, log and heartbeat,\n"
+	"and restarts with the whole group after a crash, a hang or a reset. On\n"
+	"SIGTERM or a preemption notice the trainer gets SIGTERM and the grace\n"
+	"period to write a final step, which is uploaded before exit.\n"
+	"\n"
+	"On a TPU VM the metadata server says which worker this is; elsewhere\n"
+	"give --slice and --worker.\n"
+	"\n"
+	"Exit status: 0 the run ended or this worker left after a notice; 1 it\n"
+	"could not start; 2 bad arguments.";
+
+static int cmd_run(int argc, char **argv)
+{
+	struct supervise_options o = { .slice = -1, .worker = -1 };
+	const char *root = getenv("SLICE_ROOT");
+	unsigned slice = 0, worker = 0, poll_ms = 0;
+	const char *slice_arg = NULL, *worker_arg = NULL;
+	struct buf state_dir;
+	struct strlist pos;
+	int status;
+	struct opt opts[] = {
+		{ .name = "job", .kind = OPT_STRING, .value = &o.run_url,
+		  .arg = "URL", .help = "the run's prefix, holding job.json" },
+		{ .name = "slice", .kind = OPT_STRING, .value = &slice_arg,
+		  .arg = "S", .help = "this worker's slice (default: metadata)" },
+		{ .name = "worker", .kind = OPT_STRING, .value = &worker_arg,
+		  .arg = "W",
+		  .help = "its index in the slice (default: metadata)" },
+		{ .name = "state-dir", .kind = OPT_STRING, .value = &o.state_dir,
+		  .arg = "DIR",
+		  .help = "state, checkpoints and logs (default "
+			  "$SLICE_ROOT/var/lib/slicectl)" },
+		{ .name = "no-metadata", .kind = OPT_FLAG,
+		  .value = &o.no_metadata,
+		  .help = "no preemption watch (not on a VM)" },
+		{ .name = "control-poll", .kind = OPT_SECONDS, .value = &poll_ms,
+		  .arg = "S", .help = "read control.json every S (default 2)" },
+		{ 0 },
+	};
+
+	strlist_init(&pos);
+	buf_init(&state_dir);
+	status = opt_parse_command(opts, argc, argv, "slice-supervisor run",
+				   run_usage, false, &pos);
+	if (status >= 0)
+		goto out;
+	status = OPT_EXIT_USAGE;
+	if (pos.n) {
+		log_error("unexpected argument '%s' (see slice-supervisor run "
+			  "--help)", pos.v[0]);
+		goto out;
+	}
+	if (!o.run_url) {
+		log_error("--job URL is required (see slice-supervisor run "
+			  "--help)");
+		goto out;
+	}
+	if ((slice_arg && sscanf(slice_arg, "%u", &slice) != 1) ||
+	    (worker_arg && sscanf(worker_arg, "%u", &worker) != 1) ||
+	    (!slice_arg != !worker_arg)) {
+		log_error("--slice and --worker go together, as numbers");
+		goto out;
+	}
+	if (slice_arg) {
+		o.slice = (int)slice;
+		o.worker = (int)worker;
+	}
+	o.control_poll_ms = poll_ms;
+	if (!o.state_dir) {
+		if (buf_appendf(&state_dir, "%s/var/lib/slicectl",
+				root ? root : "")) {
+			status = 1;
+			goto out;
+		}
+		o.state_dir = state_dir.data;
+	}
+	status = supervise(&o);
+out:
+	buf_release(&state_dir);
+	strlist_release(&pos);
+	return status;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: slice-supervisor [--version] COMMAND [ARGS]\n\n"
+		   "Commands:\n"
+		   "  run    supervise this worker's share of a run\n"
+		   "  ckpt   save, list, verify, restore and prune "
+		   "checkpoints\n\n"
+		   "slice-supervisor COMMAND --help shows a command's "
+		   "options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	log_setup("slice-supervisor", LOG_INFO);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
+	if (argc < 2) {
+		usage(stderr);
+		return OPT_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("slice-supervisor %s\n", SLICECTL_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ckpt"))
+		return ckpt_cli("slice-supervisor", argc - 1, argv + 1);
+	fprintf(stderr, "slice-supervisor: '%s' is not a command; see "
+			"slice-supervisor --help\n", argv[1]);
+	return OPT_EXIT_USAGE;
+}

@@ -1,0 +1,70 @@
+/*
+ * shipper.h (private to supervisor/): moves the trainer's completed steps
+ * to the bucket in the background, never blocking the trainer.
+ *
+ * A thread of its own (with its own store handle) watches the checkpoint
+ * directory for step-N.done. It moves step-N/ into a spool directory at
+ * once (a rename: the trainer's directory only ever holds steps in
+ * progress), then packs and uploads it as this worker's part of step N
+ * (ckpt_save), committing the step when every part is there. When steps
+ * come faster than uploads, only the newest waiting step is uploaded and
+ * older waiting ones are dropped (coalescing); a step being uploaded is
+ * finished first. Uploads that fail (a bucket answering 503 for minutes)
+ * are retried with backoff while the spool holds them; the spool is
+ * bounded (job spool_mb): when full, the oldest waiting steps go first,
+ * never the newest. After each commit worker 0 prunes per keep and
+ * keep_every.
+ */
+#ifndef SLICECTL_SUPERVISOR_SHIPPER_H
+#define SLICECTL_SUPERVISOR_SHIPPER_H
+
+#include "cloud/cloud.h"
+#include "supervisor/supervisor.h"
+
+struct shipper;
+
+struct shipper_config {
+	const char *run_url;      /* store_open'd by the thread itself */
+	const char *ckpt_dir;     /* $SLICE_CHECKPOINT_DIR */
+	const char *spool_dir;    /* same filesystem as ckpt_dir */
+	const char *part;         /* "slice-S-worker-W" */
+	unsigned parts_expected;  /* every worker of the run */
+	bool prune;               /* worker 0 */
+	unsigned keep, keep_every;
+	uint64_t spool_bytes;     /* bound on the spool */
+	int notify_fd;            /* a byte is written here on every change
+				     of shipper_state; -1 none */
+	unsigned poll_ms;         /* checkpoint directory scan period */
+};
+
+struct shipper_state {
+	int64_t newest_done;      /* newest step-N.done seen; -1 none */
+	int64_t newest_uploaded;  /* newest part uploaded; -1 none */
+	int64_t newest_committed; /* newest step seen committed; -1 none */
+	unsigned waiting;         /* steps in the spool not yet uploaded */
+	unsigned dropped;         /* steps dropped by coalescing or spool */
+	unsigned failures;        /* consecutive failed attempts */
+	char last_error[256];
+};
+
+int shipper_start(struct shipper **out, const struct shipper_config *c,
+		  struct err *e);
+/* A consistent copy of the current state. */
+void shipper_get(struct shipper *s, struct shipper_state *out);
+/* Scans the checkpoint directory now (the trainer just exited). */
+void shipper_kick(struct shipper *s);
+/*
+ * The emergency path: scans once more, puts the newest done step ahead
+ * of everything, and waits until it is uploaded (and committed if every
+ * part is there) or deadline_ms (mono_ms) passes. Returns 0 when uploaded,
+ * CLOUD_ETIMEDOUT, or the last upload error.
+ */
+int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e);
+/* Drops every waiting step and forgets in-progress ones (a new
+ * generation: steps of the old one must not be committed late); an
+ * upload in flight is aborted. */
+void shipper_reset(struct shipper *s);
+/* Stops the thread (aborting an upload in flight) and frees s. */
+void shipper_stop(struct shipper *s);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * state.c: see state.h.
+ */
+#include "supervisor/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+static void copy(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src ? src : "");
+}
+
+int sup_state_load(const char *path, struct sup_state *st, bool *found,
+		   struct err *e)
+{
+	json_error_t je;
+	json_t *j;
+
+	memset(st, 0, sizeof(*st));
+	*found = false;
+	j = json_load_file(path, 0, &je);
+	(void)e;
+	if (!j) {
+		if (access(path, F_OK) == 0)
+			log_warn("state file %s is damaged (%s); starting "
+				 "afresh", path, je.text);
+		return 0;
+	}
+	copy(st->run, sizeof(st->run),
+	     json_string_value(json_object_get(j, "run")));
+	copy(st->boot_id, sizeof(st->boot_id),
+	     json_string_value(json_object_get(j, "boot_id")));
+	st->generation = json_integer_value(json_object_get(j, "generation"));
+	st->trainer_pgid =
+		(pid_t)json_integer_value(json_object_get(j, "trainer_pgid"));
+	st->trainer_start = (uint64_t)json_integer_value(
+		json_object_get(j, "trainer_start"));
+	st->preempted = json_is_true(json_object_get(j, "preempted"));
+	json_decref(j);
+	*found = true;
+	return 0;
+}
+
+int sup_state_save(const char *path, const struct sup_state *st,
+		   struct err *e)
+{
+	json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b}", "run", st->run,
+			      "boot_id", st->boot_id, "generation",
+			      (json_int_t)st->generation, "trainer_pgid",
+			      (json_int_t)st->trainer_pgid, "trainer_start",
+			      (json_int_t)st->trainer_start, "preempted",
+			      st->preempted);
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	struct buf tmp;
+	int fd, rc = 0;
+	size_t len;
+
+	json_decref(j);
+	if (!text)
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	len = strlen(text);
+	buf_init(&tmp);
+	if (buf_appendf(&tmp, "%s.new", path)) {
+		free(text);
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	}
+	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		rc = err_errno(e, COMMON_EIO, errno, "cannot write %s", tmp.data);
+	else if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
+		 fsync(fd))
+		rc = err_errno(e, COMMON_EIO, errno, "writing %s", tmp.data);
+	if (fd >= 0 && close(fd) && !rc)
+		rc = err_errno(e, COMMON_EIO, errno, "writing %s", tmp.data);
+	if (!rc && rename(tmp.data, path))
+		rc = err_errno(e, COMMON_EIO, errno, "cannot replace %s", path);
+	if (rc && fd >= 0)
+		unlink(tmp.data);
+	free(text);
+	buf_release(&tmp);
+	return rc;
+}
+
+int boot_id_read(char out[40], struct err *e)
+{
+	const char *path = getenv("SLICE_BOOT_ID_FILE");
+	FILE *f;
+
+	if (!path || !*path)
+		path = "/proc/sys/kernel/random/boot_id";
+	f = fopen(path, "r");
+	if (!f)
+		return err_errno(e, COMMON_EIO, errno, "cannot read %s", path);
+	if (!fgets(out, 40, f))
+		out[0] = '\0';
+	fclose(f);
+	out[strcspn(out, " \n")] = '\0';
+	if (!out[0])
+		return err_set(e, COMMON_EIO, "%s is empty", path);
+	return 0;
+}

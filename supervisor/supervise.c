@@ -1,0 +1,848 @@
+/*
+ * supervise.c: one worker's supervision as a small state machine driven by
+ * one poll loop, in the manner of s6-supervise. Signals, the threads
+ * (syncer, shipper, metadata watch) and the trainer's output all wake the
+ * loop through file descriptors; every phase is left only by the events
+ * named in its step function, and every state change is logged by name
+ * and published in the heartbeat.
+ *
+ * The loop never touches the bucket itself: the syncer does, in its
+ * thread, so a bucket that fails for minutes leaves the trainer running
+ * and notices handled.
+ */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include "supervisor/supervise.h"
+#include "checkpoint/checkpoint.h"
+#include "supervisor/identity.h"
+#include "supervisor/shipper.h"
+#include "supervisor/state.h"
+#include "supervisor/syncer.h"
+#include "supervisor/trainer.h"
+#include "supervisor/watch.h"
+
+#include <ftw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Time after the grace period for the emergency step's upload: systemd
+ * waits grace + 30 s (the unit's TimeoutStopSec) before SIGKILL. */
+#define FLUSH_AFTER_GRACE_MS 25000
+#define RETRY_MS 2000
+
+enum phase {
+	P_JOIN,      /* waiting for control.json */
+	P_RESTORE,   /* restoring the generation's step */
+	P_RUN,       /* the trainer runs */
+	P_STOP,      /* stopping the trainer for a new generation or the end */
+	P_WAIT_GEN,  /* the trainer failed; waiting for the next generation */
+	P_FINISHED,  /* the trainer exited 0; waiting for the others */
+	P_EMERGENCY, /* a notice: final step, upload, leave */
+	P_END,
+	P_COUNT,
+};
+
+static const char *const phase_names[P_COUNT] = {
+	[P_JOIN] = "join", [P_RESTORE] = "restore", [P_RUN] = "run",
+	[P_STOP] = "stop", [P_WAIT_GEN] = "wait-generation",
+	[P_FINISHED] = "finished", [P_EMERGENCY] = "emergency",
+	[P_END] = "end",
+};
+
+struct sup {
+	const struct supervise_options *o;
+	struct job job;
+	struct identity id;
+	char state_path[1100], ckpt_dir[1100], spool_dir[1100];
+	char restore_dir[1100], log_dir[1100], log_path[1200];
+	char boot_id[40];
+	struct sup_state st;
+	bool st_found;
+	int pipe[2];
+	struct syncer *sync;
+	struct shipper *ship;
+	struct watch *watch;
+	struct trainer trainer;
+
+	enum phase phase;
+	enum phase after_stop;     /* P_STOP leads here (P_RESTORE or P_END) */
+	int64_t generation;        /* being run, or being moved to */
+	int64_t restored;          /* step restored for it, 0 none */
+	uint64_t starts;           /* trainer starts by this supervisor */
+	uint64_t deadline_ms;      /* of the phase's wait, 0 none */
+	uint64_t retry_ms;         /* re-ask the syncer after, 0 none */
+	uint64_t progress_ms;      /* last output or new step (hangs) */
+	int64_t newest_done;
+	bool task_pending;
+	bool notice;               /* SIGTERM or a metadata notice */
+	bool orphan;               /* an earlier supervisor's trainer ran */
+	bool deleting;             /* the queued resource is being deleted */
+	bool ready;                /* set up: the state file is ours */
+	char why[256];             /* of the notice */
+	char message[256];         /* for the heartbeat */
+	struct syncer_request last_req;
+};
+
+static void set_phase(struct sup *s, enum phase p, const char *why)
+{
+	if (s->phase != p)
+		log_info("%s -> %s%s%s", phase_names[s->phase], phase_names[p],
+			 why ? ": " : "", why ? why : "");
+	s->phase = p;
+	s->deadline_ms = 0;
+	s->retry_ms = 0;
+	if (why)
+		snprintf(s->message, sizeof(s->message), "%s", why);
+}
+
+/* ---- signals ---- */
+
+static int signal_fd = -1;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char c = sig == SIGCHLD ? 'C' : 'T';
+
+	if (write(signal_fd, &c, 1) < 0) {
+		/* Full: the loop has enough to wake for. */
+	}
+	errno = saved;
+}
+
+static void signals_setup(int fd)
+{
+	struct sigaction sa;
+
+	signal_fd = fd;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* ---- the heartbeat ---- */
+
+static const char *status_state(const struct sup *s)
+{
+	switch (s->phase) {
+	case P_JOIN: return "starting";
+	case P_RESTORE: return "restoring";
+	case P_RUN: return "running";
+	case P_STOP: return "stopping";
+	case P_WAIT_GEN: return "failed";
+	case P_FINISHED: return "finished";
+	case P_EMERGENCY: return "preempted";
+	default: return "exited";
+	}
+}
+
+static void publish(struct sup *s)
+{
+	struct worker_status st = { .slice = s->id.slice,
+				    .worker = s->id.worker };
+	struct shipper_state ss;
+
+	shipper_get(s->ship, &ss);
+	snprintf(st.state, sizeof(st.state), "%s", status_state(s));
+	st.generation = s->generation;
+	st.step = ss.newest_done;
+	st.committed_step = ss.newest_committed;
+	st.restarts = s->starts;
+	snprintf(st.message, sizeof(st.message), "%s", s->message);
+	if (ss.last_error[0] && ss.failures)
+		snprintf(st.message, sizeof(st.message),
+			 "checkpoint upload failing (%u): %.200s", ss.failures,
+			 ss.last_error);
+	snprintf(st.boot_id, sizeof(st.boot_id), "%s", s->boot_id);
+	syncer_publish(s->sync, &st, s->log_path);
+}
+
+static void save_state(struct sup *s)
+{
+	struct err e;
+
+	err_init(&e);
+	snprintf(s->st.run, sizeof(s->st.run), "%s", s->o->run_url);
+	snprintf(s->st.boot_id, sizeof(s->st.boot_id), "%s", s->boot_id);
+	s->st.generation = s->generation;
+	s->st.trainer_pgid = s->trainer.pid;
+	s->st.trainer_start = s->trainer.start_time;
+	if (sup_state_save(s->state_path, &s->st, &e))
+		log_warn("%s", e.msg);
+}
+
+static void ask(struct sup *s, const struct syncer_request *r)
+{
+	s->last_req = *r;
+	s->task_pending = syncer_request(s->sync, r);
+	if (!s->task_pending)
+		s->retry_ms = mono_ms() + 100;
+}
+
+static void ask_bump(struct sup *s, int64_t from, int64_t restore_step,
+		     const char *fmt, ...) ATTR_PRINTF(4, 5);
+
+static void ask_bump(struct sup *s, int64_t from, int64_t restore_step,
+		     const char *fmt, ...)
+{
+	struct syncer_request r = { .task = TASK_BUMP, .generation = from,
+				    .restore_step = restore_step };
+	int n;
+	va_list ap;
+
+	n = snprintf(r.reason, sizeof(r.reason), "%s: ", s->id.name);
+	va_start(ap, fmt);
+	vsnprintf(r.reason + n, sizeof(r.reason) - (size_t)n, fmt, ap);
+	va_end(ap);
+	log_warn("asking the group to restart: %s", r.reason);
+	ask(s, &r);
+}
+
+/* ---- the trainer ---- */
+
+/* The supervisor's environment without SLICE_* and MEGASCALE_*, then the
+ * contract's variables, then the job's (later entries win in sh). */
+static int trainer_env(struct sup *s, struct strlist *env)
+{
+	char kv[1300];
+	int rc = 0;
+
+	for (char **p = environ; *p && !rc; p++)
+		if (strncmp(*p, "SLICE_", 6) && strncmp(*p, "MEGASCALE_", 10))
+			rc = strlist_push(env, *p);
+#define PUT(...)                                                               \
+	do {                                                                   \
+		snprintf(kv, sizeof(kv), __VA_ARGS__);                         \
+		if (!rc)                                                       \
+			rc = strlist_push(env, kv);                            \
+	} while (0)
+	PUT("SLICE_RUN=%s", s->job.name);
+	PUT("SLICE_ID=%u", s->id.slice);
+	PUT("SLICE_NUM_SLICES=%u", s->id.num_slices);
+	PUT("SLICE_WORKER_ID=%u", s->id.worker);
+	PUT("SLICE_WORKERS_PER_SLICE=%u", s->id.workers_per_slice);
+	PUT("SLICE_PROCESS_ID=%u", s->id.process_id);
+	PUT("SLICE_NUM_PROCESSES=%u", s->id.num_processes);
+	PUT("SLICE_GENERATION=%lld", (long long)s->generation);
+	PUT("SLICE_CHECKPOINT_DIR=%s", s->ckpt_dir);
+	if (s->restored > 0) {
+		PUT("SLICE_RESTORE_DIR=%s", s->restore_dir);
+		PUT("SLICE_RESTORE_STEP=%lld", (long long)s->restored);
+	}
+#undef PUT
+	for (size_t i = 0; !rc && i < s->id.megascale.n; i++)
+		rc = strlist_push(env, s->id.megascale.v[i]);
+	for (size_t i = 0; !rc && i < s->job.env.n; i++)
+		rc = strlist_push(env, s->job.env.v[i]);
+	if (!rc)
+		rc = strlist_push(env, "");
+	if (!rc) {
+		/* execle wants a NULL-terminated array. */
+		free(env->v[env->n - 1]);
+		env->v[env->n - 1] = NULL;
+	}
+	return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag,
+			struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	if (ftw->level > 0 && remove(path))
+		log_warn("cannot remove %s: %s", path, strerror(errno));
+	return 0;
+}
+
+/* Removes what an earlier trainer left in the checkpoint directory:
+ * steps of another generation must not be shipped. */
+static void clear_dir(const char *dir)
+{
+	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void start_trainer(struct sup *s)
+{
+	struct strlist env;
+	struct err e;
+	const char *dir = s->job.workdir ? s->job.workdir : s->o->state_dir;
+
+	strlist_init(&env);
+	err_init(&e);
+	clear_dir(s->ckpt_dir);
+	snprintf(s->log_path, sizeof(s->log_path), "%s/gen-%lld.log",
+		 s->log_dir, (long long)s->generation);
+	if (trainer_env(s, &env)) {
+		strlist_release(&env);
+		log_error("out of memory");
+		set_phase(s, P_END, "out of memory");
+		return;
+	}
+	if (trainer_start(&s->trainer, s->job.command, dir, env.v,
+			  s->log_path, &e)) {
+		strlist_release(&env);
+		log_error("cannot start the trainer: %s", e.msg);
+		ask_bump(s, s->generation, -1, "cannot start the trainer: %s",
+			 e.msg);
+		set_phase(s, P_WAIT_GEN, "the trainer could not start");
+		return;
+	}
+	strlist_release(&env);
+	s->starts++;
+	s->progress_ms = mono_ms();
+	log_info("trainer started (pid %ld, generation %lld, %s)",
+		 (long)s->trainer.pid, (long long)s->generation,
+		 s->restored > 0 ? "restored" : "fresh");
+	save_state(s);
+	set_phase(s, P_RUN, NULL);
+	snprintf(s->message, sizeof(s->message), "generation %lld from %s",
+		 (long long)s->generation,
+		 s->restored > 0 ? "a checkpoint" : "the start");
+	publish(s);
+}
+
+/* After the trainer is gone: forget it in the state file. */
+static void trainer_gone(struct sup *s)
+{
+	trainer_release(&s->trainer);
+	trainer_init(&s->trainer);
+	save_state(s);
+}
+
+static void begin_stop(struct sup *s, enum phase after, const char *why)
+{
+	trainer_signal(&s->trainer, SIGTERM);
+	s->after_stop = after;
+	set_phase(s, P_STOP, why);
+	s->deadline_ms = mono_ms() + (uint64_t)s->job.grace_s * 1000;
+	publish(s);
+}
+
+static void begin_restore(struct sup *s, int64_t generation)
+{
+	struct syncer_request r = { .task = TASK_RESTORE,
+				    .generation = generation };
+
+	shipper_reset(s->ship);
+	s->generation = generation;
+	s->restored = 0;
+	set_phase(s, P_RESTORE, NULL);
+	snprintf(s->message, sizeof(s->message),
+		 "restoring for generation %lld", (long long)generation);
+	publish(s);
+	ask(s, &r);
+}
+
+/* Steps the trainer completed still go out before the supervisor
+ * leaves (the emergency path has flushed them already). */
+#define FLUSH_AT_END_MS 120000
+
+static void end(struct sup *s, const char *why)
+{
+	if (s->phase != P_EMERGENCY) {
+		struct err e;
+
+		err_init(&e);
+		if (shipper_flush(s->ship, mono_ms() + FLUSH_AT_END_MS, &e))
+			log_warn("last checkpoint not uploaded: %s", e.msg);
+	}
+	set_phase(s, P_END, why);
+	publish(s);
+}
+
+/* ---- the phases ---- */
+
+/* What every phase but the emergency heeds in control.json. Returns true
+ * when it moved the machine. */
+static bool follow_control(struct sup *s, const struct control *c)
+{
+	bool trainer = s->trainer.pid && !s->trainer.exited;
+
+	if (!strcmp(c->state, "done") && s->phase == P_FINISHED &&
+	    s->id.process_id == 0 && s->job.delete_on_finish) {
+		struct syncer_request d = { .task = TASK_DELETE_QR };
+
+		if (!s->deleting && !s->task_pending) {
+			s->deleting = true;
+			ask(s, &d);
+		}
+		return true;
+	}
+	if (strcmp(c->state, "running")) {
+		char why[300];
+
+		snprintf(why, sizeof(why), "the run is %s: %s", c->state,
+			 c->reason);
+		if (trainer)
+			begin_stop(s, P_END, why);
+		else
+			end(s, why);
+		return true;
+	}
+	if (c->generation > s->generation && s->phase != P_RESTORE) {
+		if (trainer) {
+			char why[300];
+
+			snprintf(why, sizeof(why), "generation %lld: %s",
+				 (long long)c->generation, c->reason);
+			s->generation = c->generation;
+			begin_stop(s, P_RESTORE, why);
+		} else {
+			begin_restore(s, c->generation);
+		}
+		return true;
+	}
+	return false;
+}
+
+static void step_join(struct sup *s, const struct control *c)
+{
+	bool same_run = s->st_found && !strcmp(s->st.run, s->o->run_url);
+
+	if (strcmp(c->state, "running")) {
+		end(s, "the run is not running");
+		return;
+	}
+	/* A reboot or reset of this host, or its own preemption, while
+	 * the group still runs the generation it was part of: the others
+	 * must restart with it from the newest checkpoint. */
+	if (same_run && s->st.generation == c->generation &&
+	    (strcmp(s->st.boot_id, s->boot_id) || s->st.preempted ||
+	     s->orphan)) {
+		const char *why = strcmp(s->st.boot_id, s->boot_id)
+					  ? "the host was reset or rebooted"
+				  : s->st.preempted
+					  ? "it rejoins after a preemption"
+					  : "its supervisor restarted and its "
+					    "trainer was lost";
+
+		log_warn("event: %s (boot %s, was %s)", why, s->boot_id,
+			 s->st.boot_id);
+		s->st.preempted = false;
+		s->generation = c->generation;
+		save_state(s);
+		ask_bump(s, c->generation, -1, "%s", why);
+		set_phase(s, P_WAIT_GEN, why);
+		publish(s);
+		return;
+	}
+	s->st.preempted = false;
+	begin_restore(s, c->generation);
+}
+
+static void step_restore_result(struct sup *s, const struct syncer_result *r,
+				const struct control *c)
+{
+	if (r->rc == 0) {
+		s->restored = r->step;
+		if (r->step > 0)
+			log_info("restored step %lld", (long long)r->step);
+		if (c->generation > s->generation)
+			begin_restore(s, c->generation);
+		else
+			start_trainer(s);
+		return;
+	}
+	if (r->rc == CLOUD_EPRECONDITION) {
+		/* The generation moved on while we asked: follow it. */
+		set_phase(s, P_WAIT_GEN, "the generation moved on");
+		return;
+	}
+	if (r->fallback_step >= 0 &&
+	    (r->rc == CLOUD_ECORRUPT || r->rc == CLOUD_ENOTFOUND ||
+	     r->rc == CKPT_EUNSAFE)) {
+		log_error("cannot restore: %s", r->error);
+		ask_bump(s, s->generation, r->fallback_step,
+			 "its part of the checkpoint is bad (%s); restarting "
+			 "from step %lld", r->error,
+			 (long long)r->fallback_step);
+		set_phase(s, P_WAIT_GEN, "a bad checkpoint part");
+		return;
+	}
+	log_warn("restore failed, retrying: %s", r->error);
+	snprintf(s->message, sizeof(s->message), "restore failing: %.200s",
+		 r->error);
+	s->retry_ms = mono_ms() + RETRY_MS;
+}
+
+static void step_run(struct sup *s)
+{
+	struct shipper_state ss;
+	uint64_t now = mono_ms();
+
+	shipper_get(s->ship, &ss);
+	if (ss.newest_done > s->newest_done) {
+		s->newest_done = ss.newest_done;
+		s->progress_ms = now;
+	}
+	if (s->trainer.last_output_ms > s->progress_ms)
+		s->progress_ms = s->trainer.last_output_ms;
+	if (s->trainer.exited) {
+		char how[64];
+
+		trainer_describe_status(s->trainer.status, how, sizeof(how));
+		shipper_kick(s->ship);
+		if (WIFEXITED(s->trainer.status) &&
+		    WEXITSTATUS(s->trainer.status) == 0) {
+			struct syncer_request r = {
+				.task = TASK_CHECK_DONE,
+				.generation = s->generation,
+			};
+
+			trainer_gone(s);
+			set_phase(s, P_FINISHED, "the trainer finished");
+			publish(s);
+			ask(s, &r);
+			return;
+		}
+		trainer_gone(s);
+		ask_bump(s, s->generation, -1, "its trainer ended (%s)", how);
+		set_phase(s, P_WAIT_GEN, "the trainer failed");
+		snprintf(s->message, sizeof(s->message), "trainer %s", how);
+		publish(s);
+		return;
+	}
+	if (s->job.hang_timeout_s &&
+	    now - s->progress_ms > (uint64_t)s->job.hang_timeout_s * 1000) {
+		log_error("the trainer printed nothing and wrote no step for "
+			  "%u s: ending it", s->job.hang_timeout_s);
+		trainer_gone(s);
+		ask_bump(s, s->generation, -1,
+			 "its trainer hung (no output and no step for %u s)",
+			 s->job.hang_timeout_s);
+		set_phase(s, P_WAIT_GEN, "the trainer hung");
+		publish(s);
+	}
+}
+
+static void step_stop(struct sup *s, const struct control *c)
+{
+	if (!s->trainer.exited && mono_ms() < s->deadline_ms)
+		return;
+	if (!s->trainer.exited)
+		log_warn("the trainer outlived the %u s grace period: killed",
+			 s->job.grace_s);
+	trainer_gone(s);
+	if (s->after_stop == P_RESTORE)
+		begin_restore(s, c->generation > s->generation ? c->generation
+							       : s->generation);
+	else
+		end(s, s->message);
+}
+
+static void begin_emergency(struct sup *s)
+{
+	log_warn("emergency: %s; the trainer gets SIGTERM and %u s to save "
+		 "a final step", s->why, s->job.grace_s);
+	trainer_signal(&s->trainer, SIGTERM);
+	set_phase(s, P_EMERGENCY, s->why);
+	s->deadline_ms = mono_ms() + (uint64_t)s->job.grace_s * 1000;
+	s->st.preempted = true;
+	save_state(s);
+	publish(s);
+}
+
+/* The trainer is gone or out of time: its last step goes first. */
+static void finish_emergency(struct sup *s)
+{
+	uint64_t flush_deadline = s->deadline_ms + FLUSH_AFTER_GRACE_MS;
+	struct shipper_state ss;
+	struct err e;
+	int rc;
+
+	if (!s->trainer.exited)
+		log_warn("the trainer outlived the grace period: killed");
+	trainer_gone(s);
+	err_init(&e);
+	rc = shipper_flush(s->ship, flush_deadline, &e);
+	shipper_get(s->ship, &ss);
+	if (rc)
+		log_error("the final step could not be uploaded: %s", e.msg);
+	else if (ss.newest_uploaded >= 0)
+		log_info("final step %lld uploaded%s",
+			 (long long)ss.newest_uploaded,
+			 ss.newest_committed == ss.newest_uploaded
+				 ? " and committed"
+				 : "");
+	end(s, s->why);
+}
+
+static void handle_result(struct sup *s, const struct syncer_result *r,
+			  const struct control *c)
+{
+	s->task_pending = false;
+	switch (r->task) {
+	case TASK_RESTORE:
+		if (s->phase == P_RESTORE)
+			step_restore_result(s, r, c);
+		break;
+	case TASK_BUMP:
+	case TASK_SET_STATE:
+		if (r->rc) {
+			log_warn("control.json: %s (retrying)", r->error);
+			s->retry_ms = mono_ms() + RETRY_MS;
+		}
+		break;
+	case TASK_CHECK_DONE:
+		if (r->rc)
+			log_warn("checking whether the run is done: %s",
+				 r->error);
+		if (!r->done)
+			s->retry_ms = mono_ms() + RETRY_MS;
+		break;
+	case TASK_DELETE_QR:
+		if (r->rc)
+			log_error("deleting the queued resource: %s", r->error);
+		else
+			log_info("the run is done: queued resource %s deleted",
+				 s->job.tpu_name);
+		end(s, "the run is done");
+		break;
+	case TASK_NONE:
+		break;
+	}
+}
+
+/* One pass of the machine after events were gathered. */
+static void step(struct sup *s)
+{
+	struct control c;
+	bool have = syncer_control(s->sync, &c);
+	struct syncer_result r;
+
+	if (s->notice && s->phase != P_EMERGENCY && s->phase != P_END) {
+		if (s->trainer.pid && !s->trainer.exited) {
+			begin_emergency(s);
+		} else {
+			s->st.preempted = true;
+			save_state(s);
+			end(s, s->why);
+		}
+		return;
+	}
+	if (s->phase == P_EMERGENCY) {
+		if (s->trainer.exited || mono_ms() >= s->deadline_ms)
+			finish_emergency(s);
+		return;
+	}
+	if (!have)
+		return;
+	if (syncer_result(s->sync, &r))
+		handle_result(s, &r, &c);
+	switch (s->phase) {
+	case P_END:
+		return;
+	case P_JOIN:
+		step_join(s, &c);
+		return;
+	case P_STOP:
+		step_stop(s, &c);
+		return;
+	default:
+		break;
+	}
+	if (follow_control(s, &c))
+		return;
+	if (s->retry_ms && mono_ms() >= s->retry_ms && !s->task_pending) {
+		s->retry_ms = 0;
+		ask(s, &s->last_req);
+	}
+	if (s->phase == P_RUN)
+		step_run(s);
+}
+
+/* ---- set-up and the loop ---- */
+
+static int make_dir(const char *path)
+{
+	char tmp[1200];
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = strchr(tmp + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		mkdir(tmp, 0755);
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return errno;
+	return 0;
+}
+
+static int load_job(struct sup *s, struct err *e)
+{
+	struct store *st;
+	char *text = NULL;
+	size_t len = 0;
+	int rc = store_open(&st, s->o->run_url, e);
+
+	if (rc)
+		return rc;
+	for (int attempt = 0;; attempt++) {
+		rc = store_read(st, RUN_JOB, 1 << 20, &text, &len, NULL, e);
+		if (!rc || rc == CLOUD_ENOTFOUND || rc == CLOUD_EURL ||
+		    attempt >= 30)
+			break;
+		log_warn("reading job.json: %s (retrying)", e->msg);
+		sleep(2);
+	}
+	store_close(st);
+	if (rc)
+		return rc;
+	rc = job_parse(text, len, &s->job, e);
+	free(text);
+	return rc;
+}
+
+static int setup(struct sup *s, struct err *e)
+{
+	const struct supervise_options *o = s->o;
+	struct shipper_config sc = { 0 };
+	struct syncer_config yc = { 0 };
+	int rc;
+
+	snprintf(s->state_path, sizeof(s->state_path), "%s/state.json",
+		 o->state_dir);
+	snprintf(s->ckpt_dir, sizeof(s->ckpt_dir), "%s/checkpoints",
+		 o->state_dir);
+	snprintf(s->spool_dir, sizeof(s->spool_dir), "%s/spool", o->state_dir);
+	snprintf(s->restore_dir, sizeof(s->restore_dir), "%s/restore",
+		 o->state_dir);
+	snprintf(s->log_dir, sizeof(s->log_dir), "%s/logs", o->state_dir);
+	if (make_dir(o->state_dir) || make_dir(s->ckpt_dir) ||
+	    make_dir(s->spool_dir) || make_dir(s->log_dir))
+		return err_errno(e, COMMON_EIO, errno, "cannot create %s",
+				 o->state_dir);
+	if ((rc = boot_id_read(s->boot_id, e)) ||
+	    (rc = sup_state_load(s->state_path, &s->st, &s->st_found, e)) ||
+	    (rc = load_job(s, e)) ||
+	    (rc = identity_resolve(&s->id, &s->job, o->slice, o->worker, e)))
+		return rc;
+	log_info("%s of run %s (%u workers); boot %s", s->id.name,
+		 s->job.name, s->id.num_processes, s->boot_id);
+	/* A supervisor killed outright left its trainer running. */
+	s->orphan = s->st_found && s->st.trainer_pgid;
+	if (s->orphan)
+		trainer_kill_orphan(s->st.trainer_pgid, s->st.trainer_start);
+	s->st.trainer_pgid = 0;
+	s->ready = true;
+	if (pipe(s->pipe))
+		return err_errno(e, COMMON_EIO, errno, "pipe");
+	for (int i = 0; i < 2; i++) {
+		fcntl(s->pipe[i], F_SETFL,
+		      fcntl(s->pipe[i], F_GETFL) | O_NONBLOCK);
+		fcntl(s->pipe[i], F_SETFD, FD_CLOEXEC);
+	}
+	signals_setup(s->pipe[1]);
+	sc.run_url = o->run_url;
+	sc.ckpt_dir = s->ckpt_dir;
+	sc.spool_dir = s->spool_dir;
+	sc.part = s->id.name;
+	sc.parts_expected = s->id.num_processes;
+	sc.prune = s->id.process_id == 0;
+	sc.keep = s->job.keep;
+	sc.keep_every = s->job.keep_every;
+	sc.spool_bytes = (uint64_t)s->job.spool_mb << 20;
+	sc.notify_fd = s->pipe[1];
+	sc.poll_ms = 200;
+	yc.run_url = o->run_url;
+	yc.job = &s->job;
+	yc.part = s->id.name;
+	yc.restore_dir = s->restore_dir;
+	yc.n_workers = s->id.num_processes;
+	yc.notify_fd = s->pipe[1];
+	yc.control_poll_ms = o->control_poll_ms ? o->control_poll_ms : 2000;
+	if ((rc = shipper_start(&s->ship, &sc, e)) ||
+	    (rc = syncer_start(&s->sync, &yc, e)))
+		return rc;
+	if (!o->no_metadata && (rc = watch_start(&s->watch, s->pipe[1], e)))
+		return rc;
+	return 0;
+}
+
+static void drain_pipe(struct sup *s)
+{
+	char buf[256];
+	ssize_t n;
+
+	while ((n = read(s->pipe[0], buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] == 'T' && !s->notice) {
+				s->notice = true;
+				snprintf(s->why, sizeof(s->why),
+					 "SIGTERM: the machine is going away");
+			}
+	if (s->watch && !s->notice) {
+		char what[256];
+
+		if (watch_events(s->watch, what, sizeof(what))) {
+			s->notice = true;
+			snprintf(s->why, sizeof(s->why), "metadata: %.200s",
+				 what);
+		}
+	}
+}
+
+static void loop(struct sup *s)
+{
+	while (s->phase != P_END) {
+		struct pollfd p[2] = { { s->pipe[0], POLLIN, 0 },
+				       { s->trainer.out_fd, POLLIN, 0 } };
+
+		if (poll(p, s->trainer.out_fd >= 0 ? 2 : 1, 200) < 0 &&
+		    errno != EINTR)
+			break;
+		drain_pipe(s);
+		if (s->trainer.pid) {
+			trainer_drain(&s->trainer);
+			trainer_reap(&s->trainer);
+		}
+		step(s);
+	}
+}
+
+int supervise(const struct supervise_options *o)
+{
+	struct sup s = { .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
+			 .newest_done = -1 };
+	struct err e;
+	int status = 0;
+
+	err_init(&e);
+	job_init(&s.job);
+	identity_init(&s.id);
+	trainer_init(&s.trainer);
+	if (setup(&s, &e)) {
+		log_error("%s", e.msg);
+		status = 1;
+	} else {
+		loop(&s);
+	}
+	trainer_release(&s.trainer);
+	watch_stop(s.watch);
+	if (s.ship)
+		shipper_stop(s.ship);
+	if (s.sync)
+		syncer_stop(s.sync, mono_ms() + 10000);
+	if (s.ready)
+		save_state(&s);
+	for (int i = 0; i < 2; i++)
+		if (s.pipe[i] >= 0)
+			close(s.pipe[i]);
+	identity_release(&s.id);
+	job_release(&s.job);
+	return status;
+}

@@ -1,0 +1,400 @@
+/*
+ * syncer.c: see syncer.h. One thread, one store handle, one loop: a task
+ * when one is queued, else the periodic reads and writes when they are
+ * due, else a wait on the condition variable until the nearest of them.
+ */
+#include "supervisor/syncer.h"
+#include "checkpoint/checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A log larger than this is published as its last LOG_TAIL_MAX bytes:
+ * re-uploading a whole log every heartbeat must stay cheap. */
+#define LOG_TAIL_MAX (8u << 20)
+
+struct syncer {
+	struct syncer_config c;
+	struct store *store;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+
+	/* Guarded by mu. */
+	struct worker_status status;
+	bool status_dirty;
+	char log_path[1024];
+	struct control control;
+	bool have_control;
+	struct syncer_request req;
+	bool req_pending;
+	struct syncer_result res;
+	bool res_ready;
+
+	/* The thread's own. */
+	uint64_t next_control_ms, next_status_ms;
+	off_t log_published;
+	char log_published_path[1024];
+};
+
+static void notify(struct syncer *s)
+{
+	char c = 's';
+
+	if (s->c.notify_fd >= 0 && write(s->c.notify_fd, &c, 1) < 0 &&
+	    errno != EAGAIN)
+		log_debug("syncer: notify: %s", strerror(errno));
+}
+
+static void read_control(struct syncer *s)
+{
+	struct control c;
+	struct err e;
+	bool changed;
+
+	err_init(&e);
+	if (control_load(s->store, &c, &e)) {
+		log_warn("reading control.json: %s", e.msg);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	changed = !s->have_control ||
+		  c.object_generation != s->control.object_generation;
+	s->control = c;
+	s->have_control = true;
+	pthread_mutex_unlock(&s->mu);
+	if (changed)
+		notify(s);
+}
+
+/* Uploads the log when it grew since the last time. */
+static void publish_log(struct syncer *s, const char *path, int64_t gen)
+{
+	struct stat st;
+	char name[256];
+	off_t from = 0;
+	char *data;
+	int fd;
+	struct err e;
+
+	if (!*path || stat(path, &st) || !S_ISREG(st.st_mode))
+		return;
+	if (!strcmp(path, s->log_published_path) &&
+	    st.st_size == s->log_published)
+		return;
+	if (st.st_size > (off_t)LOG_TAIL_MAX)
+		from = st.st_size - (off_t)LOG_TAIL_MAX;
+	data = malloc((size_t)(st.st_size - from) + 1);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!data || fd < 0 ||
+	    pread(fd, data, (size_t)(st.st_size - from), from) !=
+		    st.st_size - from) {
+		free(data);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	snprintf(name, sizeof(name), "logs/%s/gen-%lld.log", s->c.part,
+		 (long long)gen);
+	err_init(&e);
+	if (store_put(s->store, name, data, (size_t)(st.st_size - from),
+		      STORE_ANY_GENERATION, NULL, &e) == 0) {
+		s->log_published = st.st_size;
+		snprintf(s->log_published_path, sizeof(s->log_published_path),
+			 "%s", path);
+	} else {
+		log_warn("publishing the log: %s", e.msg);
+	}
+	free(data);
+}
+
+static void publish_status(struct syncer *s)
+{
+	struct worker_status st;
+	char path[1024];
+	struct err e;
+
+	pthread_mutex_lock(&s->mu);
+	st = s->status;
+	snprintf(path, sizeof(path), "%s", s->log_path);
+	s->status_dirty = false;
+	pthread_mutex_unlock(&s->mu);
+	if (!st.state[0])
+		return;
+	err_init(&e);
+	if (status_put(s->store, &st, &e))
+		log_warn("heartbeat: %s", e.msg);
+	publish_log(s, path, st.generation);
+}
+
+/* The committed step before `step`, 0 when none. */
+static int64_t step_before(struct store *store, int64_t step)
+{
+	struct ckpt_list l = { 0 };
+	int64_t best = 0;
+	struct err e;
+
+	err_init(&e);
+	if (ckpt_list(store, &l, &e) == 0)
+		for (size_t i = 0; i < l.n; i++)
+			if (l.v[i].committed && !l.v[i].corrupt &&
+			    (int64_t)l.v[i].step < step)
+				best = (int64_t)l.v[i].step;
+	ckpt_list_release(&l);
+	return best;
+}
+
+static void task_restore(struct syncer *s, const struct syncer_request *r,
+			 struct syncer_result *out, struct err *e)
+{
+	struct ckpt_restore_options o = { .part = s->c.part };
+	uint64_t restored = 0;
+	int64_t step;
+
+	out->rc = control_restore_step(s->store, r->generation, &step, e);
+	if (out->rc)
+		return;
+	out->step = step;
+	if (step <= 0)
+		return;
+	o.step = (uint64_t)step;
+	out->rc = ckpt_restore(s->store, s->c.restore_dir, &o, &restored, e);
+	if (out->rc == CLOUD_ECORRUPT || out->rc == CLOUD_ENOTFOUND ||
+	    out->rc == CKPT_EUNSAFE)
+		out->fallback_step = step_before(s->store, step);
+}
+
+static void task_delete_qr(struct syncer *s, struct syncer_result *out,
+			   struct err *e)
+{
+	const struct job *j = s->c.job;
+	struct tpu_client *c;
+
+	if (!j->tpu_name || !j->tpu_project || !j->tpu_zone) {
+		out->rc = err_set(e, COMMON_EINVAL,
+				  "the job names no queued resource to delete");
+		return;
+	}
+	out->rc = tpu_open(&c, j->tpu_project, j->tpu_zone, e);
+	if (out->rc)
+		return;
+	out->rc = tpu_qr_delete(c, j->tpu_name, true, false, 0, NULL, NULL, e);
+	tpu_close(c);
+}
+
+static void run_task(struct syncer *s, const struct syncer_request *r)
+{
+	struct syncer_result out = { .task = r->task };
+	struct control c;
+	struct err e;
+
+	err_init(&e);
+	switch (r->task) {
+	case TASK_RESTORE:
+		task_restore(s, r, &out, &e);
+		break;
+	case TASK_BUMP:
+		pthread_mutex_lock(&s->mu);
+		c = s->control;
+		pthread_mutex_unlock(&s->mu);
+		c.generation = r->generation;
+		out.rc = control_bump(s->store, &c, s->c.job->max_restarts,
+				      r->reason, s->c.part, r->restore_step,
+				      &c, &e);
+		break;
+	case TASK_SET_STATE:
+		out.rc = control_set_state(s->store, r->state, r->reason,
+					   s->c.part, &c, &e);
+		break;
+	case TASK_CHECK_DONE: {
+		struct worker_status *v = NULL;
+		size_t n = 0;
+
+		out.rc = status_list(s->store, &v, &n, &e);
+		if (!out.rc && status_all_finished(v, n, s->c.n_workers,
+						   r->generation)) {
+			out.done = true;
+			out.rc = control_set_state(s->store, "done",
+						   "every worker finished",
+						   s->c.part, &c, &e);
+		}
+		free(v);
+		break;
+	}
+	case TASK_DELETE_QR:
+		task_delete_qr(s, &out, &e);
+		break;
+	case TASK_NONE:
+		break;
+	}
+	if (out.rc)
+		snprintf(out.error, sizeof(out.error), "%s", e.msg);
+	/* Whatever the task changed, the loop should see it soon. */
+	if (r->task == TASK_BUMP || r->task == TASK_SET_STATE ||
+	    out.done)
+		read_control(s);
+	pthread_mutex_lock(&s->mu);
+	s->res = out;
+	s->res_ready = true;
+	s->req_pending = false;
+	pthread_mutex_unlock(&s->mu);
+	notify(s);
+}
+
+static void *thread_main(void *arg)
+{
+	struct syncer *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->stop) {
+		uint64_t now = mono_ms(), next;
+		struct timespec ts;
+
+		/* The heartbeat first: a task may read it (every worker
+		 * finished?). */
+		if (s->status_dirty || now >= s->next_status_ms) {
+			s->next_status_ms =
+				now + (uint64_t)s->c.job->heartbeat_s * 1000;
+			pthread_mutex_unlock(&s->mu);
+			publish_status(s);
+			pthread_mutex_lock(&s->mu);
+			continue;
+		}
+		if (s->req_pending && !s->res_ready) {
+			struct syncer_request r = s->req;
+
+			pthread_mutex_unlock(&s->mu);
+			run_task(s, &r);
+			pthread_mutex_lock(&s->mu);
+			continue;
+		}
+		if (now >= s->next_control_ms) {
+			s->next_control_ms = now + s->c.control_poll_ms;
+			pthread_mutex_unlock(&s->mu);
+			read_control(s);
+			pthread_mutex_lock(&s->mu);
+			continue;
+		}
+		next = s->next_control_ms < s->next_status_ms
+			       ? s->next_control_ms
+			       : s->next_status_ms;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)((next - now) / 1000);
+		ts.tv_nsec += (long)((next - now) % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+int syncer_start(struct syncer **out, const struct syncer_config *c,
+		 struct err *e)
+{
+	struct syncer *s = calloc(1, sizeof(*s));
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	s->c = *c;
+	rc = store_open(&s->store, c->run_url, e);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (pthread_create(&s->thread, NULL, thread_main, s)) {
+		store_close(s->store);
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
+		free(s);
+		return err_set(e, COMMON_EIO, "cannot start a thread");
+	}
+	*out = s;
+	return 0;
+}
+
+void syncer_publish(struct syncer *s, const struct worker_status *st,
+		    const char *log_path)
+{
+	pthread_mutex_lock(&s->mu);
+	s->status = *st;
+	snprintf(s->log_path, sizeof(s->log_path), "%s",
+		 log_path ? log_path : "");
+	s->status_dirty = true;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+bool syncer_control(struct syncer *s, struct control *out)
+{
+	bool have;
+
+	pthread_mutex_lock(&s->mu);
+	have = s->have_control;
+	if (have)
+		*out = s->control;
+	pthread_mutex_unlock(&s->mu);
+	return have;
+}
+
+bool syncer_request(struct syncer *s, const struct syncer_request *r)
+{
+	bool ok;
+
+	pthread_mutex_lock(&s->mu);
+	ok = !s->req_pending && !s->res_ready;
+	if (ok) {
+		s->req = *r;
+		s->req_pending = true;
+		pthread_cond_signal(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return ok;
+}
+
+bool syncer_result(struct syncer *s, struct syncer_result *out)
+{
+	bool ready;
+
+	pthread_mutex_lock(&s->mu);
+	ready = s->res_ready;
+	if (ready) {
+		*out = s->res;
+		s->res_ready = false;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return ready;
+}
+
+void syncer_stop(struct syncer *s, uint64_t deadline_ms)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->thread, NULL);
+	/* The last word: the final state and log, unless the bucket is
+	 * down and the deadline near. */
+	if (mono_ms() < deadline_ms)
+		publish_status(s);
+	store_close(s->store);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s);
+}

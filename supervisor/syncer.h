@@ -1,0 +1,74 @@
+/*
+ * syncer.h (private to supervisor/): everything the supervisor says to and
+ * hears from the bucket, except checkpoints (shipper.h), done in a thread
+ * of its own so that a bucket answering 503 for minutes never stalls the
+ * supervisor's loop: the trainer keeps running and notices keep working.
+ *
+ * Periodically it reads control.json and publishes the heartbeat and the
+ * trainer's log; on request it does one longer task at a time (restore a
+ * step, bump the generation, set the run's state, check whether every
+ * worker finished, delete the queued resource). Every change it has for
+ * the loop is announced by a byte on notify_fd.
+ */
+#ifndef SLICECTL_SUPERVISOR_SYNCER_H
+#define SLICECTL_SUPERVISOR_SYNCER_H
+
+#include "supervisor/control.h"
+
+struct syncer;
+
+struct syncer_config {
+	const char *run_url;
+	const struct job *job;
+	const char *part;          /* "slice-S-worker-W" */
+	const char *restore_dir;   /* SLICE_RESTORE_DIR */
+	unsigned n_workers;
+	int notify_fd;
+	unsigned control_poll_ms;  /* control.json read period */
+};
+
+enum syncer_task {
+	TASK_NONE,
+	TASK_RESTORE,    /* agree on generation's step and restore it */
+	TASK_BUMP,       /* control_bump from generation, reason */
+	TASK_SET_STATE,  /* control_set_state(state, reason) */
+	TASK_CHECK_DONE, /* all workers finished at generation? then done */
+	TASK_DELETE_QR,  /* the job's queued resource, forced */
+};
+
+struct syncer_request {
+	enum syncer_task task;
+	int64_t generation;
+	int64_t restore_step;      /* TASK_BUMP: -1, or the step to restore */
+	char state[16];
+	char reason[256];
+};
+
+struct syncer_result {
+	enum syncer_task task;
+	int rc;                    /* 0, or a cloud/checkpoint error */
+	char error[1024];
+	int64_t step;              /* TASK_RESTORE: restored step, 0 none */
+	int64_t fallback_step;     /* TASK_RESTORE failing on a corrupt
+				      part: the committed step before it
+				      (0 none), for the next generation */
+	bool done;                 /* TASK_CHECK_DONE: the run is done */
+};
+
+int syncer_start(struct syncer **out, const struct syncer_config *c,
+		 struct err *e);
+/* The heartbeat to publish (now, and then every heartbeat_s), and the
+ * local log to upload as logs/PART/gen-G.log when it grows. */
+void syncer_publish(struct syncer *s, const struct worker_status *st,
+		    const char *log_path);
+/* control.json as last read; false until it has been read once. */
+bool syncer_control(struct syncer *s, struct control *out);
+/* Queues a task; false when one is still pending (one at a time). */
+bool syncer_request(struct syncer *s, const struct syncer_request *r);
+/* The finished task's result, once; false when none is ready. */
+bool syncer_result(struct syncer *s, struct syncer_result *out);
+/* Publishes the last heartbeat and log (bounded by deadline_ms), then
+ * stops the thread. */
+void syncer_stop(struct syncer *s, uint64_t deadline_ms);
+
+#endif

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""A toy trainer that follows slicectl's trainer contract (DESIGN.md).
+
+It counts steps: every TOY_STEP_S seconds one step, a line of output per
+step, and every TOY_CKPT_EVERY steps a checkpoint: $SLICE_CHECKPOINT_DIR/
+step-N/state.json, then step-N.done. It resumes from $SLICE_RESTORE_DIR
+when the supervisor restored a step, and stops after TOY_TOTAL steps with
+exit 0. On SIGTERM it writes the step it is at as a final checkpoint and
+exits, as a real trainer should.
+
+Faults, for tests, each "PROCESS:STEP:GENERATION" (any field may be *):
+  TOY_CRASH_AT   exit 3 when reaching STEP
+  TOY_HANG_AT    stop printing and stepping at STEP (sleep forever)
+TOY_EVENTS names a file where every process appends one line per event
+("start", "restored", "ckpt", "final", "crash", "hang", "done"), so
+tests can see what happened across restarts.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+env = os.environ
+pid = int(env["SLICE_PROCESS_ID"])
+gen = int(env["SLICE_GENERATION"])
+ckpt_dir = env["SLICE_CHECKPOINT_DIR"]
+step_s = float(env.get("TOY_STEP_S", "0.1"))
+every = int(env.get("TOY_CKPT_EVERY", "5"))
+total = int(env.get("TOY_TOTAL", "20"))
+state = {"step": 0, "params": 1}
+stopping = False
+
+
+def event(what, **kw):
+    path = env.get("TOY_EVENTS")
+    if not path:
+        return
+    rec = {"process": pid, "generation": gen, "event": what,
+           "step": state["step"], "time": time.time()}
+    rec.update(kw)
+    with open(path, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+def matches(spec):
+    for one in (spec or "").split(","):
+        if not one:
+            continue
+        p, s, g = one.split(":")
+        if ((p == "*" or int(p) == pid) and int(s) == state["step"]
+                and (g == "*" or int(g) == gen)):
+            return True
+    return False
+
+
+def save(step):
+    d = os.path.join(ckpt_dir, "step-%d" % step)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "state.json"), "w") as f:
+        json.dump(state, f)
+    with open(os.path.join(ckpt_dir, "step-%d.done" % step), "w"):
+        pass
+    event("ckpt")
+
+
+def on_term(signum, frame):
+    global stopping
+    stopping = True
+
+
+signal.signal(signal.SIGTERM, on_term)
+restore = env.get("SLICE_RESTORE_DIR")
+if restore:
+    with open(os.path.join(restore, "state.json")) as f:
+        state = json.load(f)
+    if state["step"] != int(env["SLICE_RESTORE_STEP"]):
+        print("restored step %d but SLICE_RESTORE_STEP is %s"
+              % (state["step"], env["SLICE_RESTORE_STEP"]), flush=True)
+        sys.exit(4)
+    event("restored")
+event("start")
+print("process %d generation %d starts at step %d"
+      % (pid, gen, state["step"]), flush=True)
+while state["step"] < total:
+    if stopping:
+        save(state["step"])
+        event("final")
+        print("SIGTERM: final step %d saved" % state["step"], flush=True)
+        sys.exit(0)
+    if matches(env.get("TOY_CRASH_AT")):
+        event("crash")
+        print("crashing at step %d" % state["step"], flush=True)
+        sys.exit(3)
+    if matches(env.get("TOY_HANG_AT")):
+        event("hang")
+        while True:
+            time.sleep(3600)
+    time.sleep(step_s)
+    state["step"] += 1
+    state["params"] = (state["params"] * 31 + state["step"]) % 1000003
+    print("step %d params %d" % (state["step"], state["params"]), flush=True)
+    if state["step"] % every == 0:
+        save(state["step"])
+event("done")
+print("done at step %d" % state["step"], flush=True)
