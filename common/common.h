@@ -97,6 +97,9 @@ int base64_decode(const char *in, size_t len, unsigned char *out, size_t cap,
 /* json.c: a JSON string literal (quotes included) from any bytes; invalid
  * UTF-8 becomes U+FFFD. */
 int json_append_string(struct buf *b, const char *s, size_t n);
+/* Whether s[0..n) is valid UTF-8 (no overlongs, no surrogates), the bytes
+ * json_append_string keeps as they are, and the text Jansson accepts. */
+bool json_utf8_valid(const char *s, size_t n);
 
 /* opt.c: options declared as a table, GNU style (--name=value, --name value,
  * -x value, "--" ends options, positionals may be mixed in). */

@@ -34,6 +34,18 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 	return len;
 }
 
+bool json_utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0, len; i < n; i += len) {
+		len = utf8_len(p + i, n - i);
+		if (!len)
+			return false;
+	}
+	return true;
+}
+
 int json_append_string(struct buf *b, const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;

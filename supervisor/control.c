@@ -10,6 +10,7 @@
 #include "supervisor/control.h"
 
 #include "checkpoint/checkpoint.h"
+#include "supervisor/spec_util.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -29,36 +30,8 @@ static const char *const control_states[] = { "running", "stopping", "done",
 
 static bool state_known(const char *s)
 {
-	for (size_t i = 0; i < sizeof(control_states) / sizeof(*control_states);
-	     i++)
-		if (!strcmp(s, control_states[i]))
-			return true;
-	return false;
-}
-
-static void now_rfc3339(char *out, size_t cap)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-
-	if (!gmtime_r(&now, &tm) ||
-	    !strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, cap, "1970-01-01T00:00:00Z");
-}
-
-/* Copies src into dst[cap], cut at a character boundary when too long. */
-static void copy_text(char *dst, size_t cap, const char *src)
-{
-	size_t n = src ? strlen(src) : 0;
-
-	if (n >= cap) {
-		n = cap - 1;
-		while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
-			n--;
-	}
-	if (n)
-		memcpy(dst, src, n);
-	dst[n] = '\0';
+	return spec_one_of(s, control_states,
+			   sizeof(control_states) / sizeof(*control_states));
 }
 
 static void pause_before_retry(struct backoff *b)
@@ -99,7 +72,7 @@ static int member_text(struct store *s, json_t *root, const char *key,
 		snprintf(why, sizeof(why), "\"%s\" is not a string", key);
 		return corrupt(s, e, why);
 	}
-	copy_text(dst, cap, json_string_value(v));
+	spec_copy_text(dst, cap, json_string_value(v));
 	return 0;
 }
 
@@ -134,8 +107,8 @@ static int control_parse(struct store *s, const char *data, size_t len,
 			    "integer >= 0");
 	if (!r) {
 		c->generation = (int64_t)json_integer_value(gen);
-		copy_text(c->state, sizeof(c->state),
-			  json_string_value(state));
+		spec_copy_text(c->state, sizeof(c->state),
+			       json_string_value(state));
 		c->restore_step = json_is_integer(step) ?
 				  (int64_t)json_integer_value(step) : -1;
 		r = member_text(s, root, "reason", c->reason,
@@ -175,29 +148,22 @@ static int control_read(struct store *s, struct control *out, struct err *e)
 
 static int control_text(const struct control *c, struct buf *b)
 {
-	int r = buf_appendf(b, "{\n  \"generation\": %lld,\n  \"state\": ",
+	int r = buf_appendf(b, "{\n  \"generation\": %lld",
 			    (long long)c->generation);
 
 	if (!r)
-		r = json_append_string(b, c->state, strlen(c->state));
+		r = spec_append_text(b, "state", c->state);
 	if (!r)
-		r = buf_appends(b, ",\n  \"reason\": ");
+		r = spec_append_text(b, "reason", c->reason);
 	if (!r)
-		r = json_append_string(b, c->reason, strlen(c->reason));
-	if (!r)
-		r = buf_appends(b, ",\n  \"updated_by\": ");
-	if (!r)
-		r = json_append_string(b, c->updated_by,
-				       strlen(c->updated_by));
+		r = spec_append_text(b, "updated_by", c->updated_by);
 	if (!r && c->restore_step >= 0)
 		r = buf_appendf(b, ",\n  \"restore_step\": %lld",
 				(long long)c->restore_step);
 	else if (!r)
 		r = buf_appends(b, ",\n  \"restore_step\": null");
 	if (!r)
-		r = buf_appends(b, ",\n  \"time\": ");
-	if (!r)
-		r = json_append_string(b, c->time, strlen(c->time));
+		r = spec_append_text(b, "time", c->time);
 	if (!r)
 		r = buf_appends(b, "\n}\n");
 	return r;
@@ -249,10 +215,10 @@ int control_load(struct store *s, struct control *out, struct err *e)
 		err_init(e);
 		memset(out, 0, sizeof(*out));
 		out->generation = 1;
-		copy_text(out->state, sizeof(out->state), "running");
-		copy_text(out->reason, sizeof(out->reason), "new run");
+		spec_copy_text(out->state, sizeof(out->state), "running");
+		spec_copy_text(out->reason, sizeof(out->reason), "new run");
 		out->restore_step = -1;
-		now_rfc3339(out->time, sizeof(out->time));
+		spec_now_rfc3339(out->time, sizeof(out->time));
 		r = control_write(s, out, STORE_CREATE_ONLY, e);
 		if (r != CLOUD_EPRECONDITION)
 			return r;
@@ -261,12 +227,92 @@ int control_load(struct store *s, struct control *out, struct err *e)
 	return gave_up(s, e, "read or create it");
 }
 
+/* What a change makes of the control.json it read: 0 with *next (a copy
+ * of *cur) changed, to be written; CHANGE_KEEP to leave *cur as it is;
+ * or an error. attempt counts from 0. */
+typedef int (*change_fn)(int attempt, const struct control *cur,
+			 struct control *next, void *arg);
+
+#define CHANGE_KEEP (-1)
+
+/* One change, read, decide, write-if-unchanged: 0 when *out is what it
+ * wrote, CHANGE_KEEP when *out is what decide kept, or an error. */
+static int control_change(struct store *s, const char *what,
+			  change_fn decide, void *arg, struct control *out,
+			  struct err *e)
+{
+	struct control cur, next;
+	struct backoff b;
+	int r;
+
+	retry_init(&b);
+	for (int t = 0; t < CONTROL_TRIES; t++) {
+		if (t)
+			pause_before_retry(&b);
+		r = control_read(s, &cur, e);
+		if (r)
+			return r;
+		next = cur;
+		r = decide(t, &cur, &next, arg);
+		if (r == CHANGE_KEEP)
+			*out = cur;
+		if (r)
+			return r;
+		spec_now_rfc3339(next.time, sizeof(next.time));
+		r = control_write(s, &next, cur.object_generation, e);
+		if (!r) {
+			*out = next;
+			return 0;
+		}
+		if (r != CLOUD_EPRECONDITION)
+			return r;
+		err_init(e);
+	}
+	return gave_up(s, e, what);
+}
+
+struct bump {
+	const struct control *seen;
+	unsigned max_restarts;
+	const char *reason, *by;
+	int64_t restore_step;
+};
+
+static int decide_bump(int attempt, const struct control *cur,
+		       struct control *next, void *arg)
+{
+	const struct bump *a = arg;
+
+	(void)attempt;
+	/* Someone bumped for this failure already, or the run is over:
+	 * nothing to do but report what is there. */
+	if (cur->generation > a->seen->generation ||
+	    strcmp(cur->state, "running"))
+		return CHANGE_KEEP;
+	spec_copy_text(next->updated_by, sizeof(next->updated_by), a->by);
+	if (cur->generation > (int64_t)a->max_restarts) {
+		char why[sizeof(next->reason)];
+
+		snprintf(why, sizeof(why),
+			 "the restart budget is spent (max_restarts %u) at "
+			 "generation %lld; last failure: %s", a->max_restarts,
+			 (long long)cur->generation,
+			 a->reason ? a->reason : "");
+		spec_copy_text(next->state, sizeof(next->state), "failed");
+		spec_copy_text(next->reason, sizeof(next->reason), why);
+	} else {
+		next->generation = cur->generation + 1;
+		spec_copy_text(next->reason, sizeof(next->reason), a->reason);
+		next->restore_step = a->restore_step;
+	}
+	return 0;
+}
+
 int control_bump(struct store *s, const struct control *seen,
 		 unsigned max_restarts, const char *reason, const char *by,
 		 int64_t restore_step, struct control *out, struct err *e)
 {
-	struct control cur, next;
-	struct backoff b;
+	struct bump a = { seen, max_restarts, reason, by, restore_step };
 	int r;
 
 	err_init(e);
@@ -277,59 +323,37 @@ int control_bump(struct store *s, const struct control *seen,
 		return err_set(e, CLOUD_EINVAL,
 			       "control_bump: restore step %lld is neither a "
 			       "step nor -1", (long long)restore_step);
-	retry_init(&b);
-	for (int t = 0; t < CONTROL_TRIES; t++) {
-		if (t)
-			pause_before_retry(&b);
-		r = control_read(s, &cur, e);
-		if (r)
-			return r;
-		/* Someone bumped for this failure already, or the run is
-		 * over: nothing to do but report what is there. */
-		if (cur.generation > seen->generation ||
-		    strcmp(cur.state, "running")) {
-			*out = cur;
-			return 0;
-		}
-		next = cur;
-		copy_text(next.updated_by, sizeof(next.updated_by), by);
-		now_rfc3339(next.time, sizeof(next.time));
-		if (cur.generation > (int64_t)max_restarts) {
-			char why[sizeof(next.reason)];
+	r = control_change(s, "bump the generation", decide_bump, &a, out, e);
+	if (!r)
+		log_debug("%s: generation %lld, %s: %s",
+			  store_url(s, RUN_CONTROL),
+			  (long long)out->generation, out->state,
+			  out->reason);
+	return r == CHANGE_KEEP ? 0 : r;
+}
 
-			snprintf(why, sizeof(why),
-				 "the restart budget is spent (max_restarts "
-				 "%u) at generation %lld; last failure: %s",
-				 max_restarts, (long long)cur.generation,
-				 reason ? reason : "");
-			copy_text(next.state, sizeof(next.state), "failed");
-			copy_text(next.reason, sizeof(next.reason), why);
-		} else {
-			next.generation = cur.generation + 1;
-			copy_text(next.reason, sizeof(next.reason), reason);
-			next.restore_step = restore_step;
-		}
-		r = control_write(s, &next, cur.object_generation, e);
-		if (!r) {
-			log_debug("%s: generation %lld, %s: %s",
-				  store_url(s, RUN_CONTROL),
-				  (long long)next.generation, next.state,
-				  next.reason);
-			*out = next;
-			return 0;
-		}
-		if (r != CLOUD_EPRECONDITION)
-			return r;
-		err_init(e);
-	}
-	return gave_up(s, e, "bump the generation");
+struct set_state {
+	const char *state, *reason, *by;
+};
+
+static int decide_state(int attempt, const struct control *cur,
+			struct control *next, void *arg)
+{
+	const struct set_state *a = arg;
+
+	/* Lost a race to a writer that ended the run: its word stands. */
+	if (attempt && strcmp(cur->state, "running"))
+		return CHANGE_KEEP;
+	spec_copy_text(next->state, sizeof(next->state), a->state);
+	spec_copy_text(next->reason, sizeof(next->reason), a->reason);
+	spec_copy_text(next->updated_by, sizeof(next->updated_by), a->by);
+	return 0;
 }
 
 int control_set_state(struct store *s, const char *state, const char *reason,
 		      const char *by, struct control *out, struct err *e)
 {
-	struct control cur, next;
-	struct backoff b;
+	struct set_state a = { state, reason, by };
 	int r;
 
 	err_init(e);
@@ -340,34 +364,8 @@ int control_set_state(struct store *s, const char *state, const char *reason,
 		return err_set(e, CLOUD_EINVAL,
 			       "\"%s\" is not a run state; the states are "
 			       "running, stopping, done and failed", state);
-	retry_init(&b);
-	for (int t = 0; t < CONTROL_TRIES; t++) {
-		if (t)
-			pause_before_retry(&b);
-		r = control_read(s, &cur, e);
-		if (r)
-			return r;
-		/* Lost a race to a writer that ended the run: its word
-		 * stands. */
-		if (t && strcmp(cur.state, "running")) {
-			*out = cur;
-			return 0;
-		}
-		next = cur;
-		copy_text(next.state, sizeof(next.state), state);
-		copy_text(next.reason, sizeof(next.reason), reason);
-		copy_text(next.updated_by, sizeof(next.updated_by), by);
-		now_rfc3339(next.time, sizeof(next.time));
-		r = control_write(s, &next, cur.object_generation, e);
-		if (!r) {
-			*out = next;
-			return 0;
-		}
-		if (r != CLOUD_EPRECONDITION)
-			return r;
-		err_init(e);
-	}
-	return gave_up(s, e, "set its state");
+	r = control_change(s, "set its state", decide_state, &a, out, e);
+	return r == CHANGE_KEEP ? 0 : r;
 }
 
 /* The newest committed step whose COMMIT is sound; 0 when none. */
@@ -391,12 +389,44 @@ static int newest_committed(struct store *s, int64_t *step, struct err *e)
 	return 0;
 }
 
+struct restore_choice {
+	struct store *s;
+	struct err *e;
+	int64_t generation;
+	int64_t chosen; /* -1 until newest_committed has answered */
+};
+
+static int decide_restore_step(int attempt, const struct control *cur,
+			       struct control *next, void *arg)
+{
+	struct restore_choice *a = arg;
+	int r;
+
+	(void)attempt;
+	if (cur->generation != a->generation)
+		return err_set(a->e, CLOUD_EPRECONDITION,
+			       "%s is at generation %lld, not %lld: the group "
+			       "restarted meanwhile",
+			       store_url(a->s, RUN_CONTROL),
+			       (long long)cur->generation,
+			       (long long)a->generation);
+	if (cur->restore_step >= 0)
+		return CHANGE_KEEP;
+	/* A lost race need not list the checkpoints again. */
+	if (a->chosen < 0) {
+		r = newest_committed(a->s, &a->chosen, a->e);
+		if (r)
+			return r;
+	}
+	next->restore_step = a->chosen;
+	return 0;
+}
+
 int control_restore_step(struct store *s, int64_t generation, int64_t *step,
 			 struct err *e)
 {
+	struct restore_choice a = { s, e, generation, -1 };
 	struct control cur;
-	struct backoff b;
-	int64_t chosen = -1;
 	int r;
 
 	err_init(e);
@@ -408,39 +438,10 @@ int control_restore_step(struct store *s, int64_t generation, int64_t *step,
 		return err_set(e, CLOUD_EINVAL,
 			       "control_restore_step: generation %lld is not "
 			       ">= 1", (long long)generation);
-	retry_init(&b);
-	for (int t = 0; t < CONTROL_TRIES; t++) {
-		if (t)
-			pause_before_retry(&b);
-		r = control_read(s, &cur, e);
-		if (r)
-			return r;
-		if (cur.generation != generation)
-			return err_set(e, CLOUD_EPRECONDITION,
-				       "%s is at generation %lld, not %lld: "
-				       "the group restarted meanwhile",
-				       store_url(s, RUN_CONTROL),
-				       (long long)cur.generation,
-				       (long long)generation);
-		if (cur.restore_step >= 0) {
-			*step = cur.restore_step;
-			return 0;
-		}
-		if (chosen < 0) {
-			r = newest_committed(s, &chosen, e);
-			if (r)
-				return r;
-		}
-		cur.restore_step = chosen;
-		now_rfc3339(cur.time, sizeof(cur.time));
-		r = control_write(s, &cur, cur.object_generation, e);
-		if (!r) {
-			*step = chosen;
-			return 0;
-		}
-		if (r != CLOUD_EPRECONDITION)
-			return r;
-		err_init(e);
-	}
-	return gave_up(s, e, "choose the step to restore");
+	r = control_change(s, "choose the step to restore",
+			   decide_restore_step, &a, &cur, e);
+	if (r && r != CHANGE_KEEP)
+		return r;
+	*step = cur.restore_step;
+	return 0;
 }

@@ -104,41 +104,6 @@ void run_worker_name(unsigned slice, unsigned worker, char *out, size_t len)
 		snprintf(out, len, "slice-%u-worker-%u", slice, worker);
 }
 
-/* Jansson's rule for strings: valid UTF-8, no surrogates, no overlongs. */
-static bool utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		unsigned cp;
-		size_t len;
-
-		if (p[0] < 0x80) {
-			p++;
-			continue;
-		}
-		if (p[0] >= 0xc2 && p[0] <= 0xdf)
-			len = 2, cp = p[0] & 0x1f;
-		else if (p[0] >= 0xe0 && p[0] <= 0xef)
-			len = 3, cp = p[0] & 0x0f;
-		else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-			len = 4, cp = p[0] & 0x07;
-		else
-			return false;
-		for (size_t i = 1; i < len; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (p[i] & 0x3f);
-		}
-		if ((len == 3 && (cp < 0x800 ||
-				  (cp >= 0xd800 && cp <= 0xdfff))) ||
-		    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-			return false;
-		p += len;
-	}
-	return true;
-}
-
 /* ^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$ */
 static bool run_name_valid(const char *s)
 {
@@ -196,7 +161,7 @@ static int check_env_entry(const struct strlist *env, size_t i,
 			       "environment variable name (letters, digits "
 			       "and '_', not starting with a digit)",
 			       (int)(n > 100 ? 100 : n), kv);
-	if (!utf8_valid(eq + 1))
+	if (!json_utf8_valid(eq + 1, strlen(eq + 1)))
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: \"env\" value of %.*s is not valid "
 			       "UTF-8 text", (int)(n > 100 ? 100 : n), kv);
@@ -233,11 +198,12 @@ static int job_check(const struct job *j, struct err *e)
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: \"command\" is empty; it must be "
 			       "the trainer's command line");
-	if (!utf8_valid(j->command))
+	if (!json_utf8_valid(j->command, strlen(j->command)))
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: \"command\" is not valid UTF-8 "
 			       "text");
-	if (j->workdir && (!*j->workdir || !utf8_valid(j->workdir)))
+	if (j->workdir && (!*j->workdir ||
+			   !json_utf8_valid(j->workdir, strlen(j->workdir))))
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: \"workdir\" must be a non-empty "
 			       "path in UTF-8, or left out (null)");
@@ -290,16 +256,17 @@ static const char *json_type_name(const json_t *v)
 	return "something else";
 }
 
-/* *dst = a copy of the string v; null_ok: null leaves *dst NULL. */
-static int take_string(const char *key, const json_t *v, bool null_ok,
-		       char **dst, struct err *e)
+/* *dst = a copy of the string v, member key of the object that `in` names
+ * in messages ("" for job.json's own); null_ok: null leaves *dst NULL. */
+static int take_string(const char *in, const char *key, const json_t *v,
+		       bool null_ok, char **dst, struct err *e)
 {
 	if (null_ok && json_is_null(v))
 		return 0;
 	if (!json_is_string(v))
 		return err_set(e, COMMON_EINVAL,
-			       "job.json: \"%s\" must be a string%s, not %s",
-			       key, null_ok ? " or null" : "",
+			       "job.json: %s\"%s\" must be a string%s, not %s",
+			       in, key, null_ok ? " or null" : "",
 			       json_type_name(v));
 	*dst = strdup(json_string_value(v));
 	if (!*dst)
@@ -313,8 +280,6 @@ static int parse_env(const json_t *v, struct strlist *env, struct err *e)
 	json_t *x;
 	size_t i;
 
-	if (json_is_null(v))
-		return 0;
 	if (json_is_object(v)) {
 		json_object_foreach((json_t *)v, k, x) {
 			struct buf b;
@@ -369,8 +334,6 @@ static int parse_tpu(const json_t *v, struct job *j, struct err *e)
 	json_t *x;
 	int r;
 
-	if (json_is_null(v))
-		return 0;
 	if (!json_is_object(v))
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: \"tpu\" must be an object "
@@ -386,11 +349,7 @@ static int parse_tpu(const json_t *v, struct job *j, struct err *e)
 				       "job.json: \"tpu\" has an unknown "
 				       "field \"%.100s\"; its fields are "
 				       "project, zone and name", k);
-		if (!json_is_string(x))
-			return err_set(e, COMMON_EINVAL,
-				       "job.json: \"tpu\".\"%s\" must be a "
-				       "string, not %s", k, json_type_name(x));
-		r = take_string(k, x, false, dst, e);
+		r = take_string("\"tpu\".", k, x, false, dst, e);
 		if (r)
 			return r;
 	}
@@ -405,15 +364,15 @@ static int parse_field(const char *k, const json_t *v, struct job *j,
 		       struct err *e)
 {
 	if (!strcmp(k, "name"))
-		return take_string(k, v, false, &j->name, e);
+		return take_string("", k, v, false, &j->name, e);
 	if (!strcmp(k, "command"))
-		return take_string(k, v, false, &j->command, e);
+		return take_string("", k, v, false, &j->command, e);
 	if (!strcmp(k, "workdir"))
-		return take_string(k, v, true, &j->workdir, e);
+		return take_string("", k, v, true, &j->workdir, e);
 	if (!strcmp(k, "env"))
-		return parse_env(v, &j->env, e);
+		return json_is_null(v) ? 0 : parse_env(v, &j->env, e);
 	if (!strcmp(k, "tpu"))
-		return parse_tpu(v, j, e);
+		return json_is_null(v) ? 0 : parse_tpu(v, j, e);
 	if (!strcmp(k, "delete_on_finish")) {
 		if (!json_is_boolean(v))
 			return err_set(e, COMMON_EINVAL,

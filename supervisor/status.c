@@ -7,10 +7,11 @@
  */
 #include "supervisor/control.h"
 
+#include "supervisor/spec_util.h"
+
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define STATUS_DIR "status/"
 #define STATUS_MAX ((size_t)64 << 10)
@@ -21,36 +22,8 @@ static const char *const worker_states[] = { "starting", "restoring",
 
 static bool state_known(const char *s)
 {
-	for (size_t i = 0; i < sizeof(worker_states) / sizeof(*worker_states);
-	     i++)
-		if (!strcmp(s, worker_states[i]))
-			return true;
-	return false;
-}
-
-static void now_rfc3339(char *out, size_t cap)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-
-	if (!gmtime_r(&now, &tm) ||
-	    !strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, cap, "1970-01-01T00:00:00Z");
-}
-
-/* Copies src into dst[cap], cut at a character boundary when too long. */
-static void copy_text(char *dst, size_t cap, const char *src)
-{
-	size_t n = src ? strlen(src) : 0;
-
-	if (n >= cap) {
-		n = cap - 1;
-		while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
-			n--;
-	}
-	if (n)
-		memcpy(dst, src, n);
-	dst[n] = '\0';
+	return spec_one_of(s, worker_states,
+			   sizeof(worker_states) / sizeof(*worker_states));
 }
 
 static void status_name(unsigned slice, unsigned worker, char *out,
@@ -83,29 +56,25 @@ static bool parse_status_name(const char *name, unsigned *slice,
 
 static int status_text(const struct worker_status *st, struct buf *b)
 {
-	int r = buf_appendf(b, "{\n  \"slice\": %u,\n  \"worker\": %u,\n"
-			    "  \"state\": ", st->slice, st->worker);
+	int r = buf_appendf(b, "{\n  \"slice\": %u,\n  \"worker\": %u",
+			    st->slice, st->worker);
 
 	if (!r)
-		r = json_append_string(b, st->state, strlen(st->state));
+		r = spec_append_text(b, "state", st->state);
 	if (!r)
 		r = buf_appendf(b, ",\n  \"generation\": %lld,\n"
 				"  \"step\": %lld,\n"
 				"  \"committed_step\": %lld,\n"
-				"  \"restarts\": %llu,\n  \"message\": ",
+				"  \"restarts\": %llu",
 				(long long)st->generation, (long long)st->step,
 				(long long)st->committed_step,
 				(unsigned long long)st->restarts);
 	if (!r)
-		r = json_append_string(b, st->message, strlen(st->message));
+		r = spec_append_text(b, "message", st->message);
 	if (!r)
-		r = buf_appends(b, ",\n  \"time\": ");
+		r = spec_append_text(b, "time", st->time);
 	if (!r)
-		r = json_append_string(b, st->time, strlen(st->time));
-	if (!r)
-		r = buf_appends(b, ",\n  \"boot_id\": ");
-	if (!r)
-		r = json_append_string(b, st->boot_id, strlen(st->boot_id));
+		r = spec_append_text(b, "boot_id", st->boot_id);
 	if (!r)
 		r = buf_appends(b, "\n}\n");
 	return r;
@@ -137,7 +106,7 @@ int status_put(struct store *s, struct worker_status *st, struct err *e)
 			       (long long)st->step,
 			       (long long)st->committed_step,
 			       (unsigned long long)st->restarts);
-	now_rfc3339(st->time, sizeof(st->time));
+	spec_now_rfc3339(st->time, sizeof(st->time));
 	status_name(st->slice, st->worker, name, sizeof(name));
 	buf_init(&b);
 	if (status_text(st, &b)) {
@@ -186,7 +155,7 @@ static int member_text(json_t *root, const char *key, bool optional,
 		return 0;
 	if (!json_is_string(v))
 		return -1;
-	copy_text(dst, cap, json_string_value(v));
+	spec_copy_text(dst, cap, json_string_value(v));
 	return 0;
 }
 

@@ -86,6 +86,7 @@ struct sup {
 	bool orphan;               /* an earlier supervisor's trainer ran */
 	bool deleting;             /* the queued resource is being deleted */
 	bool ready;                /* set up: the state file is ours */
+	const char *end_state;     /* the heartbeat's state once ended */
 	char why[256];             /* of the notice */
 	char message[256];         /* for the heartbeat */
 	struct syncer_request last_req;
@@ -146,7 +147,7 @@ static const char *status_state(const struct sup *s)
 	case P_WAIT_GEN: return "failed";
 	case P_FINISHED: return "finished";
 	case P_EMERGENCY: return "preempted";
-	default: return "exited";
+	default: return s->end_state ? s->end_state : "exited";
 	}
 }
 
@@ -360,6 +361,9 @@ static void end(struct sup *s, const char *why)
 		if (shipper_flush(s->ship, mono_ms() + FLUSH_AT_END_MS, &e))
 			log_warn("last checkpoint not uploaded: %s", e.msg);
 	}
+	s->end_state = s->phase == P_FINISHED	 ? "finished"
+		       : s->phase == P_EMERGENCY ? "preempted"
+						 : "exited";
 	set_phase(s, P_END, why);
 	publish(s);
 }

@@ -531,10 +531,12 @@ static void *cancel_later(void *ud)
 	return NULL;
 }
 
-Test(metadata, cancel_ends_a_long_poll)
+/* A watch from old that another thread cancels after after_ms must end,
+ * aborted, within 2 s of the cancel. */
+static void watch_until_cancelled(const char *old, unsigned after_ms)
 {
-	char *old = current_etag(PREEMPTED), *v, *etag;
-	struct later_cancel c = { 500, 0, 0 };
+	struct later_cancel c = { after_ms, 0, 0 };
+	char *v, *etag;
 	bool changed;
 	struct err e;
 	uint64_t done;
@@ -548,6 +550,15 @@ Test(metadata, cancel_ends_a_long_poll)
 	cr_assert_lt(done - c.at_ms, 2000, "%llu ms",
 		     (unsigned long long)(done - c.at_ms));
 	cr_assert_null(v);
+}
+
+Test(metadata, cancel_ends_a_long_poll)
+{
+	char *old = current_etag(PREEMPTED), *v, *etag;
+	bool changed;
+	struct err e;
+
+	watch_until_cancelled(old, 500);
 	/* And so do later calls, at once. */
 	cr_assert_eq(metadata_get(md, PREEMPTED, &v, &e), CLOUD_EABORTED);
 	cr_assert_eq(metadata_watch(md, PREEMPTED, "", 60, &v, &etag,
@@ -557,11 +568,7 @@ Test(metadata, cancel_ends_a_long_poll)
 
 Test(metadata, cancel_ends_a_retry_wait)
 {
-	char *old = current_etag(PREEMPTED), *v, *etag;
-	struct later_cancel c = { 300, 0, 0 };
-	bool changed;
-	struct err e;
-	uint64_t done;
+	char *old = current_etag(PREEMPTED);
 
 	/* Backoff of seconds between 503s: cancel must not wait it out. */
 	metadata_close(md);
@@ -569,13 +576,6 @@ Test(metadata, cancel_ends_a_retry_wait)
 	md = open_at(0);
 	cr_assert_eq(fake_metadata_faults(&fake, "{\"status\": 503, "
 					  "\"count\": -1}"), 0);
-	cr_assert_eq(pthread_create(&c.thread, NULL, cancel_later, &c), 0);
-	cr_assert_eq(metadata_watch(md, PREEMPTED, old, 60, &v, &etag,
-				    &changed, &e), CLOUD_EABORTED, "%s",
-		     e.msg);
-	done = now_ms();
-	pthread_join(c.thread, NULL);
-	cr_assert_lt(done - c.at_ms, 2000, "%llu ms",
-		     (unsigned long long)(done - c.at_ms));
+	watch_until_cancelled(old, 300);
 	free(old);
 }

@@ -725,6 +725,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			if f.action == "stall":
 				time.sleep(f.seconds)
 		self.resp_status = status
+		# Logged before the answer goes out: a client that reads the
+		# log as soon as it has the answer must find the status there.
+		self.log_entry["status"] = status
 		self.send_response(status)
 		length = len(body)
 		for k, v in headers:

@@ -87,8 +87,8 @@ and out; errors {"error": {"code", "message"}}):
   GET  /_fake/state   {"config", "workers": [{PATH: VALUE}]}
   POST /_fake/reset   forgets everything: values, config, faults, log
 
-Python standard library only (and gcs_fake.py, next to it, for the server
-class and the connection reset).
+Python standard library only (and fake_common.py and gcs_fake.py, next to
+it, for the fault rules, the request plumbing and the server class).
 
 Usage: metadata_fake.py --port-file FILE [--workers N] [--verbose]
 Serves worker W at http://127.0.0.1:PORT_W until SIGTERM; the ports, one
@@ -98,17 +98,15 @@ sees half of it) once every socket listens.
 
 import argparse
 import hashlib
-import http.server
 import json
-import os
 import re
-import signal
 import sys
 import threading
 import time
 import traceback
 import urllib.parse
 
+import fake_common
 import gcs_fake
 
 ROOT = "/computeMetadata/v1/"
@@ -372,36 +370,15 @@ class Store:
 # ---------------------------------------------------------------- faults
 
 
-class Fault:
-	"""{"method", "path" (regex on path?query), "worker", "count" (< 0:
-	always), and "status" (+ "message", "retry_after"), "reset": true or
-	"stall": seconds; "processed": true acts once the answer is ready}."""
+class Fault(fake_common.Fault):
+	"""fake_common.Fault's rule, and "worker" (default any)."""
 
 	KEYS = ("method", "path", "worker", "count", "status", "message",
 		"retry_after", "reset", "stall", "processed")
 
 	def __init__(self, rule, nworkers):
-		if not isinstance(rule, dict):
-			raise ValueError("a fault rule is a JSON object")
-		for k in rule:
-			if k not in self.KEYS:
-				raise ValueError("unknown key %r; keys are %s" %
-						 (k, ", ".join(self.KEYS)))
-		self.rule = dict(rule)
-		self.method = rule.get("method")
-		self.path = re.compile(rule.get("path", ""))
-		self.worker = rule.get("worker")
-		if self.worker is not None and (
-				not isinstance(self.worker, int) or
-				isinstance(self.worker, bool) or
-				not 0 <= self.worker < nworkers):
-			raise ValueError("worker: 0 to %d" % (nworkers - 1))
-		self.times = int(rule.get("count", 1))
-		self.status = int(rule["status"]) if "status" in rule else None
-		self.reset = bool(rule.get("reset", False))
-		self.stall = float(rule.get("stall", 0))
-		self.processed = bool(rule.get("processed", False))
-		self.retry_after = rule.get("retry_after")
+		self.nworkers = nworkers
+		super().__init__(rule)
 		if self.status is None and not self.reset and not self.stall:
 			raise ValueError("a rule has one of status, reset, stall")
 		if self.status is not None and self.reset:
@@ -409,10 +386,19 @@ class Fault:
 		if self.status is not None and not 400 <= self.status <= 599:
 			raise ValueError("status: 400 to 599")
 
-	def matches(self, method, target, worker):
-		if self.worker is not None and self.worker != worker:
+	def parse_scope(self, rule):
+		super().parse_scope(rule)
+		self.worker = rule.get("worker")
+		if self.worker is not None and (
+				not isinstance(self.worker, int) or
+				isinstance(self.worker, bool) or
+				not 0 <= self.worker < self.nworkers):
+			raise ValueError("worker: 0 to %d" % (self.nworkers - 1))
+
+	def matches(self, handler):
+		if self.worker is not None and self.worker != handler.worker:
 			return False
-		return gcs_fake.Fault.matches(self, method, target)
+		return super().matches(handler)
 
 # ---------------------------------------------------------------- HTTP
 
@@ -431,17 +417,9 @@ def error_page(status, text):
 				   text))
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(fake_common.Handler):
 	"""One connection to one worker's port (self.server.worker)."""
 	server_version = "Metadata Server for VM"
-	protocol_version = "HTTP/1.1"
-	# Small answers on kept-alive connections: no Nagle delay; and a
-	# client that vanished must not pin a thread for long.
-	disable_nagle_algorithm, timeout = True, 300
-
-	@property
-	def store(self):
-		return self.server.store
 
 	@property
 	def worker(self):
@@ -455,40 +433,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			sys.stderr.write("metadata-fake[%d]: %s\n" % (
 				self.worker, fmt % args))
 
-	def dispatch(self):
-		split = urllib.parse.urlsplit(self.path)
-		self.raw_path = split.path
-		self.raw_query = split.query
-		self.query = dict(urllib.parse.parse_qsl(split.query,
-							 keep_blank_values=True))
-		self.log_entry = None
-		try:
-			self.body = self.read_body()
-			if self.raw_path.startswith("/_fake/"):
-				self.control()
-			else:
-				self.metadata()
-		except gcs_fake._Dropped:
-			pass
-		except (BrokenPipeError, ConnectionResetError):
-			self.close_connection = True
-
-	def read_body(self):
-		if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-			data = bytearray()
-			while True:
-				size = int(self.rfile.readline(65537).split(
-					b";")[0].strip() or b"0", 16)
-				if size == 0:
-					while self.rfile.readline(65537) not in (
-							b"\r\n", b"\n", b""):
-						pass
-					return bytes(data)
-				data += self.rfile.read(size)
-				self.rfile.readline(65537)
-		n = int(self.headers.get("Content-Length") or 0)
-		return self.rfile.read(n) if n else b""
-
 	def send(self, status, ctype, body, headers=()):
 		data = body.encode() if isinstance(body, str) else body
 		if self.log_entry is not None:
@@ -501,11 +445,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		self.end_headers()
 		if self.command != "HEAD":
 			self.wfile.write(data)
-
-	def reset_connection(self):
-		if self.log_entry is not None:
-			self.log_entry["status"] = "reset"
-		gcs_fake.Handler.reset_connection(self)
 
 	# ---- the metadata server
 
@@ -522,48 +461,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		self.meta_send(status, "text/html; charset=UTF-8",
 			       error_page(status, text))
 
-	def metadata(self):
-		st = self.store
+	def api_request(self):
 		keep = ("metadata-flavor", "x-forwarded-for", "user-agent")
 		entry = {"worker": self.worker, "method": self.command,
 			 "path": self.raw_path, "query": dict(self.query),
 			 "headers": {k.lower(): v for k, v in self.headers.items()
 				     if k.lower() in keep},
 			 "status": None, "fault": None, "time": time.time()}
-		fault = None
-		with st.lock:
-			st.requests.append(entry)
-			for f in st.faults:
-				if f.matches(self.command, self.path, self.worker):
-					if f.times > 0:
-						f.times -= 1
-					fault = f
-					entry["fault"] = f.rule
-					break
-		self.log_entry = entry
-		if fault and not fault.processed:
-			self.act(fault)
-		answer = self.answer()
-		if fault and fault.processed:
-			self.act(fault)
-		self.meta_send(*answer)
+		self.meta_send(*self.with_faults(entry, self.answer))
 
-	def act(self, fault):
-		"""Applies a fault: stall, then drop the connection or answer
-		the injected error."""
-		if fault.stall:
-			time.sleep(fault.stall)
-		if fault.reset:
-			self.reset_connection()
-		if fault.status is not None:
-			extra = []
-			if fault.retry_after is not None:
-				extra.append(("Retry-After", str(fault.retry_after)))
-			text = fault.rule.get("message") or \
-				"Injected fault: HTTP %d" % fault.status
-			self.meta_send(fault.status, "text/html; charset=UTF-8",
-				       error_page(fault.status, text), None, extra)
-			raise gcs_fake._Dropped()
+	def send_fault(self, fault):
+		extra = []
+		if fault.retry_after is not None:
+			extra.append(("Retry-After", str(fault.retry_after)))
+		text = fault.rule.get("message") or \
+			"Injected fault: HTTP %d" % fault.status
+		self.meta_send(fault.status, "text/html; charset=UTF-8",
+			       error_page(fault.status, text), None, extra)
 
 	def answer(self):
 		"""(status, content type, body, etag, extra headers) of a
@@ -834,10 +748,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 				       "endpoint %s %s" % (m, p)}}
 
 
-for _verb in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
-	setattr(Handler, "do_" + _verb, Handler.dispatch)
-
-
 def main():
 	ap = argparse.ArgumentParser(description="Fake GCE metadata server "
 				     "for tests: one port per TPU VM worker")
@@ -857,26 +767,13 @@ def main():
 		srv.verbose = args.verbose
 		servers.append(srv)
 
-	def stop(signum, frame):
-		# Handler threads may be held or stalled on purpose: do not
-		# wait for them, nor for anything else.
-		sys.stderr.flush()
-		os._exit(0)
-	for sig in (signal.SIGTERM, signal.SIGINT):
-		signal.signal(sig, stop)
-	for srv in servers:
-		threading.Thread(target=srv.serve_forever, args=(0.2,),
-				 daemon=True).start()
-	ports = [srv.server_address[1] for srv in servers]
-	with open(args.port_file + ".tmp", "w") as f:
-		f.write("".join("%d\n" % p for p in ports))
-	os.replace(args.port_file + ".tmp", args.port_file)
+	banner = None
 	if args.verbose:
-		sys.stderr.write("metadata-fake: %d worker%s on 127.0.0.1:%s\n" %
-				 (len(ports), "" if len(ports) == 1 else "s",
-				  ",".join(map(str, ports))))
-	while True:
-		signal.pause()
+		ports = [srv.server_address[1] for srv in servers]
+		banner = "metadata-fake: %d worker%s on 127.0.0.1:%s\n" % (
+			len(ports), "" if len(ports) == 1 else "s",
+			",".join(map(str, ports)))
+	fake_common.serve(servers, args.port_file, banner)
 
 
 if __name__ == "__main__":

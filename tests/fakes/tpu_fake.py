@@ -75,8 +75,9 @@ Control endpoints (no auth; JSON in and out; errors in Google's shape):
                         "addressesInUse", "config"}
   POST /_fake/reset     forgets everything, config included
 
-Python standard library only (and gcs_fake.py, next to it, for the server
-class, the timestamp format and the connection reset).
+Python standard library only (and fake_common.py and gcs_fake.py, next to
+it, for the fault rules, the request plumbing, the server class and the
+timestamp format).
 
 Usage: tpu_fake.py --port-file FILE [--port N] [--discovery PATH]
                    [--require-token T] [--delay S] [--verbose]
@@ -90,19 +91,18 @@ import copy
 import datetime
 import hashlib
 import heapq
-import http.server
 import itertools
 import json
 import os
 import re
 import secrets
-import signal
 import sys
 import threading
 import time
 import traceback
 import urllib.parse
 
+import fake_common
 import gcs_fake
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -1135,32 +1135,15 @@ def _check_config(c):
 # ---------------------------------------------------------------- faults
 
 
-class Fault:
-	"""{"method", "path" (regex on path?query), "count" (< 0: always),
-	and "status" (+ "message", "retry_after", "status_name"), "reset":
-	true or "stall": seconds; "processed": true acts first, then stalls,
-	resets or replaces the answer}."""
+class Fault(fake_common.Fault):
+	"""fake_common.Fault's rule, and "status_name" (the error's status;
+	default: the one Google gives the HTTP status)."""
 
 	KEYS = ("method", "path", "count", "status", "message", "retry_after",
 		"status_name", "reset", "stall", "processed")
 
 	def __init__(self, rule):
-		if not isinstance(rule, dict):
-			raise ValueError("a fault rule is a JSON object")
-		for k in rule:
-			if k not in self.KEYS:
-				raise ValueError("unknown key %r; keys are %s" %
-						 (k, ", ".join(self.KEYS)))
-		self.rule = dict(rule)
-		self.method = rule.get("method")
-		self.path = re.compile(rule.get("path", ""))
-		# "count" is what gcs_fake.py calls "times"; matches() is its.
-		self.times = int(rule.get("count", 1))
-		self.status = int(rule["status"]) if "status" in rule else None
-		self.reset = bool(rule.get("reset", False))
-		self.stall = float(rule.get("stall", 0))
-		self.processed = bool(rule.get("processed", False))
-		self.retry_after = rule.get("retry_after")
+		super().__init__(rule)
 		self.status_name = rule.get("status_name") or \
 			HTTP_STATUS_NAMES.get(self.status, "UNKNOWN")
 		if self.status_name not in STATUSES:
@@ -1169,8 +1152,6 @@ class Fault:
 			raise ValueError("a rule has one of status, reset, stall")
 		if self.status is not None and self.reset:
 			raise ValueError("status and reset exclude each other")
-
-	matches = gcs_fake.Fault.matches
 
 	def error(self):
 		msg = self.rule.get("message") or "Injected fault: HTTP %d" % \
@@ -1187,54 +1168,17 @@ class Fault:
 # ---------------------------------------------------------------- HTTP
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-	"""One connection: the API under /v2alpha1/, control under /_fake/;
-	every do_VERB is dispatch (set below the class)."""
+class Handler(fake_common.Handler):
+	"""One connection: the API under /v2alpha1/, control under
+	/_fake/."""
 	server_version = "tpu-fake/1"
-	protocol_version = "HTTP/1.1"
-	# Small answers on kept-alive connections: no Nagle delay; and a
-	# client that vanished must not pin a thread for long.
-	disable_nagle_algorithm, timeout = True, 300
-
-	@property
-	def store(self):
-		return self.server.store
 
 	@property
 	def disco(self):
 		return self.server.disco
 
-	def dispatch(self):
-		split = urllib.parse.urlsplit(self.path)
-		self.raw_path = split.path
-		self.query = dict(urllib.parse.parse_qsl(split.query,
-							 keep_blank_values=True))
-		try:
-			self.body = self.read_body()
-			if self.raw_path.startswith("/_fake/"):
-				self.answer(*self.guard(self.route_fake))
-			else:
-				self.api_request()
-		except gcs_fake._Dropped:
-			pass
-		except (BrokenPipeError, ConnectionResetError):
-			self.close_connection = True
-
-	def read_body(self):
-		if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-			data = bytearray()
-			while True:
-				size = int(self.rfile.readline(65537).split(
-					b";")[0].strip() or b"0", 16)
-				if size == 0:
-					while self.rfile.readline(65537) not in (
-							b"\r\n", b"\n", b""):
-						pass
-					return bytes(data)
-				data += self.rfile.read(size)
-				self.rfile.readline(65537)
-		n = int(self.headers.get("Content-Length") or 0)
-		return self.rfile.read(n) if n else b""
+	def control(self):
+		self.answer(*self.guard(self.route_fake))
 
 	def guard(self, fn):
 		"""(status, doc, headers) from fn, or from the ApiError it
@@ -1262,9 +1206,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		if self.command != "HEAD":
 			self.wfile.write(body)
 
-	def reset_connection(self):
-		gcs_fake.Handler.reset_connection(self)
-
 	def log_message(self, fmt, *args):
 		if self.server.verbose:
 			sys.stderr.write("tpu-fake: %s\n" % (fmt % args))
@@ -1272,7 +1213,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 	# ---- the API
 
 	def api_request(self):
-		st = self.store
 		entry = {"method": self.command, "path": self.raw_path,
 			 "query": dict(self.query), "body": None, "ignored": [],
 			 "headers": {k.lower(): v for k, v in self.headers.items()
@@ -1283,38 +1223,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			entry["body"] = json.loads(self.body) if self.body else None
 		except ValueError:
 			entry["raw_body"] = self.body.decode("utf-8", "replace")
-		fault = None
-		with st.lock:
-			st.requests.append(entry)
-			for f in st.faults:
-				if f.matches(self.command, self.path):
-					if f.times > 0:
-						f.times -= 1
-					fault = f
-					entry["fault"] = f.rule
-					break
-		self.log_entry = entry
-		if fault and not fault.processed:
-			self.act(fault)
-		status, doc, headers = self.guard(self.api_call)
-		if fault and fault.processed:
-			self.act(fault)
+		status, doc, headers = self.with_faults(
+			entry, lambda: self.guard(self.api_call))
 		entry["status"] = status
 		self.answer(status, doc, headers)
 
-	def act(self, fault):
-		"""Applies a fault: stall, then drop the connection or answer
-		the injected error."""
-		if fault.stall:
-			time.sleep(fault.stall)
-		if fault.reset:
-			self.log_entry["status"] = "reset"
-			self.reset_connection()
-		if fault.status is not None:
-			err = fault.error()
-			self.log_entry["status"] = err.code
-			self.answer(err.code, err.body(), err.headers)
-			raise gcs_fake._Dropped()
+	def send_fault(self, fault):
+		err = fault.error()
+		self.log_entry["status"] = err.code
+		self.answer(err.code, err.body(), err.headers)
 
 	def require_auth(self):
 		got = self.headers.get("Authorization", "")
@@ -1676,10 +1593,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			       % m)
 
 
-for _verb in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
-	setattr(Handler, "do_" + _verb, Handler.dispatch)
-
-
 def _page_after(token):
 	"""The name a page token was made from, or None for a bad one."""
 	if not re.fullmatch(r"[A-Za-z0-9_-]+=*", token):
@@ -1844,25 +1757,9 @@ def main():
 	srv.store = Store(disco, args.delay)
 	srv.verbose = args.verbose
 	srv.require_token = args.require_token
-	serve(srv, args.port_file)
-
-
-def serve(srv, port_file):
-	"""Publishes the port (by rename) and serves until SIGTERM."""
-	def stop(signum, frame):
-		# Handler threads may be stalled on purpose: do not wait for
-		# them, nor for anything else.
-		sys.stderr.flush()
-		os._exit(0)
-	for sig in (signal.SIGTERM, signal.SIGINT):
-		signal.signal(sig, stop)
-	port = srv.server_address[1]
-	with open(port_file + ".tmp", "w") as f:
-		f.write("%d\n" % port)
-	os.replace(port_file + ".tmp", port_file)
-	if srv.verbose:
-		sys.stderr.write("tpu-fake: listening on 127.0.0.1:%d\n" % port)
-	srv.serve_forever(poll_interval=0.2)
+	fake_common.serve([srv], args.port_file,
+			  "tpu-fake: listening on 127.0.0.1:%d\n" %
+			  srv.server_address[1] if args.verbose else None)
 
 
 if __name__ == "__main__":

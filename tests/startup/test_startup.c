@@ -163,6 +163,14 @@ static void run_script(struct run_result *r, const char *script,
 	cr_assert_eq(run_program(r, argv, all), 0);
 }
 
+/* run_script, and the script must exit with status. */
+static void run_expect(struct run_result *r, const char *script,
+		       const char *const *env, int status)
+{
+	run_script(r, script, env);
+	cr_assert_eq(r->status, status, "%s%s", r->out, r->err);
+}
+
 static bool contains(const char *s, const char *needle)
 {
 	return s && strstr(s, needle) != NULL;
@@ -253,6 +261,17 @@ static char *read_unit(void)
 	s = read_file(path, NULL);
 	cr_assert(s, "no unit at %s", path);
 	return s;
+}
+
+/* Renders the script for the run at file://TMP/name (its URL into url)
+ * and the supervisor of sha256 sha. */
+static void render_file_run(struct startup_params *p, const char *name,
+			    const char *sha, char *url, char *script)
+{
+	path_in(url, "file://%s/%s", name);
+	p->run_url = url;
+	p->supervisor_sha256 = sha;
+	render_script(p, script);
 }
 
 static void bin_path(char *out, const char *sha)
@@ -454,15 +473,11 @@ Test(startup, file_twice_then_in_the_foreground)
 	struct stat st1, st2;
 
 	make_run_dir("run", sha);
-	path_in(url, "file://%s/%s", "run");
-	p.run_url = url;
-	p.supervisor_sha256 = sha;
-	render_script(&p, script);
+	render_file_run(&p, "run", sha, url, script);
 	bin_path(bin, sha);
 
 	/* First run: everything is fetched and installed. */
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_expect(&r, script, skip, 0);
 	assert_has(r.err, "slice-startup: [job]");
 	assert_has(r.err, "fetched: job.json supervisor/slice-supervisor-");
 	assert_has(r.err, "SLICE_SYSTEMD=skip: installed, not started");
@@ -487,8 +502,7 @@ Test(startup, file_twice_then_in_the_foreground)
 	path_in(path, "%s/root/opt/slicectl/bin/slice-supervisor-%s.part.99999",
 		sha);
 	write_text(path, "half", 0600);
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_expect(&r, script, skip, 0);
 	assert_has(r.err, "job.json is in place for this run: not fetched");
 	assert_has(r.err, "(sha256 checked): not fetched");
 	assert_has(r.err, "is unchanged");
@@ -509,8 +523,7 @@ Test(startup, file_twice_then_in_the_foreground)
 
 	/* With none, the unit's command line runs in the foreground, with
 	 * the unit's environment, and the unit says so too. */
-	run_script(&r, script, none);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_expect(&r, script, none, 0);
 	assert_has(r.out, "fake-supervisor: 3 args\n");
 	assert_has(r.out, "arg=[run]\narg=[--job]\n");
 	{
@@ -532,8 +545,7 @@ Test(startup, file_twice_then_in_the_foreground)
 
 	/* A damaged installed binary is noticed and fetched again. */
 	write_text(bin, "#!/bin/sh\necho damaged\n", 0755);
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_expect(&r, script, skip, 0);
 	assert_has(r.err, "fetched: supervisor/slice-supervisor-");
 	run_result_release(&r);
 	sha256_file(bin, got);
@@ -574,15 +586,11 @@ Test(startup, file_a_run_url_with_odd_characters_survives)
 	struct stat st;
 
 	make_run_dir(name, sha);
-	path_in(url, "file://%s/%s", name);
-	p.run_url = url;
-	p.supervisor_sha256 = sha;
-	render_script(&p, script);
+	render_file_run(&p, name, sha, url, script);
 	bin_path(bin, sha);
 
 	test_shell = "bash";
-	run_script(&r, script, none);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_expect(&r, script, none, 0);
 	snprintf(line, sizeof(line), "arg=[%s]\n", url);
 	assert_has(r.out, line);
 	assert_has(r.out, "env SLICECTL_ACCESS_TOKEN=[tok 'with\" %n $x]");
@@ -615,10 +623,7 @@ Test(startup, file_a_sha256_mismatch_is_refused_and_nothing_installed)
 	/* The object named for sha holds other bytes. */
 	path_in(bad, "%s/run/supervisor/slice-supervisor-%s", sha);
 	write_text(bad, "#!/bin/sh\necho tampered\n", 0755);
-	path_in(url, "file://%s/%s", "run");
-	p.run_url = url;
-	p.supervisor_sha256 = sha;
-	render_script(&p, script);
+	render_file_run(&p, "run", sha, url, script);
 
 	run_script(&r, script, skip);
 	cr_assert_neq(r.status, 0, "%s%s", r.out, r.err);
@@ -642,13 +647,9 @@ Test(startup, file_a_missing_object_is_a_clear_error)
 	struct run_result r;
 
 	make_run_dir("run", sha);
-	path_in(url, "file://%s/%s", "run");
-	p.run_url = url;
 	/* A supervisor that was never uploaded. */
-	p.supervisor_sha256 = sha_a;
-	render_script(&p, script);
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+	render_file_run(&p, "run", sha_a, url, script);
+	run_expect(&r, script, skip, 1);
 	snprintf(path, sizeof(path), "/run/supervisor/slice-supervisor-%s "
 		 "does not exist", sha_a);
 	assert_has(r.err, path);
@@ -658,8 +659,7 @@ Test(startup, file_a_missing_object_is_a_clear_error)
 	/* No run at all. */
 	path_in(url, "file://%s/%s", "no-such-run");
 	render_script(&p, script);
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+	run_expect(&r, script, skip, 1);
 	assert_has(r.err, "/no-such-run/job.json does not exist");
 	assert_has(r.err, "FAILED in step 'job'");
 	run_result_release(&r);
@@ -674,10 +674,7 @@ Test(startup, file_a_missing_package_is_named_not_installed)
 	struct run_result r;
 
 	make_run_dir("run", sha);
-	path_in(url, "file://%s/%s", "run");
-	p.run_url = url;
-	p.supervisor_sha256 = sha;
-	render_script(&p, script);
+	render_file_run(&p, "run", sha, url, script);
 	/* A PATH with every tool the script uses but zstd. */
 	path_in(bin, "%s/%s", "bin");
 	mkdir_p(bin);
@@ -688,8 +685,7 @@ Test(startup, file_a_missing_package_is_named_not_installed)
 			bin), 0);
 	snprintf(pathkv, sizeof(pathkv), "PATH=%s", bin);
 	skip[1] = pathkv;
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+	run_expect(&r, script, skip, 1);
 	assert_has(r.err, "missing packages: zstd; SLICE_ROOT is set, so they "
 		   "are not installed here");
 	assert_has(r.err, "FAILED in step 'packages'");
@@ -711,52 +707,47 @@ static void fake_systemctl(char *pathkv, char *logkv, char *log)
 	snprintf(logkv, PATHLEN * 2, "SYSTEMCTL_LOG=%s", log);
 }
 
+/* Runs the script; systemctl (fake_systemctl's log) must have been told
+ * want, and nothing else. */
+static void systemctl_told(const char *script, const char *const *env,
+			   const char *log, const char *want)
+{
+	struct run_result r;
+	char *calls;
+
+	run_expect(&r, script, env, 0);
+	run_result_release(&r);
+	calls = read_file(log, NULL);
+	cr_assert_str_eq(calls, want);
+	free(calls);
+	unlink(log);
+}
+
 Test(startup, file_systemd_is_told_once_what_changed)
 {
 	static char pathkv[PATHLEN * 2], logkv[PATHLEN * 2];
 	const char *env[] = { pathkv, logkv, "SLICE_SYSTEMD=", NULL, NULL };
 	struct startup_params p = { .grace_s = 30 };
 	char sha[65], url[PATHLEN], script[PATHLEN], log[PATHLEN];
-	struct run_result r;
-	char *calls;
 
 	make_run_dir("run", sha);
-	path_in(url, "file://%s/%s", "run");
-	p.run_url = url;
-	p.supervisor_sha256 = sha;
-	render_script(&p, script);
+	render_file_run(&p, "run", sha, url, script);
 	fake_systemctl(pathkv, logkv, log);
 
-	run_script(&r, script, env);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-	run_result_release(&r);
-	calls = read_file(log, NULL);
-	cr_assert_str_eq(calls, "daemon-reload\n"
-			 "enable --quiet slice-supervisor.service\n"
-			 "restart slice-supervisor.service\n");
-	free(calls);
-	unlink(log);
+	systemctl_told(script, env, log, "daemon-reload\n"
+		       "enable --quiet slice-supervisor.service\n"
+		       "restart slice-supervisor.service\n");
 
 	/* Nothing changed: start (a no-op when it runs), no reload. */
-	run_script(&r, script, env);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-	run_result_release(&r);
-	calls = read_file(log, NULL);
-	cr_assert_str_eq(calls, "enable --quiet slice-supervisor.service\n"
-			 "start slice-supervisor.service\n");
-	free(calls);
-	unlink(log);
+	systemctl_told(script, env, log,
+		       "enable --quiet slice-supervisor.service\n"
+		       "start slice-supervisor.service\n");
 
 	/* A new endpoint changes the unit: reload and restart. */
 	env[3] = "SLICECTL_TPU_ENDPOINT=http://127.0.0.1:8/";
-	run_script(&r, script, env);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-	run_result_release(&r);
-	calls = read_file(log, NULL);
-	cr_assert_str_eq(calls, "daemon-reload\n"
-			 "enable --quiet slice-supervisor.service\n"
-			 "restart slice-supervisor.service\n");
-	free(calls);
+	systemctl_told(script, env, log, "daemon-reload\n"
+		       "enable --quiet slice-supervisor.service\n"
+		       "restart slice-supervisor.service\n");
 }
 
 /* ---------------------------------------------------------------- gs:// */
@@ -805,8 +796,9 @@ static void upload(struct fake_gcs *f, const char *name, const char *path)
 	buf_release(&data);
 }
 
-/* The fake with the run uploaded from a run directory TMP/src. */
-static void start_gcs_run(struct fake_gcs *f, char sha[65])
+/* The fake with the run uploaded from a run directory TMP/src; hostkv
+ * (128 bytes), if not NULL, gets STORAGE_EMULATOR_HOST=HOST:PORT for it. */
+static void start_gcs_run(struct fake_gcs *f, char sha[65], char *hostkv)
 {
 	const char *args[] = { "--require-token", TOKEN, NULL };
 	char path[PATHLEN], name[512];
@@ -820,6 +812,9 @@ static void start_gcs_run(struct fake_gcs *f, char sha[65])
 		 sha);
 	upload(f, name, path);
 	snprintf(f->token, sizeof(f->token), "%s", TOKEN);
+	if (hostkv)
+		snprintf(hostkv, 128, "STORAGE_EMULATOR_HOST=127.0.0.1:%u",
+			 f->port);
 }
 
 Test(startup, gs_from_the_gcs_fake_with_a_token_then_cached)
@@ -838,9 +833,7 @@ Test(startup, gs_from_the_gcs_fake_with_a_token_then_cached)
 	char *log = NULL, *unit;
 	struct run_result r;
 
-	start_gcs_run(&f, sha);
-	snprintf(hostkv, sizeof(hostkv), "STORAGE_EMULATOR_HOST=127.0.0.1:%u",
-		 f.port);
+	start_gcs_run(&f, sha, hostkv);
 	p.supervisor_sha256 = sha;
 	render_script(&p, script);
 	bin_path(bin, sha);
@@ -856,8 +849,7 @@ Test(startup, gs_from_the_gcs_fake_with_a_token_then_cached)
 		" {\"method\": \"GET\", \"path\": \"slice-supervisor\", "
 		"\"action\": \"cut\", \"after_bytes\": 10, \"times\": 1}]"), 0);
 
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_expect(&r, script, skip, 0);
 	assert_has(r.err, "fetching gs://" BUCKET "/" PREFIX "/job.json");
 	assert_has(r.err, "an MD5 that does not match x-goog-hash; trying");
 	assert_has(r.err, "fetched: job.json supervisor/slice-supervisor-");
@@ -888,8 +880,7 @@ Test(startup, gs_from_the_gcs_fake_with_a_token_then_cached)
 	/* Second run: not one request. */
 	cr_assert_eq(fake_gcs_call(&f, "DELETE", "/_fake/requests", NULL,
 				   NULL), 200);
-	run_script(&r, script, none);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_expect(&r, script, none, 0);
 	assert_has(r.err, "nothing fetched");
 	assert_has(r.out, "arg=[gs://" BUCKET "/" PREFIX "]\n");
 	assert_has(r.out, "env SLICECTL_ACCESS_TOKEN=[" TOKEN "]");
@@ -922,7 +913,7 @@ Test(startup, gs_a_token_from_the_metadata_server)
 	char *log, *unit;
 	struct run_result r;
 
-	start_gcs_run(&f, sha);
+	start_gcs_run(&f, sha, NULL);
 	cr_assert_eq(tiny_start(&md, answers, 1), 0);
 	snprintf(hostkv, sizeof(hostkv), "STORAGE_EMULATOR_HOST=%s", f.base);
 	snprintf(mdkv, sizeof(mdkv), "GCE_METADATA_HOST=127.0.0.1:%u",
@@ -931,8 +922,7 @@ Test(startup, gs_a_token_from_the_metadata_server)
 	render_script(&p, script);
 	bin_path(bin, sha);
 
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_expect(&r, script, skip, 0);
 	run_result_release(&r);
 	cr_assert(exists(bin));
 	/* One token request for both objects. */
@@ -966,15 +956,12 @@ Test(startup, gs_refusals_missing_object_and_sha256_mismatch)
 	char name[512];
 	struct run_result r;
 
-	start_gcs_run(&f, sha);
-	snprintf(hostkv, sizeof(hostkv), "STORAGE_EMULATOR_HOST=127.0.0.1:%u",
-		 f.port);
+	start_gcs_run(&f, sha, hostkv);
 
 	/* Not uploaded. */
 	p.supervisor_sha256 = sha_a;
 	render_script(&p, script);
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+	run_expect(&r, script, skip, 1);
 	snprintf(path, sizeof(path), "gs://" BUCKET "/" PREFIX
 		 "/supervisor/slice-supervisor-%s does not exist (HTTP 404)",
 		 sha_a);
@@ -986,8 +973,7 @@ Test(startup, gs_refusals_missing_object_and_sha256_mismatch)
 	snprintf(name, sizeof(name), PREFIX "/supervisor/slice-supervisor-%s",
 		 sha_a);
 	upload(&f, name, path);
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+	run_expect(&r, script, skip, 1);
 	assert_has(r.err, "; refused");
 	run_result_release(&r);
 	bin_path(bin, sha_a);
@@ -998,13 +984,11 @@ Test(startup, gs_refusals_missing_object_and_sha256_mismatch)
 	/* A token the bucket refuses. */
 	p.supervisor_sha256 = sha;
 	render_script(&p, script);
-	run_script(&r, script, wrong);
-	cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+	run_expect(&r, script, wrong, 1);
 	assert_has(r.err, "access refused (HTTP 401)");
 	run_result_release(&r);
 	wrong[2] = "SLICECTL_ACCESS_TOKEN=ya29.x\" -H \"Host: evil";
-	run_script(&r, script, wrong);
-	cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+	run_expect(&r, script, wrong, 1);
 	assert_has(r.err, "SLICECTL_ACCESS_TOKEN holds characters a token "
 		   "cannot");
 	run_result_release(&r);
@@ -1017,10 +1001,8 @@ Test(startup, gs_refusals_missing_object_and_sha256_mismatch)
 
 /*
  * The supervisor built from a source bundle of this tree's HEAD (git
- * archive, so half-written work in the checkout cannot break it). HEAD
- * has no supervisor/slice-supervisor yet, so the bundle's target here is
- * launcher/slicectl: what is tested is fetch, unpack, meson setup, ninja,
- * install by hash and the cache, whichever binary the target names.
+ * archive, so half-written work in the checkout cannot break it), with
+ * the default target, supervisor/slice-supervisor.
  */
 Test(startup, source_a_bundle_is_built_once_then_cached, .timeout = 900)
 {
@@ -1028,7 +1010,6 @@ Test(startup, source_a_bundle_is_built_once_then_cached, .timeout = 900)
 	const char *skip[] = { "SLICE_SYSTEMD=skip", NULL };
 	struct startup_params p = {
 		.supervisor_from_source = true,
-		.source_target = "launcher/slicectl",
 		.grace_s = 30,
 	};
 	char bundle[PATHLEN], sha[65], url[PATHLEN], script[PATHLEN];
@@ -1046,14 +1027,11 @@ Test(startup, source_a_bundle_is_built_once_then_cached, .timeout = 900)
 	cr_assert_eq(rename(bundle, named), 0);
 	path_in(url, "%s/%s", "run/job.json");
 	write_text(url, "{}\n", 0644);
-	path_in(url, "file://%s/%s", "run");
-	p.run_url = url;
-	p.supervisor_sha256 = sha;
-	render_script(&p, script);
+	render_file_run(&p, "run", sha, url, script);
 
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-	assert_has(r.err, "building launcher/slicectl (meson setup + ninja)");
+	run_expect(&r, script, skip, 0);
+	assert_has(r.err,
+		   "building supervisor/slice-supervisor (meson setup + ninja)");
 	assert_has(r.err, "fetched: job.json supervisor/source-");
 	run_result_release(&r);
 	bin_path(bin, sha);
@@ -1063,7 +1041,7 @@ Test(startup, source_a_bundle_is_built_once_then_cached, .timeout = 900)
 
 		cr_assert_eq(run_program(&r, argv, NULL), 0);
 		cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-		assert_has(r.out, "slicectl");
+		assert_has(r.out, "slice-supervisor");
 		run_result_release(&r);
 	}
 	/* The build directory is gone; what was built is recorded. */
@@ -1079,8 +1057,7 @@ Test(startup, source_a_bundle_is_built_once_then_cached, .timeout = 900)
 		free(s);
 	}
 
-	run_script(&r, script, skip);
-	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_expect(&r, script, skip, 0);
 	assert_has(r.err, "(sha256 checked): not fetched or built");
 	assert_has(r.err, "nothing fetched");
 	assert_lacks(r.err, "building");

@@ -36,11 +36,7 @@ static bool fake_up;
 
 static void setup(void)
 {
-	const char *base = getenv("TMPDIR");
-
-	snprintf(root, sizeof(root), "%s/slicectl-ship-XXXXXX",
-		 base && *base ? base : "/tmp");
-	cr_assert(mkdtemp(root));
+	cr_assert_eq(make_temp_dir(root, sizeof(root), "ship"), 0);
 	snprintf(ckpt_dir, sizeof(ckpt_dir), "%s/ckpt", root);
 	snprintf(spool_dir, sizeof(spool_dir), "%s/spool", root);
 	snprintf(file_url, sizeof(file_url), "file://%s/bucket/run-1", root);
@@ -82,6 +78,9 @@ static void faults(const char *rules)
 	cr_assert_eq(fake_gcs_faults(&fake, rules), 0, "%s", rules);
 }
 
+/* A fault rule: every request fails with 503 until clear_faults. */
+#define OUTAGE "{\"action\": \"status\", \"status\": 503, \"times\": -1}"
+
 static void clear_faults(void)
 {
 	cr_assert_eq(fake_gcs_call(&fake, "DELETE", "/_fake/faults", NULL,
@@ -96,25 +95,20 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
+/* Bytes that do not compress, the same for the same seed, so a test can
+ * write a step again to compare it with what was restored. */
 static void write_random(const char *path, size_t len, uint64_t seed)
 {
-	unsigned char *p = malloc(64 * KiB);
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull | 1;
+	unsigned short x[3] = { (unsigned short)seed,
+				(unsigned short)(seed >> 16),
+				(unsigned short)(seed >> 32) };
+	unsigned char *p = malloc(len ? len : 1);
 	FILE *f = fopen(path, "w");
 
 	cr_assert(p && f, "create %s", path);
-	for (size_t done = 0; done < len;) {
-		size_t n = len - done < 64 * KiB ? len - done : 64 * KiB;
-
-		for (size_t i = 0; i < n; i++) {
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			p[i] = (unsigned char)(x >> 24);
-		}
-		cr_assert_eq(fwrite(p, 1, n, f), n);
-		done += n;
-	}
+	for (size_t i = 0; i < len; i++)
+		p[i] = (unsigned char)(nrand48(x) >> 23);
+	cr_assert_eq(fwrite(p, 1, len, f), len);
 	cr_assert_eq(fclose(f), 0);
 	free(p);
 }
@@ -327,6 +321,62 @@ static unsigned drain(int fd)
 	return n;
 }
 
+/* The GCS fake, holding back the start of the first upload session for
+ * stall seconds, and a shipper at url that has taken step (bytes of data)
+ * and has been on its upload for 300 ms. */
+static struct shipper *start_stalled(const char *url, double stall,
+				     uint64_t step, size_t bytes)
+{
+	struct shipper_config c;
+	struct shipper *s;
+	char rule[256];
+
+	start_fake();
+	snprintf(rule, sizeof(rule), "{\"action\": \"stall\", \"seconds\": "
+		 "%g, \"method\": \"POST\", \"path\": "
+		 "\"uploadType=resumable\", \"times\": 1}", stall);
+	faults(rule);
+	config_init(&c, url);
+	s = start(&c);
+	make_step(ckpt_dir, step, bytes);
+	wait_state(s, done_is, (int64_t)step, 5000, "taken");
+	sleep_ms(300);
+	return s;
+}
+
+/* The GCS fake failing every request, and a shipper at url that has
+ * step 1 to upload. */
+static struct shipper *start_in_outage(const char *url)
+{
+	struct shipper_config c;
+	struct shipper *s;
+
+	start_fake();
+	faults(OUTAGE);
+	config_init(&c, url);
+	s = start(&c);
+	make_step(ckpt_dir, 1, 10 * KiB);
+	return s;
+}
+
+/* Steps 1 to n, each committed before the next is written. */
+static void commit_each(struct shipper *s, uint64_t n)
+{
+	for (uint64_t i = 1; i <= n; i++) {
+		make_step(ckpt_dir, i, 10 * KiB);
+		wait_state(s, committed_is, (int64_t)i, 10000, "committed");
+	}
+}
+
+static void stop_within(struct shipper *s, unsigned ms)
+{
+	uint64_t t0 = mono_ms(), took;
+
+	shipper_stop(s);
+	took = mono_ms() - t0;
+	cr_assert_lt(took, ms, "stop took %llu ms", (unsigned long long)took);
+}
+
 /* ---------------------------------------------------------------- tests */
 
 Test(shipper, a_step_is_taken_uploaded_and_committed)
@@ -479,21 +529,11 @@ Test(shipper, worker_0_commits_for_a_writer_that_died)
 
 Test(shipper, newest_first_coalesces_older_waiting_steps)
 {
-	struct shipper_config c;
+	const char *url = "gs://bkt/runs/r1";
 	struct shipper_state st;
-	struct shipper *s;
-	char url[256];
-
-	start_fake();
-	snprintf(url, sizeof(url), "gs://bkt/runs/r1");
 	/* Step 1's upload session takes 3 s to start. */
-	faults("{\"action\": \"stall\", \"seconds\": 3, \"method\": \"POST\", "
-	       "\"path\": \"uploadType=resumable\", \"times\": 1}");
-	config_init(&c, url);
-	s = start(&c);
-	make_step(ckpt_dir, 1, 20 * KiB);
-	wait_state(s, done_is, 1, 5000, "step 1 taken");
-	sleep_ms(300);
+	struct shipper *s = start_stalled(url, 3, 1, 20 * KiB);
+
 	/* Five more at once while step 1 is in upload. */
 	for (uint64_t i = 2; i <= 6; i++)
 		write_step_dir(ckpt_dir, i, 20 * KiB);
@@ -524,7 +564,7 @@ Test(shipper, a_20_s_outage_loses_nothing_that_fits, .timeout = 120)
 	start_fake();
 	config_init(&c, url);
 	s = start(&c);
-	faults("{\"action\": \"status\", \"status\": 503, \"times\": -1}");
+	faults(OUTAGE);
 	uint64_t t0 = mono_ms();
 	for (uint64_t i = 1; i <= steps; i++) {
 		make_step(ckpt_dir, i, 64 * KiB);
@@ -564,7 +604,7 @@ Test(shipper, the_spool_bound_drops_the_oldest_and_keeps_the_newest)
 	const char *url = "gs://bkt/runs/spool";
 
 	start_fake();
-	faults("{\"action\": \"status\", \"status\": 503, \"times\": -1}");
+	faults(OUTAGE);
 	/* Five steps of about 100 KiB wait; 250 KiB fit. */
 	for (uint64_t i = 1; i <= 5; i++)
 		make_step(ckpt_dir, i, 100 * KiB);
@@ -627,7 +667,7 @@ Test(shipper, flush_uploads_the_newest_first_within_the_deadline)
 	cr_assert_eq(shipper_flush(s, t0 + 5000, &e), 0, "%s", e.msg);
 	cr_assert_lt(mono_ms() - t0, 1000);
 
-	faults("{\"action\": \"status\", \"status\": 503, \"times\": -1}");
+	faults(OUTAGE);
 	make_step(ckpt_dir, 1, 30 * KiB);
 	make_step(ckpt_dir, 2, 30 * KiB);
 	shipper_kick(s);
@@ -651,19 +691,10 @@ Test(shipper, flush_uploads_the_newest_first_within_the_deadline)
 
 Test(shipper, flush_preempts_an_older_upload_in_flight)
 {
-	struct shipper_config c;
-	struct shipper *s;
 	const char *url = "gs://bkt/runs/preempt";
+	struct shipper *s = start_stalled(url, 2, 1, 30 * KiB);
 	struct err e;
 
-	start_fake();
-	faults("{\"action\": \"stall\", \"seconds\": 2, \"method\": \"POST\", "
-	       "\"path\": \"uploadType=resumable\", \"times\": 1}");
-	config_init(&c, url);
-	s = start(&c);
-	make_step(ckpt_dir, 1, 30 * KiB);
-	wait_state(s, done_is, 1, 5000, "taken");
-	sleep_ms(300); /* step 1's upload is starting, slowly */
 	make_step(ckpt_dir, 2, 30 * KiB);
 	cr_assert_eq(shipper_flush(s, mono_ms() + 15000, &e), 0, "%s",
 		     e.msg);
@@ -674,16 +705,10 @@ Test(shipper, flush_preempts_an_older_upload_in_flight)
 
 Test(shipper, flush_times_out_during_an_outage)
 {
-	struct shipper_config c;
-	struct shipper *s;
+	struct shipper *s = start_in_outage("gs://bkt/runs/timeout");
 	struct err e;
 	uint64_t t0, took;
 
-	start_fake();
-	faults("{\"action\": \"status\", \"status\": 503, \"times\": -1}");
-	config_init(&c, "gs://bkt/runs/timeout");
-	s = start(&c);
-	make_step(ckpt_dir, 1, 10 * KiB);
 	t0 = mono_ms();
 	cr_assert_eq(shipper_flush(s, t0 + 1500, &e), CLOUD_ETIMEDOUT, "%s",
 		     e.msg);
@@ -692,9 +717,7 @@ Test(shipper, flush_times_out_during_an_outage)
 		  (unsigned long long)took);
 	cr_assert(strstr(e.msg, "step 1"), "%s", e.msg);
 	cr_assert(strstr(e.msg, "503"), "%s", e.msg);
-	t0 = mono_ms();
-	shipper_stop(s);
-	cr_assert_lt(mono_ms() - t0, 1000);
+	stop_within(s, 1000);
 }
 
 Test(shipper, reset_drops_waiting_steps)
@@ -705,7 +728,7 @@ Test(shipper, reset_drops_waiting_steps)
 	const char *url = "gs://bkt/runs/reset";
 
 	start_fake();
-	faults("{\"action\": \"status\", \"status\": 503, \"times\": -1}");
+	faults(OUTAGE);
 	config_init(&c, url);
 	c.poll_ms = 60000;
 	s = start(&c);
@@ -741,19 +764,10 @@ Test(shipper, reset_drops_waiting_steps)
 
 Test(shipper, reset_aborts_the_upload_in_flight)
 {
-	struct shipper_config c;
-	struct shipper_state st;
-	struct shipper *s;
 	const char *url = "gs://bkt/runs/reset2";
+	struct shipper *s = start_stalled(url, 1.5, 4, 20 * KiB);
+	struct shipper_state st;
 
-	start_fake();
-	faults("{\"action\": \"stall\", \"seconds\": 1.5, \"method\": "
-	       "\"POST\", \"path\": \"uploadType=resumable\", \"times\": 1}");
-	config_init(&c, url);
-	s = start(&c);
-	make_step(ckpt_dir, 4, 20 * KiB);
-	wait_state(s, done_is, 4, 5000, "taken");
-	sleep_ms(300);
 	shipper_reset(s);
 	shipper_get(s, &st);
 	cr_assert_eq(st.waiting, 0);
@@ -774,7 +788,7 @@ Test(shipper, stop_is_prompt_mid_upload)
 	const char *url = "gs://bkt/runs/stop";
 	struct err e;
 	char *log = NULL;
-	uint64_t t0, took;
+	uint64_t t0;
 
 	start_fake();
 	/* Every 8 MiB chunk takes 0.4 s to be answered. */
@@ -794,11 +808,7 @@ Test(shipper, stop_is_prompt_mid_upload)
 			break;
 		cr_assert_lt(mono_ms() - t0, 10000, "no chunk sent");
 	}
-	t0 = mono_ms();
-	shipper_stop(s);
-	took = mono_ms() - t0;
-	cr_assert_lt(took, 1000, "stop took %llu ms",
-		     (unsigned long long)took);
+	stop_within(s, 1000);
 	/* The part never appeared. */
 	sleep_ms(700);
 	store = open_store(url);
@@ -811,23 +821,8 @@ Test(shipper, stop_is_prompt_mid_upload)
 
 Test(shipper, stop_is_prompt_inside_a_stalled_request)
 {
-	struct shipper_config c;
-	struct shipper *s;
-	uint64_t t0, took;
-
-	start_fake();
-	faults("{\"action\": \"stall\", \"seconds\": 3, \"method\": \"POST\", "
-	       "\"path\": \"uploadType=resumable\", \"times\": 1}");
-	config_init(&c, "gs://bkt/runs/stall");
-	s = start(&c);
-	make_step(ckpt_dir, 1, 10 * KiB);
-	wait_state(s, done_is, 1, 5000, "taken");
-	sleep_ms(300);
-	t0 = mono_ms();
-	shipper_stop(s);
-	took = mono_ms() - t0;
-	cr_assert_lt(took, 1200, "stop took %llu ms",
-		     (unsigned long long)took);
+	stop_within(start_stalled("gs://bkt/runs/stall", 3, 1, 10 * KiB),
+		    1200);
 	/* The abandoned upload ends with the stall, cancelled. */
 	sleep_ms(3500);
 	expect_steps("gs://bkt/runs/stall", "");
@@ -835,19 +830,10 @@ Test(shipper, stop_is_prompt_inside_a_stalled_request)
 
 Test(shipper, stop_is_prompt_during_an_outage)
 {
-	struct shipper_config c;
-	struct shipper *s;
-	uint64_t t0;
+	struct shipper *s = start_in_outage("gs://bkt/runs/outage-stop");
 
-	start_fake();
-	faults("{\"action\": \"status\", \"status\": 503, \"times\": -1}");
-	config_init(&c, "gs://bkt/runs/outage-stop");
-	s = start(&c);
-	make_step(ckpt_dir, 1, 10 * KiB);
 	wait_state(s, failures_at_least, 3, 10000, "failing");
-	t0 = mono_ms();
-	shipper_stop(s);
-	cr_assert_lt(mono_ms() - t0, 1000);
+	stop_within(s, 1000);
 }
 
 Test(shipper, worker_0_prunes_to_keep)
@@ -860,10 +846,7 @@ Test(shipper, worker_0_prunes_to_keep)
 	c.keep = 2;
 	c.keep_every = 3;
 	s = start(&c);
-	for (uint64_t i = 1; i <= 7; i++) {
-		make_step(ckpt_dir, i, 10 * KiB);
-		wait_state(s, committed_is, (int64_t)i, 10000, "committed");
-	}
+	commit_each(s, 7);
 	/* Pruning follows each commit; give the last one a moment. */
 	for (uint64_t until = mono_ms() + 5000;; sleep_ms(20)) {
 		struct store *st = open_store(file_url);
@@ -886,10 +869,7 @@ Test(shipper, other_workers_do_not_prune)
 	config_init(&c, file_url);
 	c.keep = 1;
 	s = start(&c);
-	for (uint64_t i = 1; i <= 3; i++) {
-		make_step(ckpt_dir, i, 10 * KiB);
-		wait_state(s, committed_is, (int64_t)i, 10000, "committed");
-	}
+	commit_each(s, 3);
 	sleep_ms(200);
 	expect_steps(file_url, "1:c:1 2:c:1 3:c:1");
 	shipper_stop(s);

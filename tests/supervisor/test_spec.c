@@ -109,18 +109,28 @@ static void parse_fails(const char *json, const char *want)
 	job_release(&j);
 }
 
+/* The unsigned fields, in the order struct job declares them. */
+static void expect_numbers(const struct job *j, const unsigned want[9])
+{
+	static const char *const names[9] = { "num_slices",
+		"workers_per_slice", "max_restarts", "hang_timeout_s",
+		"grace_s", "keep", "keep_every", "heartbeat_s", "spool_mb" };
+	const unsigned got[9] = { j->num_slices, j->workers_per_slice,
+		j->max_restarts, j->hang_timeout_s, j->grace_s, j->keep,
+		j->keep_every, j->heartbeat_s, j->spool_mb };
+
+	for (int i = 0; i < 9; i++)
+		cr_expect_eq(got[i], want[i], "%s is %u, not %u", names[i],
+			     got[i], want[i]);
+}
+
 static void expect_defaults_but_env(const struct job *j)
 {
+	static const unsigned defaults[9] = { 1, 1, 100, 1800, 25, 3, 0, 10,
+					      10240 };
+
 	cr_expect_null(j->workdir);
-	cr_expect_eq(j->num_slices, 1);
-	cr_expect_eq(j->workers_per_slice, 1);
-	cr_expect_eq(j->max_restarts, 100);
-	cr_expect_eq(j->hang_timeout_s, 1800);
-	cr_expect_eq(j->grace_s, 25);
-	cr_expect_eq(j->keep, 3);
-	cr_expect_eq(j->keep_every, 0);
-	cr_expect_eq(j->heartbeat_s, 10);
-	cr_expect_eq(j->spool_mb, 10240);
+	expect_numbers(j, defaults);
 	cr_expect_not(j->delete_on_finish);
 	cr_expect_null(j->tpu_project);
 	cr_expect_null(j->tpu_zone);
@@ -181,6 +191,9 @@ static const char full_job[] =
 
 static void expect_full(const struct job *j)
 {
+	static const unsigned numbers[9] = { 4, 8, 0, 0, 3600, 1, 5000, 1,
+					     2048 };
+
 	cr_expect_str_eq(j->name, "llama-7b-run3");
 	cr_expect_str_eq(j->command, "cd src && python3 -m train "
 			 "--steps=1000 'a b'\necho done");
@@ -189,15 +202,7 @@ static void expect_full(const struct job *j)
 	cr_expect_str_eq(j->env.v[1], "_A1=");
 	cr_expect_str_eq(j->env.v[2], "U=caf\xc3\xa9 = \"quoted\"");
 	cr_expect_str_eq(j->workdir, "/home/me/work");
-	cr_expect_eq(j->num_slices, 4);
-	cr_expect_eq(j->workers_per_slice, 8);
-	cr_expect_eq(j->max_restarts, 0);
-	cr_expect_eq(j->hang_timeout_s, 0);
-	cr_expect_eq(j->grace_s, 3600);
-	cr_expect_eq(j->keep, 1);
-	cr_expect_eq(j->keep_every, 5000);
-	cr_expect_eq(j->heartbeat_s, 1);
-	cr_expect_eq(j->spool_mb, 2048);
+	expect_numbers(j, numbers);
 	cr_expect(j->delete_on_finish);
 	cr_expect_str_eq(j->tpu_project, "my-proj");
 	cr_expect_str_eq(j->tpu_zone, "us-central2-b");
@@ -466,6 +471,39 @@ static struct control load_ok(struct store *s)
 	return c;
 }
 
+static struct control bump_ok(struct store *s, const struct control *seen,
+			      unsigned max_restarts, const char *reason,
+			      const char *by, int64_t restore_step)
+{
+	struct control out;
+	struct err e;
+
+	cr_assert_eq(control_bump(s, seen, max_restarts, reason, by,
+				  restore_step, &out, &e), 0, "%s", e.msg);
+	return out;
+}
+
+static struct control set_state_ok(struct store *s, const char *state,
+				   const char *reason, const char *by)
+{
+	struct control out;
+	struct err e;
+
+	cr_assert_eq(control_set_state(s, state, reason, by, &out, &e), 0,
+		     "%s", e.msg);
+	return out;
+}
+
+static int64_t restore_ok(struct store *s, int64_t generation)
+{
+	int64_t step = -7;
+	struct err e;
+
+	cr_assert_eq(control_restore_step(s, generation, &step, &e), 0, "%s",
+		     e.msg);
+	return step;
+}
+
 static json_t *read_json(struct store *s, const char *name)
 {
 	char *data;
@@ -527,9 +565,8 @@ Test(control, bump)
 	struct err e;
 	json_t *root;
 
-	cr_assert_eq(control_bump(s, &c, 100, "trainer exited with status 3",
-				  "slice-1-worker-2", -1, &out, &e), 0, "%s",
-		     e.msg);
+	out = bump_ok(s, &c, 100, "trainer exited with status 3",
+		      "slice-1-worker-2", -1);
 	cr_expect_eq(out.generation, 2);
 	cr_expect_str_eq(out.state, "running");
 	cr_expect_str_eq(out.reason, "trainer exited with status 3");
@@ -544,31 +581,22 @@ Test(control, bump)
 	cr_expect_str_eq(now.updated_by, out.updated_by);
 
 	/* A bump from a generation that has moved on is not another bump. */
-	cr_assert_eq(control_bump(s, &c, 100, "late", "slice-0-worker-0", -1,
-				  &out, &e), 0, "%s", e.msg);
+	out = bump_ok(s, &c, 100, "late", "slice-0-worker-0", -1);
 	cr_expect_eq(out.generation, 2);
 	cr_expect_eq(out.object_generation, now.object_generation);
 	cr_expect_str_eq(out.reason, "trainer exited with status 3");
 
 	/* The restore step travels into the new generation only. */
-	cr_assert_eq(control_bump(s, &now, 100, "corrupt part", "slicectl",
-				  41, &out, &e), 0, "%s", e.msg);
+	out = bump_ok(s, &now, 100, "corrupt part", "slicectl", 41);
 	cr_expect_eq(out.generation, 3);
 	cr_expect_eq(out.restore_step, 41);
 	root = read_json(s, RUN_CONTROL);
 	cr_expect_eq(json_integer_value(json_object_get(root,
 							"restore_step")), 41);
 	json_decref(root);
-	{
-		int64_t step = -7;
-
-		cr_assert_eq(control_restore_step(s, 3, &step, &e), 0, "%s",
-			     e.msg);
-		cr_expect_eq(step, 41);
-	}
+	cr_expect_eq(restore_ok(s, 3), 41);
 	now = out;
-	cr_assert_eq(control_bump(s, &now, 100, "again", "slicectl", -1, &out,
-				  &e), 0, "%s", e.msg);
+	out = bump_ok(s, &now, 100, "again", "slicectl", -1);
 	cr_expect_eq(out.generation, 4);
 	cr_expect_eq(out.restore_step, -1);
 
@@ -582,16 +610,14 @@ Test(control, long_and_odd_text_is_cut_and_kept_valid)
 	struct store *s = open_store();
 	struct control c = load_ok(s), out, now;
 	char reason[600];
-	struct err e;
 
 	/* 2-byte characters across the 255-byte limit, and a quote. */
 	strcpy(reason, "\"q\"\n");
 	for (size_t i = 4; i + 2 < sizeof(reason); i += 2)
 		memcpy(reason + i, "\xc3\xa9", 2);
 	reason[sizeof(reason) - 2] = '\0';
-	cr_assert_eq(control_bump(s, &c, 100, reason, "a-very-long-updater-name"
-				  "-that-goes-on-and-on-past-sixty-four-bytes",
-				  -1, &out, &e), 0, "%s", e.msg);
+	out = bump_ok(s, &c, 100, reason, "a-very-long-updater-name"
+		      "-that-goes-on-and-on-past-sixty-four-bytes", -1);
 	now = load_ok(s);
 	cr_expect_str_eq(now.reason, out.reason);
 	cr_expect_lt(strlen(now.reason), sizeof(now.reason));
@@ -602,31 +628,56 @@ Test(control, long_and_odd_text_is_cut_and_kept_valid)
 	store_close(s);
 }
 
-struct bump_arg {
-	const struct control *seen;
+/* A thread with a store of its own, acting when all of them are ready,
+ * so that they race. */
+struct racer {
+	int (*act)(struct store *s, struct racer *a, struct err *e);
+	const struct control *seen; /* what a bump starts from */
+	struct control out;         /* what a bump left */
+	int64_t step;               /* the step a restore got */
 	pthread_barrier_t *bar;
-	struct control out;
 	int rc;
 	char msg[1024];
 };
 
-static void *bump_thread(void *p)
+static void *race(void *p)
 {
-	struct bump_arg *a = p;
+	struct racer *a = p;
 	struct store *s = NULL;
 	struct err e;
-	char by[64];
 
 	a->rc = store_open(&s, url, &e);
 	pthread_barrier_wait(a->bar);
-	if (!a->rc) {
-		snprintf(by, sizeof(by), "thread-%p", p);
-		a->rc = control_bump(s, a->seen, 100, "hang", by, -1, &a->out,
-				     &e);
-	}
+	if (!a->rc)
+		a->rc = a->act(s, a, &e);
 	snprintf(a->msg, sizeof(a->msg), "%s", e.msg);
 	store_close(s);
 	return NULL;
+}
+
+/* Runs v[0..n) at once and waits for them all. */
+static void race_all(struct racer *v, int n)
+{
+	pthread_t th[16];
+	pthread_barrier_t bar;
+
+	cr_assert_leq(n, 16);
+	cr_assert_eq(pthread_barrier_init(&bar, NULL, (unsigned)n), 0);
+	for (int i = 0; i < n; i++) {
+		v[i].bar = &bar;
+		cr_assert_eq(pthread_create(&th[i], NULL, race, &v[i]), 0);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&bar);
+}
+
+static int bump_for_hang(struct store *s, struct racer *a, struct err *e)
+{
+	char by[64];
+
+	snprintf(by, sizeof(by), "thread-%p", (void *)a);
+	return control_bump(s, a->seen, 100, "hang", by, -1, &a->out, e);
 }
 
 Test(control, racing_bumps_from_the_same_seen_collapse_into_one)
@@ -634,22 +685,15 @@ Test(control, racing_bumps_from_the_same_seen_collapse_into_one)
 	enum { N = 8 };
 	struct store *s = open_store();
 	struct control seen = load_ok(s), now;
-	struct bump_arg args[N];
-	pthread_t th[N];
-	pthread_barrier_t bar;
+	struct racer args[N];
 
 	for (int round = 0; round < 3; round++) {
-		cr_assert_eq(pthread_barrier_init(&bar, NULL, N), 0);
+		memset(args, 0, sizeof(args));
 		for (int i = 0; i < N; i++) {
-			memset(&args[i], 0, sizeof(args[i]));
+			args[i].act = bump_for_hang;
 			args[i].seen = &seen;
-			args[i].bar = &bar;
-			cr_assert_eq(pthread_create(&th[i], NULL, bump_thread,
-						    &args[i]), 0);
 		}
-		for (int i = 0; i < N; i++)
-			pthread_join(th[i], NULL);
-		pthread_barrier_destroy(&bar);
+		race_all(args, N);
 		now = load_ok(s);
 		cr_expect_eq(now.generation, seen.generation + 1,
 			     "round %d: generation %lld after %d bumps from "
@@ -717,18 +761,16 @@ Test(control, budget_spent_fails_the_run)
 {
 	struct store *s = open_store();
 	struct control c = load_ok(s), out, failed;
-	struct err e;
 
 	/* max_restarts 2: generations 2 and 3 are restarts; a third fails. */
-	cr_assert_eq(control_bump(s, &c, 2, "one", "w", -1, &out, &e), 0);
+	out = bump_ok(s, &c, 2, "one", "w", -1);
 	cr_expect_eq(out.generation, 2);
 	c = out;
-	cr_assert_eq(control_bump(s, &c, 2, "two", "w", -1, &out, &e), 0);
+	out = bump_ok(s, &c, 2, "two", "w", -1);
 	cr_expect_eq(out.generation, 3);
 	cr_expect_str_eq(out.state, "running");
 	c = out;
-	cr_assert_eq(control_bump(s, &c, 2, "three", "slice-0-worker-1", -1,
-				  &out, &e), 0, "%s", e.msg);
+	out = bump_ok(s, &c, 2, "three", "slice-0-worker-1", -1);
 	cr_expect_eq(out.generation, 3);
 	cr_expect_str_eq(out.state, "failed");
 	cr_expect(strstr(out.reason, "restart budget"), "%s", out.reason);
@@ -741,8 +783,7 @@ Test(control, budget_spent_fails_the_run)
 	cr_expect_eq(failed.object_generation, out.object_generation);
 
 	/* Another worker's bump for the same failure changes nothing. */
-	cr_assert_eq(control_bump(s, &c, 2, "three", "slice-0-worker-0", -1,
-				  &out, &e), 0);
+	out = bump_ok(s, &c, 2, "three", "slice-0-worker-0", -1);
 	cr_expect_str_eq(out.state, "failed");
 	cr_expect_eq(out.object_generation, failed.object_generation);
 	store_close(s);
@@ -752,9 +793,8 @@ Test(control, no_restarts_allowed)
 {
 	struct store *s = open_store();
 	struct control c = load_ok(s), out;
-	struct err e;
 
-	cr_assert_eq(control_bump(s, &c, 0, "crash", "w", -1, &out, &e), 0);
+	out = bump_ok(s, &c, 0, "crash", "w", -1);
 	cr_expect_eq(out.generation, 1);
 	cr_expect_str_eq(out.state, "failed");
 	cr_expect(strstr(out.reason, "max_restarts 0"), "%s", out.reason);
@@ -765,17 +805,13 @@ Test(control, runs_not_running_are_not_bumped)
 {
 	static const char *const states[] = { "stopping", "done", "failed" };
 	struct store *s = open_store();
-	struct err e;
 
 	for (size_t i = 0; i < 3; i++) {
 		struct control c = load_ok(s), set, out, now;
 
-		cr_assert_eq(control_set_state(s, states[i], "by hand",
-					       "slicectl", &set, &e), 0, "%s",
-			     e.msg);
+		set = set_state_ok(s, states[i], "by hand", "slicectl");
 		cr_expect_str_eq(set.state, states[i]);
-		cr_assert_eq(control_bump(s, &c, 100, "crash", "w", -1, &out,
-					  &e), 0, "%s", e.msg);
+		out = bump_ok(s, &c, 100, "crash", "w", -1);
 		cr_expect_str_eq(out.state, states[i]);
 		cr_expect_eq(out.generation, c.generation);
 		cr_expect_eq(out.object_generation, set.object_generation);
@@ -783,8 +819,7 @@ Test(control, runs_not_running_are_not_bumped)
 		cr_expect_eq(now.object_generation, set.object_generation);
 		cr_expect_str_eq(now.reason, "by hand");
 		/* Back to running for the next state. */
-		cr_assert_eq(control_set_state(s, "running", "resumed",
-					       "slicectl", &set, &e), 0);
+		set = set_state_ok(s, "running", "resumed", "slicectl");
 	}
 	store_close(s);
 }
@@ -795,8 +830,7 @@ Test(control, set_state)
 	struct control c = load_ok(s), out, now;
 	struct err e;
 
-	cr_assert_eq(control_set_state(s, "stopping", "slicectl stop",
-				       "slicectl", &out, &e), 0, "%s", e.msg);
+	out = set_state_ok(s, "stopping", "slicectl stop", "slicectl");
 	cr_expect_str_eq(out.state, "stopping");
 	cr_expect_str_eq(out.reason, "slicectl stop");
 	cr_expect_str_eq(out.updated_by, "slicectl");
@@ -806,8 +840,7 @@ Test(control, set_state)
 	cr_expect_str_eq(now.state, "stopping");
 	cr_expect_eq(now.object_generation, out.object_generation);
 
-	cr_assert_eq(control_set_state(s, "done", NULL, NULL, &out, &e), 0,
-		     "%s", e.msg);
+	out = set_state_ok(s, "done", NULL, NULL);
 	cr_expect_str_eq(out.state, "done");
 	cr_expect_str_eq(out.reason, "");
 	cr_expect_str_eq(out.updated_by, "");
@@ -820,23 +853,30 @@ Test(control, set_state)
 	store_close(s);
 }
 
+/* A trainer's checkpoint directory: dir/weights holding text. */
+static void make_source(const char *dir, const char *text)
+{
+	char file[800];
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/weights", dir);
+	cr_assert_eq(mkdir(dir, 0755), 0, "mkdir %s", dir);
+	f = fopen(file, "w");
+	cr_assert(f && fputs(text, f) >= 0 && !fclose(f), "write %s", file);
+}
+
 /* A committed step made the way workers make them. */
 static void save_step(struct store *s, uint64_t step, unsigned expected)
 {
 	struct ckpt_save_options o;
 	struct ckpt_save_result r;
-	char dir[700], file[800];
+	char dir[700], text[64];
 	struct err e;
-	FILE *f;
 
 	snprintf(dir, sizeof(dir), "%s/src-%llu", root,
 		 (unsigned long long)step);
-	mkdir(dir, 0755);
-	snprintf(file, sizeof(file), "%s/weights", dir);
-	f = fopen(file, "w");
-	cr_assert(f);
-	fprintf(f, "step %llu\n", (unsigned long long)step);
-	fclose(f);
+	snprintf(text, sizeof(text), "step %llu\n", (unsigned long long)step);
+	make_source(dir, text);
 	ckpt_save_options_init(&o);
 	o.pack.threads = 1;
 	o.parts_expected = expected;
@@ -848,27 +888,22 @@ Test(control, restore_step_is_zero_when_nothing_is_committed)
 {
 	struct store *s = open_store();
 	struct control c = load_ok(s), now;
-	int64_t step = -7;
-	struct err e;
 
 	save_step(s, 5, 2); /* a part, never committed */
-	cr_assert_eq(control_restore_step(s, 1, &step, &e), 0, "%s", e.msg);
-	cr_expect_eq(step, 0);
+	cr_expect_eq(restore_ok(s, 1), 0);
 	now = load_ok(s);
 	cr_expect_eq(now.restore_step, 0);
 	cr_expect_eq(now.generation, c.generation);
 	/* Chosen once: a step committed later does not change it. */
 	save_step(s, 9, 1);
-	cr_assert_eq(control_restore_step(s, 1, &step, &e), 0, "%s", e.msg);
-	cr_expect_eq(step, 0);
+	cr_expect_eq(restore_ok(s, 1), 0);
 	store_close(s);
 }
 
 Test(control, restore_step_is_the_newest_committed_sound_step)
 {
 	struct store *s = open_store();
-	struct control c = load_ok(s), now, out;
-	int64_t step = -7;
+	struct control c = load_ok(s), now;
 	struct err e;
 
 	save_step(s, 3, 1);
@@ -878,33 +913,29 @@ Test(control, restore_step_is_the_newest_committed_sound_step)
 	cr_assert_eq(store_put(s, "checkpoints/step-0000000008/COMMIT",
 			       "{garbage", 8, STORE_CREATE_ONLY, NULL, &e), 0,
 		     "%s", e.msg);
-	cr_assert_eq(control_restore_step(s, 1, &step, &e), 0, "%s", e.msg);
-	cr_expect_eq(step, 7);
+	cr_expect_eq(restore_ok(s, 1), 7);
 	now = load_ok(s);
 	cr_expect_eq(now.restore_step, 7);
 	cr_expect_str_eq(now.state, c.state);
 	cr_expect_str_eq(now.reason, c.reason);
 
 	save_step(s, 12, 1);
-	cr_assert_eq(control_restore_step(s, 1, &step, &e), 0, "%s", e.msg);
-	cr_expect_eq(step, 7, "chosen once per generation");
+	cr_expect_eq(restore_ok(s, 1), 7, "chosen once per generation");
 
 	/* The next generation chooses again. */
-	cr_assert_eq(control_bump(s, &now, 100, "crash", "w", -1, &out, &e),
-		     0);
-	cr_assert_eq(control_restore_step(s, 2, &step, &e), 0, "%s", e.msg);
-	cr_expect_eq(step, 12);
+	bump_ok(s, &now, 100, "crash", "w", -1);
+	cr_expect_eq(restore_ok(s, 2), 12);
 	store_close(s);
 }
 
 Test(control, restore_step_of_a_generation_that_moved)
 {
 	struct store *s = open_store();
-	struct control c = load_ok(s), out, before;
+	struct control c = load_ok(s), before;
 	int64_t step = -7;
 	struct err e;
 
-	cr_assert_eq(control_bump(s, &c, 100, "crash", "w", -1, &out, &e), 0);
+	bump_ok(s, &c, 100, "crash", "w", -1);
 	before = load_ok(s);
 	cr_expect_eq(control_restore_step(s, 1, &step, &e),
 		     CLOUD_EPRECONDITION);
@@ -917,56 +948,28 @@ Test(control, restore_step_of_a_generation_that_moved)
 	store_close(s);
 }
 
-struct restore_arg {
-	pthread_barrier_t *bar;
-	int64_t step;
-	int rc;
-	char msg[1024];
-};
-
-static void *restore_thread(void *p)
+static int restore_gen_1(struct store *s, struct racer *a, struct err *e)
 {
-	struct restore_arg *a = p;
-	struct store *s = NULL;
-	struct err e;
-
-	a->rc = store_open(&s, url, &e);
-	pthread_barrier_wait(a->bar);
-	if (!a->rc)
-		a->rc = control_restore_step(s, 1, &a->step, &e);
-	snprintf(a->msg, sizeof(a->msg), "%s", e.msg);
-	store_close(s);
-	return NULL;
+	return control_restore_step(s, 1, &a->step, e);
 }
 
-static void *commit_thread(void *p)
+static int commit_late(struct store *s, struct racer *a, struct err *e)
 {
-	struct restore_arg *a = p;
-	struct store *s = NULL;
 	struct ckpt_save_options o;
-	struct err e;
 	char dir[700];
 
+	(void)a;
 	snprintf(dir, sizeof(dir), "%s/src-late", root);
-	a->rc = store_open(&s, url, &e);
-	pthread_barrier_wait(a->bar);
-	if (!a->rc) {
-		ckpt_save_options_init(&o);
-		o.pack.threads = 1;
-		a->rc = ckpt_save(s, dir, 11, &o, NULL, &e);
-	}
-	snprintf(a->msg, sizeof(a->msg), "%s", e.msg);
-	store_close(s);
-	return NULL;
+	ckpt_save_options_init(&o);
+	o.pack.threads = 1;
+	return ckpt_save(s, dir, 11, &o, NULL, e);
 }
 
 Test(control, racing_callers_restore_the_same_step)
 {
 	enum { N = 8 };
 	struct store *s = open_store();
-	struct restore_arg args[N + 1];
-	pthread_t th[N + 1];
-	pthread_barrier_t bar;
+	struct racer args[N + 1];
 	struct control now;
 	char dir[700];
 
@@ -975,30 +978,13 @@ Test(control, racing_callers_restore_the_same_step)
 	/* Step 11 is committed while they choose: whichever they get, they
 	 * all get the same. */
 	snprintf(dir, sizeof(dir), "%s/src-late", root);
-	cr_assert_eq(mkdir(dir, 0755), 0);
-	{
-		char file[800];
-		FILE *f;
-
-		snprintf(file, sizeof(file), "%s/weights", dir);
-		f = fopen(file, "w");
-		cr_assert(f);
-		fputs("late\n", f);
-		fclose(f);
-	}
-	cr_assert_eq(pthread_barrier_init(&bar, NULL, N + 1), 0);
+	make_source(dir, "late\n");
 	memset(args, 0, sizeof(args));
 	for (int i = 0; i <= N; i++) {
-		args[i].bar = &bar;
+		args[i].act = i < N ? restore_gen_1 : commit_late;
 		args[i].step = -7;
-		cr_assert_eq(pthread_create(&th[i], NULL,
-					    i < N ? restore_thread :
-						    commit_thread,
-					    &args[i]), 0);
 	}
-	for (int i = 0; i <= N; i++)
-		pthread_join(th[i], NULL);
-	pthread_barrier_destroy(&bar);
+	race_all(args, N + 1);
 	cr_expect_eq(args[N].rc, 0, "commit: %s", args[N].msg);
 	now = load_ok(s);
 	cr_expect(now.restore_step == 7 || now.restore_step == 11, "%lld",
@@ -1012,13 +998,29 @@ Test(control, racing_callers_restore_the_same_step)
 	store_close(s);
 }
 
-static void put_control(struct store *s, const char *text)
+static void put_raw(struct store *s, const char *name, const char *text)
 {
 	struct err e;
 
-	cr_assert_eq(store_put(s, RUN_CONTROL, text, strlen(text),
+	cr_assert_eq(store_put(s, name, text, strlen(text),
 			       STORE_ANY_GENERATION, NULL, &e), 0, "%s",
 		     e.msg);
+}
+
+/* Bump, set_state and restore_step all fail with code, naming
+ * control.json. */
+static void changes_fail(struct store *s, int code)
+{
+	struct control c, out;
+	int64_t step;
+	struct err e;
+
+	memset(&c, 0, sizeof(c));
+	c.generation = 1;
+	cr_expect_eq(control_bump(s, &c, 100, "x", "y", -1, &out, &e), code);
+	cr_expect_eq(control_set_state(s, "done", "x", "y", &out, &e), code);
+	cr_expect_eq(control_restore_step(s, 1, &step, &e), code);
+	cr_expect(strstr(e.msg, "control.json"), "%s", e.msg);
 }
 
 Test(control, malformed_control_is_corrupt)
@@ -1045,25 +1047,18 @@ Test(control, malformed_control_is_corrupt)
 		"\"state\": \"running\"}",
 	};
 	struct store *s = open_store();
-	struct control c, out;
-	int64_t step;
+	struct control c;
 	struct err e;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-		put_control(s, bad[i]);
+		put_raw(s, RUN_CONTROL, bad[i]);
 		cr_expect_eq(control_load(s, &c, &e), CLOUD_ECORRUPT,
 			     "\"%s\" loaded", bad[i]);
 		cr_expect(strstr(e.msg, "control.json"), "%s", e.msg);
 		cr_expect(strstr(e.msg, "file://"), "%s", e.msg);
 	}
 	/* Every function says so, none repairs it. */
-	memset(&c, 0, sizeof(c));
-	c.generation = 1;
-	cr_expect_eq(control_bump(s, &c, 100, "x", "y", -1, &out, &e),
-		     CLOUD_ECORRUPT);
-	cr_expect_eq(control_set_state(s, "done", "x", "y", &out, &e),
-		     CLOUD_ECORRUPT);
-	cr_expect_eq(control_restore_step(s, 1, &step, &e), CLOUD_ECORRUPT);
+	changes_fail(s, CLOUD_ECORRUPT);
 	{
 		char *data;
 		size_t len;
@@ -1084,7 +1079,7 @@ Test(control, malformed_control_is_corrupt)
 		memset(big, ' ', n);
 		memcpy(big, head, strlen(head));
 		big[n] = '\0';
-		put_control(s, big);
+		put_raw(s, RUN_CONTROL, big);
 		free(big);
 		cr_expect_eq(control_load(s, &c, &e), CLOUD_ECORRUPT, "%s",
 			     e.msg);
@@ -1092,7 +1087,7 @@ Test(control, malformed_control_is_corrupt)
 	}
 
 	/* Minimal but sound: the optional fields default. */
-	put_control(s, "{\"generation\": 4, \"state\": \"stopping\", "
+	put_raw(s, RUN_CONTROL, "{\"generation\": 4, \"state\": \"stopping\", "
 		    "\"extra\": true}");
 	cr_assert_eq(control_load(s, &c, &e), 0, "%s", e.msg);
 	cr_expect_eq(c.generation, 4);
@@ -1105,18 +1100,10 @@ Test(control, malformed_control_is_corrupt)
 Test(control, missing_control_is_not_found_except_for_load)
 {
 	struct store *s = open_store();
-	struct control c, out;
-	int64_t step;
+	struct control c;
 	struct err e;
 
-	memset(&c, 0, sizeof(c));
-	c.generation = 1;
-	cr_expect_eq(control_bump(s, &c, 100, "x", "y", -1, &out, &e),
-		     CLOUD_ENOTFOUND);
-	cr_expect_eq(control_set_state(s, "done", "x", "y", &out, &e),
-		     CLOUD_ENOTFOUND);
-	cr_expect_eq(control_restore_step(s, 1, &step, &e), CLOUD_ENOTFOUND);
-	cr_expect(strstr(e.msg, "control.json"), "%s", e.msg);
+	changes_fail(s, CLOUD_ENOTFOUND);
 	cr_expect_eq(control_load(s, &c, &e), 0, "%s", e.msg);
 	store_close(s);
 }
@@ -1145,6 +1132,15 @@ static void put_ok(struct store *s, struct worker_status *st)
 	cr_assert_eq(status_put(s, st, &e), 0, "%s", e.msg);
 }
 
+static struct worker_status *list_ok(struct store *s, size_t *n)
+{
+	struct worker_status *v;
+	struct err e;
+
+	cr_assert_eq(status_list(s, &v, n, &e), 0, "%s", e.msg);
+	return v;
+}
+
 Test(status, put_and_list)
 {
 	struct store *s = open_store();
@@ -1154,7 +1150,6 @@ Test(status, put_and_list)
 	struct worker_status d = make_status(10, 2, "finished", 3);
 	struct worker_status *v;
 	size_t n;
-	struct err e;
 	json_t *root;
 
 	a.step = 1200;
@@ -1190,7 +1185,7 @@ Test(status, put_and_list)
 			 a.message);
 	json_decref(root);
 
-	cr_assert_eq(status_list(s, &v, &n, &e), 0, "%s", e.msg);
+	v = list_ok(s, &n);
 	cr_assert_eq(n, 4);
 	/* Name order. */
 	cr_expect(v[0].slice == 0 && v[0].worker == 0);
@@ -1213,7 +1208,7 @@ Test(status, put_and_list)
 	/* A new heartbeat replaces the old one. */
 	a = make_status(0, 1, "finished", 3);
 	put_ok(s, &a);
-	cr_assert_eq(status_list(s, &v, &n, &e), 0, "%s", e.msg);
+	v = list_ok(s, &n);
 	cr_assert_eq(n, 4);
 	cr_expect_str_eq(v[1].state, "finished");
 	cr_expect_eq(v[1].step, -1);
@@ -1226,9 +1221,8 @@ Test(status, empty_listing)
 	struct store *s = open_store();
 	struct worker_status *v = NULL;
 	size_t n = 99;
-	struct err e;
 
-	cr_assert_eq(status_list(s, &v, &n, &e), 0, "%s", e.msg);
+	v = list_ok(s, &n);
 	cr_expect_eq(n, 0);
 	cr_expect_not_null(v);
 	free(v);
@@ -1248,7 +1242,7 @@ Test(status, put_refuses_bad_values)
 	st = make_status(0, 0, "running", 1);
 	st.step = -2;
 	cr_expect_eq(status_put(s, &st, &e), CLOUD_EINVAL);
-	cr_assert_eq(status_list(s, &v, &n, &e), 0);
+	v = list_ok(s, &n);
 	cr_expect_eq(n, 0);
 	free(v);
 	store_close(s);
@@ -1279,22 +1273,12 @@ Test(status, all_finished)
 	cr_expect(status_all_finished(v, 4, 3, 2));
 }
 
-static void put_raw(struct store *s, const char *name, const char *text)
-{
-	struct err e;
-
-	cr_assert_eq(store_put(s, name, text, strlen(text),
-			       STORE_ANY_GENERATION, NULL, &e), 0, "%s",
-		     e.msg);
-}
-
 Test(status, malformed_objects_are_skipped)
 {
 	struct store *s = open_store();
 	struct worker_status good = make_status(0, 3, "running", 1);
 	struct worker_status *v;
 	size_t n;
-	struct err e;
 
 	put_ok(s, &good);
 	put_raw(s, "status/slice-0-worker-0.json", "{not json");
@@ -1323,7 +1307,7 @@ Test(status, malformed_objects_are_skipped)
 		"{\"slice\": 2, \"worker\": 0, \"state\": \"draining\", "
 		"\"generation\": 1}");
 
-	cr_assert_eq(status_list(s, &v, &n, &e), 0, "%s", e.msg);
+	v = list_ok(s, &n);
 	cr_assert_eq(n, 2);
 	cr_expect(v[0].slice == 0 && v[0].worker == 3);
 	cr_expect_str_eq(v[0].state, "running");

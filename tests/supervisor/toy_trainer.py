@@ -14,6 +14,12 @@ Faults, for tests, each "PROCESS:STEP:GENERATION" (any field may be *):
 TOY_EVENTS names a file where every process appends one line per event
 ("start", "restored", "ckpt", "final", "crash", "hang", "done"), so
 tests can see what happened across restarts.
+
+TOY_SYNC_DIR makes the processes step together, as a real multi-host
+trainer does through its collectives: before each step every process
+waits for all the others (marker files in that directory). A process
+told to stop while it waits saves the step it completed, so all of them
+save the same final step.
 """
 
 import json
@@ -70,6 +76,25 @@ def on_term(signum, frame):
     stopping = True
 
 
+def barrier(step):
+    """Waits for every process to reach step; False if told to stop."""
+    d = env.get("TOY_SYNC_DIR")
+    if not d:
+        return True
+    n = int(env["SLICE_NUM_PROCESSES"])
+    mine = os.path.join(d, "g%d-s%d-p%d" % (gen, step, pid))
+    with open(mine, "w"):
+        pass
+    while True:
+        if stopping:
+            return False
+        here = sum(os.path.exists(os.path.join(d, "g%d-s%d-p%d" % (gen, step, p)))
+                   for p in range(n))
+        if here == n:
+            return True
+        time.sleep(0.005)
+
+
 signal.signal(signal.SIGTERM, on_term)
 restore = env.get("SLICE_RESTORE_DIR")
 if restore:
@@ -80,7 +105,7 @@ if restore:
               % (state["step"], env["SLICE_RESTORE_STEP"]), flush=True)
         sys.exit(4)
     event("restored")
-event("start")
+event("start", coordinator=env.get("MEGASCALE_COORDINATOR_ADDRESS"))
 print("process %d generation %d starts at step %d"
       % (pid, gen, state["step"]), flush=True)
 while state["step"] < total:
@@ -97,6 +122,8 @@ while state["step"] < total:
         event("hang")
         while True:
             time.sleep(3600)
+    if not barrier(state["step"] + 1):
+        continue
     time.sleep(step_s)
     state["step"] += 1
     state["params"] = (state["params"] * 31 + state["step"]) % 1000003

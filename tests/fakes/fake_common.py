@@ -1,0 +1,175 @@
+"""What the metadata server fake (metadata_fake.py) and the TPU API fake
+(tpu_fake.py) share: one rule language for injected faults, a request
+handler that logs each request and applies the first rule it matches,
+and serving until SIGTERM once the ports are published. Both promise the
+same fault semantics to their tests, so the code that keeps that
+promise is written once.
+
+Built on gcs_fake.py, next to it, for the server class, the rule
+matching and the connection reset; Python standard library otherwise.
+"""
+
+import http.server
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import urllib.parse
+
+import gcs_fake
+
+
+class Fault:
+	"""{"method", "path" (regex on path?query), "count" (< 0: always),
+	and "status" (+ "message", "retry_after"), "reset": true or "stall":
+	seconds; "processed": true acts once the answer is ready}. A fake
+	adds its own keys to KEYS, and its checks of the actions after
+	__init__: which combinations it refuses differs between the fakes."""
+
+	KEYS = ("method", "path", "count", "status", "message", "retry_after",
+		"reset", "stall", "processed")
+
+	def __init__(self, rule):
+		if not isinstance(rule, dict):
+			raise ValueError("a fault rule is a JSON object")
+		for k in rule:
+			if k not in self.KEYS:
+				raise ValueError("unknown key %r; keys are %s" %
+						 (k, ", ".join(self.KEYS)))
+		self.rule = dict(rule)
+		self.parse_scope(rule)
+		# "count" is what gcs_fake.py calls "times"; matches() is its.
+		self.times = int(rule.get("count", 1))
+		self.status = int(rule["status"]) if "status" in rule else None
+		self.reset = bool(rule.get("reset", False))
+		self.stall = float(rule.get("stall", 0))
+		self.processed = bool(rule.get("processed", False))
+		self.retry_after = rule.get("retry_after")
+
+	def parse_scope(self, rule):
+		"""The requests the rule is for; a fake that serves more than
+		one view narrows it further."""
+		self.method = rule.get("method")
+		self.path = re.compile(rule.get("path", ""))
+
+	def matches(self, handler):
+		return gcs_fake.Fault.matches(self, handler.command, handler.path)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+	"""One connection: control requests under /_fake/ go to control(),
+	the others to api_request(); every do_VERB is dispatch (set below
+	the class). The fake's store (self.server.store) has a lock, a list
+	of faults and a list of requests."""
+	protocol_version = "HTTP/1.1"
+	# Small answers on kept-alive connections: no Nagle delay; and a
+	# client that vanished must not pin a thread for long.
+	disable_nagle_algorithm, timeout = True, 300
+
+	@property
+	def store(self):
+		return self.server.store
+
+	def dispatch(self):
+		split = urllib.parse.urlsplit(self.path)
+		self.raw_path = split.path
+		self.raw_query = split.query
+		self.query = dict(urllib.parse.parse_qsl(split.query,
+							 keep_blank_values=True))
+		self.log_entry = None
+		try:
+			self.body = self.read_body()
+			if self.raw_path.startswith("/_fake/"):
+				self.control()
+			else:
+				self.api_request()
+		except gcs_fake._Dropped:
+			pass
+		except (BrokenPipeError, ConnectionResetError):
+			self.close_connection = True
+
+	def read_body(self):
+		if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+			data = bytearray()
+			while True:
+				size = int(self.rfile.readline(65537).split(
+					b";")[0].strip() or b"0", 16)
+				if size == 0:
+					while self.rfile.readline(65537) not in (
+							b"\r\n", b"\n", b""):
+						pass
+					return bytes(data)
+				data += self.rfile.read(size)
+				self.rfile.readline(65537)
+		n = int(self.headers.get("Content-Length") or 0)
+		return self.rfile.read(n) if n else b""
+
+	def reset_connection(self):
+		if self.log_entry is not None:
+			self.log_entry["status"] = "reset"
+		gcs_fake.Handler.reset_connection(self)
+
+	def with_faults(self, entry, answer):
+		"""Logs entry, takes the first fault rule that matches this
+		request and answers answer(), acting on the rule before it or,
+		for a "processed" rule, after it."""
+		st = self.store
+		fault = None
+		with st.lock:
+			st.requests.append(entry)
+			for f in st.faults:
+				if f.matches(self):
+					if f.times > 0:
+						f.times -= 1
+					fault = f
+					entry["fault"] = f.rule
+					break
+		self.log_entry = entry
+		if fault and not fault.processed:
+			self.act(fault)
+		result = answer()
+		if fault and fault.processed:
+			self.act(fault)
+		return result
+
+	def act(self, fault):
+		"""Applies a fault: stall, then drop the connection or answer
+		the injected error (send_fault)."""
+		if fault.stall:
+			time.sleep(fault.stall)
+		if fault.reset:
+			self.reset_connection()
+		if fault.status is not None:
+			self.send_fault(fault)
+			raise gcs_fake._Dropped()
+
+
+for _verb in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
+	setattr(Handler, "do_" + _verb, Handler.dispatch)
+
+
+def serve(servers, port_file, banner=None):
+	"""Serves every server until SIGTERM or SIGINT. Their ports, one a
+	line in the order of servers, are written to port_file by rename,
+	so a reader never sees half of it; banner, if any, then goes to
+	stderr."""
+	def stop(signum, frame):
+		# Handler threads may be held or stalled on purpose: do not
+		# wait for them, nor for anything else.
+		sys.stderr.flush()
+		os._exit(0)
+	for sig in (signal.SIGTERM, signal.SIGINT):
+		signal.signal(sig, stop)
+	for srv in servers:
+		threading.Thread(target=srv.serve_forever, args=(0.2,),
+				 daemon=True).start()
+	with open(port_file + ".tmp", "w") as f:
+		f.write("".join("%d\n" % srv.server_address[1]
+				for srv in servers))
+	os.replace(port_file + ".tmp", port_file)
+	if banner:
+		sys.stderr.write(banner)
+	while True:
+		signal.pause()

@@ -1,0 +1,718 @@
+/*
+ * slice-supervisor end to end: real supervisor processes, one per worker,
+ * running tests/supervisor/toy_trainer.py against a file:// (or, for the
+ * outage, the GCS fake's gs://) run, with tests/fakes/metadata_fake.py as
+ * each worker's metadata server. Every path of DESIGN.md's group restarts
+ * and signals: completion, a crash, a hang, the restart budget, preemption
+ * through the metadata server and through SIGTERM, a reset, a supervisor
+ * killed outright, and a storage outage.
+ */
+#include "tests/cloud/fake_gcs.h"
+#include "tests/cloud/fake_metadata.h"
+#include "tests/cloud/fake_tpu.h"
+#include "tests/harness/harness.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAXW 4
+#define GRACE_S 5
+
+struct world {
+	char dir[HARNESS_PATH];
+	char run_dir[HARNESS_PATH + 16];
+	char run_url[HARNESS_PATH + 64];
+	char events[HARNESS_PATH + 16];
+	char sync_dir[HARNESS_PATH + 16];
+	struct fake_metadata md;
+	bool md_up;
+	struct fake_gcs gcs;
+	bool gcs_up;
+	struct fake_tpu tpu;
+	bool tpu_up;
+	unsigned n;
+	pid_t sup[MAXW];
+	int status[MAXW];
+	bool by_metadata; /* identity from the metadata server */
+};
+
+static struct world w;
+
+static void down(void)
+{
+	for (unsigned i = 0; i < w.n; i++)
+		if (w.sup[i] > 0)
+			kill(w.sup[i], SIGTERM);
+	for (unsigned i = 0; i < w.n; i++) {
+		for (int t = 0; w.sup[i] > 0 && t < 200; t++) {
+			if (waitpid(w.sup[i], &w.status[i], WNOHANG) == w.sup[i])
+				w.sup[i] = 0;
+			else
+				usleep(50000);
+		}
+		if (w.sup[i] > 0) {
+			kill(w.sup[i], SIGKILL);
+			waitpid(w.sup[i], NULL, 0);
+			w.sup[i] = 0;
+		}
+	}
+	/* Trainers left by supervisors the test killed outright. */
+	sh("for f in '%s'/w*/state.json; do [ -f \"$f\" ] || continue; "
+	   "g=$(sed -n 's/.*\"trainer_pgid\":\\([0-9]*\\).*/\\1/p' \"$f\"); "
+	   "[ -n \"$g\" ] && [ \"$g\" -gt 1 ] && kill -9 -\"$g\" 2>/dev/null; "
+	   "done; true", w.dir);
+	if (w.md_up)
+		fake_metadata_stop(&w.md);
+	if (w.gcs_up)
+		fake_gcs_stop(&w.gcs);
+	if (w.tpu_up)
+		fake_tpu_stop(&w.tpu);
+	rm_rf(w.dir);
+	memset(&w, 0, sizeof(w));
+}
+
+TestSuite(sup, .fini = down, .timeout = 300);
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A run of n workers whose job.json has these extra fields and TOY_*
+ * variables (JSON object members, without braces). */
+static void up(unsigned n, const char *fields, const char *toy_env)
+{
+	char job[4096], ports[16], path[HARNESS_PATH + 32];
+	const char *src = getenv("SLICECTL_SRCDIR");
+
+	memset(&w, 0, sizeof(w));
+	w.n = n;
+	cr_assert_eq(make_temp_dir(w.dir, sizeof(w.dir), "sup"), 0);
+	snprintf(w.run_dir, sizeof(w.run_dir), "%s/run", w.dir);
+	snprintf(w.run_url, sizeof(w.run_url), "file://%s", w.run_dir);
+	snprintf(w.events, sizeof(w.events), "%s/events", w.dir);
+	snprintf(w.sync_dir, sizeof(w.sync_dir), "%s/sync", w.dir);
+	cr_assert_eq(sh("mkdir -p '%s' '%s'", w.run_dir, w.sync_dir), 0);
+	snprintf(ports, sizeof(ports), "%u", n);
+	cr_assert_eq(fake_metadata_start(&w.md, (const char *const[]){
+						 "--workers", ports, NULL }),
+		     0);
+	w.md_up = true;
+	snprintf(job, sizeof(job),
+		 "{\"name\": \"toy\", \"command\": \"exec python3 "
+		 "%s/tests/supervisor/toy_trainer.py\", \"num_slices\": 1, "
+		 "\"workers_per_slice\": %u, \"heartbeat_s\": 1, "
+		 "\"grace_s\": %d%s%s, \"env\": {\"TOY_EVENTS\": \"%s\", "
+		 "\"TOY_SYNC_DIR\": \"%s\"%s%s}}",
+		 src ? src : ".", n, GRACE_S, *fields ? ", " : "", fields,
+		 w.events, w.sync_dir, *toy_env ? ", " : "", toy_env);
+	snprintf(path, sizeof(path), "%s/job.json", w.run_dir);
+	write_file(path, job);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/boot%u", w.dir, i);
+		write_file(path, "boot-1\n");
+	}
+}
+
+static void start(unsigned i)
+{
+	char state[HARNESS_PATH + 16], boot[HARNESS_PATH + 32], host[64];
+	char worker[16];
+	const char *bin = getenv("SLICE_SUPERVISOR_BIN");
+	pid_t pid;
+
+	snprintf(state, sizeof(state), "%s/w%u", w.dir, i);
+	snprintf(boot, sizeof(boot), "SLICE_BOOT_ID_FILE=%s/boot%u", w.dir, i);
+	snprintf(host, sizeof(host), "127.0.0.1:%u",
+		 fake_metadata_port(&w.md, (int)i));
+	snprintf(worker, sizeof(worker), "%u", i);
+	cr_assert_not_null(bin, "SLICE_SUPERVISOR_BIN is not set");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char log[HARNESS_PATH + 32];
+		FILE *f;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("GCE_METADATA_HOST", host, 1);
+		putenv(boot);
+		setenv("SLICECTL_HTTP_RETRY_BASE_MS", "50", 1);
+		if (w.tpu_up) {
+			setenv("SLICECTL_TPU_ENDPOINT", w.tpu.base, 1);
+			setenv("SLICECTL_ACCESS_TOKEN", "t", 1);
+		}
+		if (w.gcs_up) {
+			setenv("STORAGE_EMULATOR_HOST", w.gcs.base, 1);
+			setenv("SLICECTL_HTTP_STALL_SECONDS", "5", 1);
+		}
+		snprintf(log, sizeof(log), "%s/sup%u.log", w.dir, i);
+		f = freopen(log, "a", stderr);
+		(void)f;
+		if (w.by_metadata)
+			execl(bin, bin, "run", "--job", w.run_url, "--state-dir",
+			      state, "--control-poll", "0.2", (char *)NULL);
+		else
+			execl(bin, bin, "run", "--job", w.run_url, "--state-dir",
+			      state, "--control-poll", "0.2", "--slice", "0",
+			      "--worker", worker, (char *)NULL);
+		_exit(127);
+	}
+	w.sup[i] = pid;
+}
+
+static void start_all(void)
+{
+	for (unsigned i = 0; i < w.n; i++)
+		start(i);
+}
+
+/* Waits for supervisor i to exit; returns its exit status (or -1 when it
+ * is still running after timeout_s). */
+static int wait_sup(unsigned i, unsigned timeout_s)
+{
+	for (unsigned t = 0; t < timeout_s * 20; t++) {
+		if (waitpid(w.sup[i], &w.status[i], WNOHANG) == w.sup[i]) {
+			w.sup[i] = 0;
+			return WIFEXITED(w.status[i]) ? WEXITSTATUS(w.status[i])
+						      : 128 + WTERMSIG(w.status[i]);
+		}
+		usleep(50000);
+	}
+	return -1;
+}
+
+static char *sup_log(unsigned i)
+{
+	char path[HARNESS_PATH + 32];
+	char *text;
+
+	snprintf(path, sizeof(path), "%s/sup%u.log", w.dir, i);
+	text = read_file(path, NULL);
+	return text ? text : strdup("");
+}
+
+static void all_exit_0(unsigned timeout_s)
+{
+	for (unsigned i = 0; i < w.n; i++) {
+		int st = wait_sup(i, timeout_s);
+		char *log = sup_log(i);
+
+		cr_assert_eq(st, 0, "supervisor %u: %d\n%s", i, st, log);
+		free(log);
+	}
+}
+
+static json_t *control(void)
+{
+	char path[HARNESS_PATH + 32];
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/control.json", w.run_dir);
+	j = json_load_file(path, 0, NULL);
+	cr_assert_not_null(j, "no control.json");
+	return j;
+}
+
+static void assert_control(long long generation, const char *state,
+			   const char *reason_has)
+{
+	json_t *c = control();
+	const char *st = json_string_value(json_object_get(c, "state"));
+	const char *reason = json_string_value(json_object_get(c, "reason"));
+
+	cr_assert_eq(json_integer_value(json_object_get(c, "generation")),
+		     generation, "%s", json_dumps(c, 0));
+	cr_assert_str_eq(st, state, "%s", json_dumps(c, 0));
+	if (reason_has)
+		cr_assert(reason && strstr(reason, reason_has), "%s",
+			  json_dumps(c, 0));
+	json_decref(c);
+}
+
+/* Events of the toy trainer matching (process or -1, generation or -1,
+ * event); *last_step gets the step of the last one. */
+static unsigned events(int process, long long generation, const char *what,
+		       long long *last_step)
+{
+	FILE *f = fopen(w.events, "r");
+	char line[1024];
+	unsigned n = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		json_t *j = json_loads(line, 0, NULL);
+
+		if (!j)
+			continue;
+		if ((process < 0 ||
+		     json_integer_value(json_object_get(j, "process")) ==
+			     process) &&
+		    (generation < 0 ||
+		     json_integer_value(json_object_get(j, "generation")) ==
+			     generation) &&
+		    !strcmp(json_string_value(json_object_get(j, "event")),
+			    what)) {
+			n++;
+			if (last_step)
+				*last_step = json_integer_value(
+					json_object_get(j, "step"));
+		}
+		json_decref(j);
+	}
+	fclose(f);
+	return n;
+}
+
+static bool committed(long long step)
+{
+	char path[HARNESS_PATH + 64];
+
+	snprintf(path, sizeof(path), "%s/checkpoints/step-%010lld/COMMIT",
+		 w.run_dir, step);
+	return access(path, F_OK) == 0;
+}
+
+/* The newest committed step, 0 when none. */
+static long long newest_committed(void)
+{
+	char path[HARNESS_PATH + 32];
+	DIR *d;
+	struct dirent *de;
+	long long best = 0;
+
+	snprintf(path, sizeof(path), "%s/checkpoints", w.run_dir);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		long long s;
+
+		if (sscanf(de->d_name, "step-%lld", &s) == 1 && committed(s) &&
+		    s > best)
+			best = s;
+	}
+	closedir(d);
+	return best;
+}
+
+static void wait_committed(long long at_least, unsigned timeout_s)
+{
+	for (unsigned t = 0; t < timeout_s * 20; t++) {
+		if (newest_committed() >= at_least)
+			return;
+		usleep(50000);
+	}
+	cr_assert_fail("no step >= %lld committed in %u s (newest %lld)",
+		       at_least, timeout_s, newest_committed());
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(sup, a_run_goes_to_the_end)
+{
+	up(2, "", "\"TOY_TOTAL\": \"20\"");
+	start_all();
+	all_exit_0(60);
+	assert_control(1, "done", "every worker finished");
+	cr_assert(committed(20), "the last step is committed");
+	cr_assert_eq(events(-1, 1, "done", NULL), 2);
+	{
+		char path[HARNESS_PATH + 64];
+		char *log;
+
+		snprintf(path, sizeof(path),
+			 "%s/logs/slice-0-worker-1/gen-1.log", w.run_dir);
+		log = read_file(path, NULL);
+		cr_assert_not_null(log, "the trainer's log was not uploaded");
+		cr_assert(strstr(log, "done at step 20"), "%s", log);
+		free(log);
+		snprintf(path, sizeof(path), "%s/status/slice-0-worker-0.json",
+			 w.run_dir);
+		log = read_file(path, NULL);
+		cr_assert_not_null(log, "no heartbeat");
+		cr_assert(strstr(log, "\"finished\""), "%s", log);
+		free(log);
+	}
+}
+
+Test(sup, a_crash_restarts_every_worker_from_the_last_committed_step)
+{
+	long long restored = -1;
+
+	up(2, "", "\"TOY_TOTAL\": \"25\", \"TOY_CRASH_AT\": \"1:12:1\"");
+	start_all();
+	all_exit_0(90);
+	assert_control(2, "done", NULL);
+	cr_assert_eq(events(1, 1, "crash", NULL), 1);
+	/* Both restarted at generation 2 from step 10. */
+	cr_assert_eq(events(0, 2, "restored", &restored), 1);
+	cr_assert_eq(restored, 10);
+	cr_assert_eq(events(1, 2, "restored", &restored), 1);
+	cr_assert_eq(restored, 10);
+	cr_assert_eq(events(-1, 2, "done", NULL), 2);
+}
+
+Test(sup, a_hang_is_ended_and_the_group_restarts)
+{
+	long long restored = -1;
+
+	up(2, "\"hang_timeout_s\": 2",
+	   "\"TOY_TOTAL\": \"15\", \"TOY_HANG_AT\": \"0:7:1\"");
+	start_all();
+	all_exit_0(90);
+	assert_control(2, "done", NULL);
+	cr_assert_eq(events(0, 1, "hang", NULL), 1);
+	cr_assert_eq(events(1, 2, "restored", &restored), 1);
+	cr_assert_eq(restored, 5);
+	{
+		char *log = sup_log(0);
+
+		cr_assert(strstr(log, "hung"), "%s", log);
+		free(log);
+	}
+}
+
+Test(sup, the_restart_budget_ends_the_run_as_failed)
+{
+	up(2, "\"max_restarts\": 2",
+	   "\"TOY_TOTAL\": \"50\", \"TOY_CRASH_AT\": \"0:3:*\"");
+	start_all();
+	all_exit_0(90);
+	assert_control(3, "failed", "max_restarts");
+	cr_assert_eq(events(0, -1, "crash", NULL), 3);
+}
+
+/* Both workers preempted at once (a spot slice): each trainer saves the
+ * same final step, it is uploaded and committed, and the supervisors
+ * leave within the grace period. */
+static void preempt_and_check(bool by_sigterm)
+{
+	long long final0 = -1, final1 = -1;
+	double t0, took;
+
+	start_all();
+	wait_committed(10, 60);
+	t0 = now_s();
+	if (by_sigterm) {
+		kill(w.sup[0], SIGTERM);
+		kill(w.sup[1], SIGTERM);
+	} else {
+		cr_assert_eq(fake_metadata_set(&w.md, 0, "instance/preempted",
+					       "TRUE"), 0);
+		cr_assert_eq(fake_metadata_set(&w.md, 1,
+					       "instance/maintenance-event",
+					       "TERMINATE_ON_HOST_MAINTENANCE"),
+			     0);
+	}
+	all_exit_0(GRACE_S + 30);
+	took = now_s() - t0;
+	cr_assert_eq(events(0, 1, "final", &final0), 1);
+	cr_assert_eq(events(1, 1, "final", &final1), 1);
+	cr_assert_eq(final0, final1, "the workers stepped together");
+	cr_assert(committed(final0), "the emergency step %lld is committed",
+		  final0);
+	cr_assert_lt(took, GRACE_S, "took %.1f s, more than the grace", took);
+}
+
+Test(sup, preemption_notice_from_the_metadata_server)
+{
+	char *ev;
+
+	up(2, "", "\"TOY_TOTAL\": \"100000\", \"TOY_STEP_S\": \"0.05\"");
+	/* Identity and MEGASCALE_* from the metadata server, as on a VM. */
+	w.by_metadata = true;
+	cr_assert_eq(fake_metadata_config(&w.md,
+					  "{\"tpu_env\": {"
+					  "\"MEGASCALE_COORDINATOR_ADDRESS\": "
+					  "\"10.9.8.7:8080\"}}"),
+		     0);
+	preempt_and_check(false);
+	ev = read_file(w.events, NULL);
+	cr_assert_not_null(ev);
+	cr_assert_eq(count_substr(ev, "\"coordinator\": \"10.9.8.7:8080\""), 2,
+		     "%s", ev);
+	free(ev);
+	{
+		char *log = sup_log(1);
+
+		cr_assert(strstr(log, "maintenance-event"), "%s", log);
+		free(log);
+	}
+}
+
+Test(sup, sigterm_saves_and_uploads_a_final_step)
+{
+	up(2, "", "\"TOY_TOTAL\": \"100000\", \"TOY_STEP_S\": \"0.05\"");
+	preempt_and_check(true);
+}
+
+/* A reset: one host's supervisor and trainer die with the machine and it
+ * comes back with a new boot id. */
+Test(sup, a_reset_host_restarts_the_group)
+{
+	char path[HARNESS_PATH + 32];
+	long long before, restored = -1;
+
+	up(2, "", "\"TOY_TOTAL\": \"60\", \"TOY_STEP_S\": \"0.05\"");
+	start_all();
+	wait_committed(15, 60);
+	kill(w.sup[1], SIGKILL);
+	waitpid(w.sup[1], NULL, 0);
+	w.sup[1] = 0;
+	cr_assert_eq(sh("g=$(sed -n 's/.*\"trainer_pgid\":\\([0-9]*\\).*/\\1/p' "
+			"'%s/w1/state.json'); kill -9 -\"$g\"", w.dir), 0);
+	snprintf(path, sizeof(path), "%s/boot1", w.dir);
+	write_file(path, "boot-2\n");
+	before = newest_committed();
+	start(1);
+	all_exit_0(120);
+	assert_control(2, "done", NULL);
+	{
+		json_t *c = control();
+
+		json_decref(c);
+	}
+	cr_assert_eq(events(0, 2, "restored", &restored), 1);
+	cr_assert_geq(restored, before, "restored %lld, committed %lld",
+		      restored, before);
+	{
+		char *log = sup_log(1);
+
+		cr_assert(strstr(log, "reset or rebooted"), "%s", log);
+		free(log);
+	}
+}
+
+Test(sup, a_killed_supervisor_ends_its_orphan_and_loses_no_step)
+{
+	char path[HARNESS_PATH + 32];
+	long long before, restored = -1;
+	char *state;
+	int orphan = 0;
+
+	up(2, "", "\"TOY_TOTAL\": \"60\", \"TOY_STEP_S\": \"0.05\"");
+	start_all();
+	wait_committed(15, 60);
+	kill(w.sup[0], SIGKILL);
+	waitpid(w.sup[0], NULL, 0);
+	w.sup[0] = 0;
+	snprintf(path, sizeof(path), "%s/w0/state.json", w.dir);
+	state = read_file(path, NULL);
+	cr_assert_not_null(state);
+	cr_assert(sscanf(strstr(state, "\"trainer_pgid\":") + 15, "%d",
+			 &orphan) == 1 && orphan > 1, "%s", state);
+	free(state);
+	cr_assert_eq(kill(orphan, 0), 0, "the orphan trainer still runs");
+	before = newest_committed();
+	start(0);
+	all_exit_0(120);
+	cr_assert_neq(kill(-orphan, 0), 0, "the orphan's group was ended");
+	assert_control(2, "done", NULL);
+	cr_assert_eq(events(1, 2, "restored", &restored), 1);
+	cr_assert_geq(restored, before);
+	{
+		char *log = sup_log(0);
+
+		cr_assert(strstr(log, "left by an earlier supervisor"), "%s",
+			  log);
+		free(log);
+	}
+}
+
+/* A bucket that answers 503 for a minute: the trainer keeps going (no
+ * restart), steps wait in the spool, and the newest goes out after. */
+Test(sup, a_storage_outage_loses_nothing, .timeout = 400)
+{
+	long long steps_before, steps_after;
+
+	cr_assert_eq(fake_gcs_start(&w.gcs, NULL), 0);
+	w.gcs_up = true;
+	{
+		/* up() resets w: keep the fake across it. */
+		struct fake_gcs g = w.gcs;
+
+		up(2, "", "\"TOY_TOTAL\": \"100000\", \"TOY_STEP_S\": \"0.05\"");
+		w.gcs = g;
+		w.gcs_up = true;
+	}
+	snprintf(w.run_url, sizeof(w.run_url), "gs://bkt/runs/toy");
+	{
+		char cmd[HARNESS_PATH * 2];
+
+		snprintf(cmd, sizeof(cmd),
+			 "curl -sf -X POST --data-binary @'%s/job.json' "
+			 "-H 'Content-Type: application/json' "
+			 "'%s/upload/storage/v1/b/bkt/o?uploadType=media&"
+			 "name=runs/toy/job.json' >/dev/null",
+			 w.run_dir, w.gcs.base);
+		cr_assert_eq(sh("%s", cmd), 0);
+	}
+	start_all();
+	for (int t = 0; t < 600 && !events(-1, 1, "ckpt", NULL); t++)
+		usleep(50000);
+	sleep(2);
+	cr_assert_eq(fake_gcs_faults(&w.gcs, "{\"action\": \"status\", "
+					     "\"status\": 503, \"times\": -1}"),
+		     0);
+	events(0, 1, "ckpt", &steps_before);
+	sleep(60);
+	events(0, 1, "ckpt", &steps_after);
+	cr_assert_gt(steps_after, steps_before + 100,
+		     "the trainer kept going: %lld -> %lld", steps_before,
+		     steps_after);
+	cr_assert_eq(fake_gcs_call(&w.gcs, "DELETE", "/_fake/faults", NULL,
+				   NULL), 200);
+	/* The newest steps go out once it answers again; stop the run
+	 * gracefully and check the final one is committed. */
+	sleep(8);
+	kill(w.sup[0], SIGTERM);
+	kill(w.sup[1], SIGTERM);
+	all_exit_0(GRACE_S + 40);
+	cr_assert_eq(events(-1, 2, "start", NULL), 0, "no group restart");
+	{
+		char *log = sup_log(0);
+
+		cr_assert(strstr(log, "503"), "the outage was not seen:\n%s",
+			  log);
+		free(log);
+	}
+	{
+		long long final = -1;
+		char *out = NULL;
+		char name[128];
+
+		cr_assert_eq(events(0, 1, "final", &final), 1);
+		snprintf(name, sizeof(name),
+			 "/storage/v1/b/bkt/o/runs%%2Ftoy%%2Fcheckpoints%%2F"
+			 "step-%010lld%%2FCOMMIT",
+			 final);
+		cr_assert_eq(fake_gcs_call(&w.gcs, "GET", name, NULL, &out),
+			     200, "step %lld is not committed: %s", final,
+			     out ? out : "");
+		free(out);
+	}
+}
+
+Test(sup, ckpt_commands_are_offered_to_trainers)
+{
+	const char *bin = getenv("SLICE_SUPERVISOR_BIN");
+	struct run_result r;
+
+	up(1, "", "\"TOY_TOTAL\": \"10\"");
+	start_all();
+	all_exit_0(60);
+	cr_assert_eq(run_program(&r, (const char *const[]){
+					 bin, "ckpt", "ls", w.run_url, NULL },
+				 NULL), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "10"), "%s", r.out);
+	run_result_release(&r);
+	cr_assert_eq(run_program(&r, (const char *const[]){
+					 bin, "ckpt", "nope", NULL },
+				 NULL), 0);
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "slice-supervisor ckpt --help"), "%s", r.err);
+	run_result_release(&r);
+}
+
+Test(sup, bad_jobs_and_arguments_are_refused)
+{
+	const char *bin = getenv("SLICE_SUPERVISOR_BIN");
+	char path[HARNESS_PATH + 32];
+	struct run_result r;
+
+	up(1, "", "");
+	cr_assert_eq(run_program(&r, (const char *const[]){ bin, "run", NULL },
+				 NULL), 0);
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "--job"), "%s", r.err);
+	run_result_release(&r);
+	snprintf(path, sizeof(path), "%s/job.json", w.run_dir);
+	write_file(path, "{\"name\": \"toy\", \"command\": \"true\", "
+			 "\"grace_s\": \"soon\"}");
+	cr_assert_eq(run_program(&r, (const char *const[]){
+					 bin, "run", "--job", w.run_url,
+					 "--state-dir", w.dir, "--slice", "0",
+					 "--worker", "0", "--no-metadata",
+					 NULL },
+				 NULL), 0);
+	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert(strstr(r.err, "grace_s"), "%s", r.err);
+	run_result_release(&r);
+}
+
+/* delete_on_finish: when every worker finished, worker 0 deletes the
+ * queued resource through the TPU API. */
+Test(sup, a_finished_run_deletes_its_queued_resource)
+{
+	char path[HARNESS_PATH + 32], *job, *out = NULL;
+	char fields[256];
+	long st;
+
+	up(2, "", "\"TOY_TOTAL\": \"10\"");
+	cr_assert_eq(fake_tpu_start(&w.tpu, (const char *const[]){
+					    "--delay", "0.05", NULL }),
+		     0);
+	w.tpu_up = true;
+	cr_assert_eq(fake_tpu_call(&w.tpu, "POST",
+				   "/v2alpha1/projects/p/locations/z/"
+				   "queuedResources?queuedResourceId=q1&"
+				   "requestId=123e4567-e89b-42d3-a456-426614174000",
+				   "{\"tpu\": {\"nodeSpec\": [{\"parent\": "
+				   "\"projects/p/locations/z\", \"nodeId\": \"q1\", "
+				   "\"node\": {\"acceleratorType\": \"v4-8\", "
+				   "\"runtimeVersion\": \"rt\"}}]}}",
+				   NULL),
+		     200);
+	snprintf(path, sizeof(path), "%s/job.json", w.run_dir);
+	job = read_file(path, NULL);
+	cr_assert_not_null(job);
+	snprintf(fields, sizeof(fields),
+		 ", \"delete_on_finish\": true, \"tpu\": {\"project\": \"p\", "
+		 "\"zone\": \"z\", \"name\": \"q1\"}}");
+	job[strlen(job) - 1] = '\0';
+	{
+		FILE *f = fopen(path, "w");
+
+		cr_assert_not_null(f);
+		fprintf(f, "%s%s", job, fields);
+		fclose(f);
+	}
+	free(job);
+	start_all();
+	all_exit_0(60);
+	assert_control(1, "done", NULL);
+	st = fake_tpu_call(&w.tpu, "GET",
+			   "/v2alpha1/projects/p/locations/z/queuedResources/q1",
+			   NULL, &out);
+	cr_assert(st == 404 || (st == 200 && strstr(out, "DELETING")),
+		  "%ld %s", st, out ? out : "");
+	free(out);
+	{
+		char *log = sup_log(0);
+
+		cr_assert(strstr(log, "queued resource q1 deleted"), "%s", log);
+		free(log);
+	}
+}
