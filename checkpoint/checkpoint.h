@@ -170,6 +170,19 @@ int ckpt_restore(struct store *s, const char *dest,
 		 const struct ckpt_restore_options *o, uint64_t *restored,
 		 struct err *e);
 
+/* Unpacks one tar+zstd object of the store (a run's code bundle, as
+ * pack_tree writes it) into dest with ckpt_restore's safety and
+ * atomicity: streamed without staging, no absolute paths, no "..", no
+ * symlink escapes, into a temporary sibling directory that replaces dest
+ * only once the whole object has arrived and its CRC32C checked. On any
+ * failure dest is as it was. *generation (may be NULL) gets the object's
+ * generation that was unpacked. Returns CLOUD_ENOTFOUND when there is no
+ * such object, CLOUD_ECORRUPT when it is not a tar+zstd stream,
+ * CKPT_EUNSAFE when an entry would land outside dest, CLOUD_ENOSPACE on a
+ * full disk. */
+int ckpt_unpack_object(struct store *s, const char *name, const char *dest,
+		       int64_t *generation, struct err *e);
+
 struct ckpt_prune_options {
 	unsigned keep;          /* newest committed steps kept, at least 1 */
 	unsigned keep_every;    /* also keep steps divisible by this; 0: no */

@@ -9,6 +9,10 @@
  * part has arrived, unpacked and matched COMMIT's size and CRC32C, so any
  * failure leaves dest as it was. The newest committed step is tried
  * first; a missing, corrupt or unsafe part falls back to the one before.
+ *
+ * ckpt_unpack_object uses the same machinery for any one object (a run's
+ * code bundle): the same streaming, the same checks on names, the same
+ * atomic swap; only COMMIT's size and CRC32C are not there to match.
  */
 /* For renameat2 and RENAME_EXCHANGE: dest is swapped, never missing. */
 #define _GNU_SOURCE
@@ -185,6 +189,16 @@ int ckpt_verify(struct store *s, uint64_t step, struct ckpt_verify_result *r,
 
 /* ---- restore ---- */
 
+/* What is unpacked: one object, and when it is a step's part, what
+ * COMMIT says of it. */
+struct unpack_source {
+	const char *name;             /* object name in the store */
+	int64_t generation;           /* pinned; 0: the current one */
+	const struct ckpt_part *part; /* NULL: not a checkpoint part */
+	const char *what;             /* "the part", "the object" */
+	int64_t got_generation;       /* out: the generation unpacked */
+};
+
 struct bridge {
 	struct store *s;
 	const char *name;
@@ -193,6 +207,7 @@ struct bridge {
 	bool reader_gone;
 	uint64_t bytes;
 	uint32_t crc;
+	struct store_object obj;
 	int r;
 	struct err e;
 };
@@ -230,8 +245,8 @@ static void *bridge_main(void *ud)
 	struct bridge *b = ud;
 
 	err_init(&b->e);
-	b->r = store_get(b->s, b->name, b->generation, bridge_sink, b, NULL,
-			 &b->e);
+	b->r = store_get(b->s, b->name, b->generation, bridge_sink, b,
+			 &b->obj, &b->e);
 	/* End of stream for the unpacker. */
 	close(b->fd);
 	b->fd = -1;
@@ -301,6 +316,7 @@ struct unpacker {
 	struct archive_entry *entry;
 	const char *tmpdir;
 	const char *dest;
+	const char *what;   /* "the part", for messages */
 	struct buf path;
 };
 
@@ -316,9 +332,8 @@ static int copy_data(struct unpacker *u, struct err *e)
 			return 0;
 		if (r != ARCHIVE_OK)
 			return err_set(e, CLOUD_ECORRUPT,
-				       "the part is not a valid tar+zstd "
-				       "stream: %s",
-				       archive_error_string(u->a));
+				       "%s is not a valid tar+zstd stream: %s",
+				       u->what, archive_error_string(u->a));
 		if (archive_write_data_block(u->w, block, size, off) !=
 		    ARCHIVE_OK)
 			return disk_error(u->w, u->dest, u->path.data, e);
@@ -391,7 +406,7 @@ static int unpack_all(struct unpacker *u, int fd, struct err *e)
 			       archive_error_string(u->a));
 	if (archive_read_open_fd(u->a, fd, RESTORE_READ_BLOCK) != ARCHIVE_OK)
 		return err_set(e, CLOUD_ECORRUPT,
-			       "the part is not a tar+zstd stream: %s",
+			       "%s is not a tar+zstd stream: %s", u->what,
 			       archive_error_string(u->a));
 	for (;;) {
 		r = archive_read_next_header(u->a, &u->entry);
@@ -401,9 +416,8 @@ static int unpack_all(struct unpacker *u, int fd, struct err *e)
 			log_warn("restoring: %s", archive_error_string(u->a));
 		else if (r != ARCHIVE_OK)
 			return err_set(e, CLOUD_ECORRUPT,
-				       "the part is not a valid tar+zstd "
-				       "stream: %s",
-				       archive_error_string(u->a));
+				       "%s is not a valid tar+zstd stream: %s",
+				       u->what, archive_error_string(u->a));
 		r = unpack_entry(u, e);
 		if (r)
 			return r;
@@ -426,18 +440,18 @@ static void drain(int fd)
 	while (n > 0 || (n < 0 && errno == EINTR));
 }
 
-static int unpack_part(struct store *s, uint64_t step,
-		       const struct ckpt_part *p, const char *tmpdir,
-		       const char *dest, struct err *e)
+/* Streams src's object into tmpdir (dest is named in messages). */
+static int unpack_stream(struct store *s, struct unpack_source *src,
+			 const char *tmpdir, const char *dest, struct err *e)
 {
+	const struct ckpt_part *p = src->part;
+	const char *name = src->name;
 	struct bridge b;
 	struct unpacker u;
-	char name[CKPT_NAME_MAX];
 	pthread_t thread;
 	int sv[2];
 	int r;
 
-	ckpt_object_name(name, sizeof(name), step, p->name);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
 		return err_errno(e, CKPT_EIO, errno, "socketpair");
 	/* Large socket buffers let the download run ahead of the unpacking
@@ -451,7 +465,7 @@ static int unpack_part(struct store *s, uint64_t step,
 	memset(&b, 0, sizeof(b));
 	b.s = s;
 	b.name = name;
-	b.generation = p->generation;
+	b.generation = src->generation;
 	b.fd = sv[1];
 	r = pthread_create(&thread, NULL, bridge_main, &b);
 	if (r) {
@@ -462,6 +476,7 @@ static int unpack_part(struct store *s, uint64_t step,
 	memset(&u, 0, sizeof(u));
 	u.tmpdir = tmpdir;
 	u.dest = dest;
+	u.what = src->what;
 	buf_init(&u.path);
 	r = unpack_all(&u, sv[0], e);
 	if (u.a)
@@ -475,19 +490,24 @@ static int unpack_part(struct store *s, uint64_t step,
 	close(sv[0]);
 	pthread_join(thread, NULL);
 
-	/* The download's own failure explains a broken stream best. */
+	/* The download's own failure explains a broken stream best (and
+	 * names the object already). */
 	if (b.r && !b.reader_gone) {
 		*e = b.e;
 		r = b.r;
-	} else if (!r) {
+	} else if (!r && p) {
 		r = match_commit(s, name, p, b.bytes, b.crc, e);
+	} else if (r == CKPT_EUNSAFE || (r == CLOUD_ECORRUPT && !p)) {
+		/* The unpacker's: say which object. */
+		err_prefix(e, "%s", store_url(s, name));
 	}
-	if (r == CLOUD_ENOTFOUND)
+	if (!r)
+		src->got_generation = b.obj.generation;
+	store_object_release(&b.obj);
+	if (r == CLOUD_ENOTFOUND && p)
 		err_set(e, r, "%s is missing (or was replaced after COMMIT "
 			"named generation %lld)", store_url(s, name),
 			(long long)p->generation);
-	else if (r == CKPT_EUNSAFE)
-		err_prefix(e, "%s", store_url(s, name));
 	return r;
 }
 
@@ -619,8 +639,10 @@ static int swap_in(const char *tmpdir, const char *target, bool exists,
 	return 0;
 }
 
-static int restore_part(struct store *s, const char *dest, uint64_t step,
-			const struct ckpt_part *p, struct err *e)
+/* Unpacks src's object into a fresh sibling of dest, then swaps it into
+ * dest's place; on any failure dest is as it was. */
+static int unpack_into(struct store *s, struct unpack_source *src,
+		       const char *dest, struct err *e)
 {
 	char parent[PATH_MAX], base[NAME_MAX + 1];
 	char tmpdir[PATH_MAX + NAME_MAX + 32], target[PATH_MAX + NAME_MAX + 2];
@@ -647,7 +669,7 @@ static int restore_part(struct store *s, const char *dest, uint64_t step,
 		return err_errno(e, errno == ENOSPC ? CLOUD_ENOSPACE : CKPT_EIO,
 				 errno, "creating a directory next to %s",
 				 dest);
-	r = unpack_part(s, step, p, tmpdir, dest, e);
+	r = unpack_stream(s, src, tmpdir, dest, e);
 	if (!r && chmod(tmpdir, mode) != 0)
 		r = err_errno(e, CKPT_EIO, errno, "chmod %s", tmpdir);
 	if (!r)
@@ -655,6 +677,42 @@ static int restore_part(struct store *s, const char *dest, uint64_t step,
 	if (r)
 		remove_tree(tmpdir);
 	return r;
+}
+
+static int restore_part(struct store *s, const char *dest, uint64_t step,
+			const struct ckpt_part *p, struct err *e)
+{
+	char name[CKPT_NAME_MAX];
+	struct unpack_source src = { .name = name,
+				     .generation = p->generation,
+				     .part = p,
+				     .what = "the part" };
+
+	ckpt_object_name(name, sizeof(name), step, p->name);
+	return unpack_into(s, &src, dest, e);
+}
+
+int ckpt_unpack_object(struct store *s, const char *name, const char *dest,
+		       int64_t *generation, struct err *e)
+{
+	struct unpack_source src = { .name = name, .what = "the object" };
+	int r;
+
+	err_init(e);
+	if (generation)
+		*generation = 0;
+	if (!s || !name || !*name || !dest || !*dest)
+		return err_set(e, CKPT_EINVAL,
+			       "ckpt_unpack_object needs a store, an object "
+			       "name and a destination");
+	r = unpack_into(s, &src, dest, e);
+	if (r)
+		return r;
+	if (generation)
+		*generation = src.got_generation;
+	log_info("unpacked %s (generation %lld) into %s", store_url(s, name),
+		 (long long)src.got_generation, dest);
+	return 0;
 }
 
 static const struct ckpt_part *choose_part(const struct ckpt_step *st,

@@ -378,9 +378,12 @@ static int download_sink(void *ud, const void *data, size_t len,
 	return 0;
 }
 
-int gcs_get(struct gcs_client *c, const char *bucket, const char *name,
-	    int64_t generation, store_sink_fn sink, void *ud,
-	    struct store_object *out, struct err *e)
+/* One look-up of the generation, then its download; *replaced says the
+ * generation found was gone before any byte of it reached the sink. */
+static int get_once(struct gcs_client *c, const char *bucket,
+		    const char *name, int64_t generation, store_sink_fn sink,
+		    void *ud, struct store_object *out, bool *replaced,
+		    struct err *e)
 {
 	struct http_request req = { .method = "GET", .max_attempts = 1 };
 	struct http_response resp;
@@ -391,6 +394,7 @@ int gcs_get(struct gcs_client *c, const char *bucket, const char *name,
 	const char *headers[2] = { NULL, NULL };
 	int rc;
 
+	*replaced = false;
 	rc = gcs_stat(c, bucket, name, generation, &meta, e);
 	if (rc)
 		return rc;
@@ -458,11 +462,33 @@ int gcs_get(struct gcs_client *c, const char *bucket, const char *name,
 		meta.name = NULL;
 	}
 out:
+	*replaced = rc == CLOUD_ENOTFOUND && d.got == 0;
 	store_object_release(&meta);
 	buf_release(&url);
 	buf_release(&range);
 	http_response_release(&resp);
 	return rc;
+}
+
+/* Objects such as control.json are replaced all the time: when the
+ * generation found is replaced before its download starts, the current
+ * one is looked up again rather than reported missing. */
+#define GET_REPLACED_TRIES 8
+
+int gcs_get(struct gcs_client *c, const char *bucket, const char *name,
+	    int64_t generation, store_sink_fn sink, void *ud,
+	    struct store_object *out, struct err *e)
+{
+	for (int attempt = 1;; attempt++) {
+		bool replaced;
+		int rc = get_once(c, bucket, name, generation, sink, ud, out,
+				  &replaced, e);
+
+		if (!replaced || generation || attempt == GET_REPLACED_TRIES)
+			return rc;
+		log_debug("gcs: gs://%s/%s was replaced while read; reading "
+			  "the new generation", bucket, name);
+	}
 }
 
 struct list_entry {

@@ -10,7 +10,7 @@
 enum {
 	EXIT_USAGE = 2,      /* bad flags or arguments: nothing was started */
 	EXIT_STATE = 3,      /* a queued resource ended FAILED or SUSPENDED */
-	EXIT_NOT_FOUND = 4,  /* no such queued resource */
+	EXIT_NOT_FOUND = 4,  /* no such queued resource, run, worker or log */
 	EXIT_TIMEOUT = 124,  /* as timeout(1) */
 	EXIT_INTERRUPT = 130,
 	EXIT_FAILURE_SSH = 255, /* as ssh(1): a host could not be reached */
@@ -24,5 +24,14 @@ int cmd_list(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
+/* A run in its bucket (run_options.h): what its workers report, their
+ * logs, a group restart, a graceful stop. */
+int cmd_status(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_restart(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+/* A job handed to the workers' supervisors (job.h): on Cloud TPU, or
+ * with --local on this machine (local.h). */
+int cmd_job(int argc, char **argv);
 
 #endif

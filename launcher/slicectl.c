@@ -26,6 +26,7 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{ "job", cmd_job, "hand a training job to supervisors on TPU slices" },
 	{ "run", cmd_run, "run a command on many hosts at once over SSH" },
 	{ "push", cmd_push, "copy a file or directory to many hosts at once" },
 	{ "ckpt", cmd_ckpt, "save, list, verify, restore and prune checkpoints" },
@@ -35,6 +36,10 @@ static const struct command commands[] = {
 	{ "wait", cmd_wait, "wait until a queued resource is ACTIVE" },
 	{ "reset", cmd_reset, "restart every worker of a queued resource" },
 	{ "delete", cmd_delete, "delete a queued resource" },
+	{ "status", cmd_status, "show a run's state and its workers' heartbeats" },
+	{ "logs", cmd_logs, "print (or follow) a worker's trainer output" },
+	{ "restart", cmd_restart, "restart every worker of a run together" },
+	{ "stop", cmd_stop, "stop a run, each trainer saving a final step" },
 };
 
 static void usage(FILE *f)

@@ -341,8 +341,11 @@ static int decide_state(int attempt, const struct control *cur,
 {
 	const struct set_state *a = arg;
 
-	/* Lost a race to a writer that ended the run: its word stands. */
-	if (attempt && strcmp(cur->state, "running"))
+	/* A run that ended stays ended (a stop racing the last worker's
+	 * "done" must not undo it); and after a lost race to a writer that
+	 * stopped the run, that writer's word stands. */
+	if (!strcmp(cur->state, "done") || !strcmp(cur->state, "failed") ||
+	    (attempt && strcmp(cur->state, "running")))
 		return CHANGE_KEEP;
 	spec_copy_text(next->state, sizeof(next->state), a->state);
 	spec_copy_text(next->reason, sizeof(next->reason), a->reason);

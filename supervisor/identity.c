@@ -85,9 +85,33 @@ int identity_parse_tpu_env(const char *text, struct strlist *megascale,
 	return 0;
 }
 
+/* worker-network-endpoints lists the slice's workers ("uid:0:10.0.0.5,
+ * uid:1:10.0.0.6"): a job sized otherwise was written for another slice. */
+static void check_endpoints(struct metadata_client *m, const struct job *j)
+{
+	char *text = NULL;
+	unsigned n = 1;
+	struct err e;
+
+	err_init(&e);
+	if (metadata_get(m, "instance/attributes/worker-network-endpoints",
+			 &text, &e) || !text || !*text) {
+		free(text);
+		return;
+	}
+	for (const char *p = text; *p; p++)
+		n += *p == ',';
+	if (n != j->workers_per_slice)
+		log_warn("this slice has %u workers (worker-network-endpoints) "
+			 "but the job expects %u per slice: its workers will "
+			 "wait for peers that do not exist",
+			 n, j->workers_per_slice);
+	free(text);
+}
+
 /* Worker and slice from the metadata server. */
-static int from_metadata(struct identity *id, int *slice, int *worker,
-			 struct err *e)
+static int from_metadata(struct identity *id, const struct job *j, int *slice,
+			 int *worker, struct err *e)
 {
 	struct metadata_client *m;
 	char *text = NULL;
@@ -113,6 +137,8 @@ static int from_metadata(struct identity *id, int *slice, int *worker,
 				     "not a number", text);
 		free(text);
 	}
+	if (!rc)
+		check_endpoints(m, j);
 	metadata_close(m);
 	if (rc) {
 		err_prefix(e, "finding which worker this is (pass --slice "
@@ -132,7 +158,7 @@ int identity_resolve(struct identity *id, const struct job *j, int slice,
 	int rc;
 
 	if ((slice < 0 || worker < 0) &&
-	    (rc = from_metadata(id, &slice, &worker, e)))
+	    (rc = from_metadata(id, j, &slice, &worker, e)))
 		return rc;
 	if ((unsigned)slice >= j->num_slices ||
 	    (unsigned)worker >= j->workers_per_slice)

@@ -53,7 +53,7 @@ static int cmd_run(int argc, char **argv)
 		  .value = &o.no_metadata,
 		  .help = "no preemption watch (not on a VM)" },
 		{ .name = "control-poll", .kind = OPT_SECONDS, .value = &poll_ms,
-		  .arg = "S", .help = "read control.json every S (default 2)" },
+		  .arg = "S", .help = "read control.json every S (default 1)" },
 		{ 0 },
 	};
 

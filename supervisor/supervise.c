@@ -63,6 +63,7 @@ struct sup {
 	struct identity id;
 	char state_path[1100], ckpt_dir[1100], spool_dir[1100];
 	char restore_dir[1100], log_dir[1100], log_path[1200];
+	char code_dir[1100];       /* the run's bundle, unpacked */
 	char boot_id[40];
 	struct sup_state st;
 	bool st_found;
@@ -76,6 +77,7 @@ struct sup {
 	enum phase after_stop;     /* P_STOP leads here (P_RESTORE or P_END) */
 	int64_t generation;        /* being run, or being moved to */
 	int64_t restored;          /* step restored for it, 0 none */
+	bool have_code;            /* the bundle is unpacked in code_dir */
 	uint64_t starts;           /* trainer starts by this supervisor */
 	uint64_t deadline_ms;      /* of the phase's wait, 0 none */
 	uint64_t retry_ms;         /* re-ask the syncer after, 0 none */
@@ -280,7 +282,11 @@ static void start_trainer(struct sup *s)
 {
 	struct strlist env;
 	struct err e;
-	const char *dir = s->job.workdir ? s->job.workdir : s->o->state_dir;
+	/* The job's workdir, else the unpacked bundle, else (no bundle)
+	 * the state directory. */
+	const char *dir = s->job.workdir ? s->job.workdir
+			  : s->have_code ? s->code_dir
+					 : s->o->state_dir;
 
 	strlist_init(&env);
 	err_init(&e);
@@ -453,6 +459,7 @@ static void step_restore_result(struct sup *s, const struct syncer_result *r,
 {
 	if (r->rc == 0) {
 		s->restored = r->step;
+		s->have_code = r->code;
 		if (r->step > 0)
 			log_info("restored step %lld", (long long)r->step);
 		if (c->generation > s->generation)
@@ -466,7 +473,22 @@ static void step_restore_result(struct sup *s, const struct syncer_result *r,
 		set_phase(s, P_WAIT_GEN, "the generation moved on");
 		return;
 	}
-	if (r->fallback_step >= 0 &&
+	if (r->bundle_failed &&
+	    (r->rc == CLOUD_ECORRUPT || r->rc == CKPT_EUNSAFE)) {
+		/* Every worker unpacks the same object: no restart can
+		 * help. The run fails, saying why. */
+		struct syncer_request f = { .task = TASK_SET_STATE };
+
+		log_error("%s", r->error);
+		snprintf(f.state, sizeof(f.state), "failed");
+		snprintf(f.reason, sizeof(f.reason), "%s: %.200s", s->id.name,
+			 r->error);
+		ask(s, &f);
+		set_phase(s, P_WAIT_GEN, "the code bundle cannot be unpacked");
+		publish(s);
+		return;
+	}
+	if (!r->bundle_failed && r->fallback_step >= 0 &&
 	    (r->rc == CLOUD_ECORRUPT || r->rc == CLOUD_ENOTFOUND ||
 	     r->rc == CKPT_EUNSAFE)) {
 		log_error("cannot restore: %s", r->error);
@@ -725,6 +747,7 @@ static int setup(struct sup *s, struct err *e)
 	snprintf(s->spool_dir, sizeof(s->spool_dir), "%s/spool", o->state_dir);
 	snprintf(s->restore_dir, sizeof(s->restore_dir), "%s/restore",
 		 o->state_dir);
+	snprintf(s->code_dir, sizeof(s->code_dir), "%s/code", o->state_dir);
 	snprintf(s->log_dir, sizeof(s->log_dir), "%s/logs", o->state_dir);
 	if (make_dir(o->state_dir) || make_dir(s->ckpt_dir) ||
 	    make_dir(s->spool_dir) || make_dir(s->log_dir))
@@ -766,9 +789,10 @@ static int setup(struct sup *s, struct err *e)
 	yc.job = &s->job;
 	yc.part = s->id.name;
 	yc.restore_dir = s->restore_dir;
+	yc.code_dir = s->code_dir;
 	yc.n_workers = s->id.num_processes;
 	yc.notify_fd = s->pipe[1];
-	yc.control_poll_ms = o->control_poll_ms ? o->control_poll_ms : 2000;
+	yc.control_poll_ms = o->control_poll_ms ? o->control_poll_ms : 1000;
 	if ((rc = shipper_start(&s->ship, &sc, e)) ||
 	    (rc = syncer_start(&s->sync, &yc, e)))
 		return rc;

@@ -4,8 +4,10 @@
  * checkpoint hand-off, bucket layout, group restarts, signals).
  *
  * What other parts use: the job spec (job.json), which the launcher
- * writes and checks before anything is created, and the names of a run's
- * objects.
+ * writes and checks before anything is created, the names of a run's
+ * objects, and the run's shared state (control.json and the workers'
+ * status objects), which slicectl status, logs, restart and stop read and
+ * change.
  */
 #ifndef SLICECTL_SUPERVISOR_H
 #define SLICECTL_SUPERVISOR_H
@@ -13,7 +15,10 @@
 #include "common/common.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+struct store; /* cloud/cloud.h */
 
 /* job.json, written once by the launcher at RUN/job.json. */
 struct job {
@@ -21,7 +26,8 @@ struct job {
 	char *command;           /* the trainer, as /bin/sh -c reads it */
 	struct strlist env;      /* "NAME=VALUE", exported to the trainer */
 	char *workdir;           /* trainer's working directory; NULL: the
-				    unpacked code bundle, else $HOME */
+				    unpacked code bundle, else the state
+				    directory */
 	unsigned num_slices;     /* >= 1 */
 	unsigned workers_per_slice; /* >= 1 */
 	unsigned max_restarts;   /* group restarts before the run fails */
@@ -54,5 +60,68 @@ int job_to_json(const struct job *j, char **out, struct err *e);
 
 /* "slice-S-worker-W": a worker's part, status and log names. */
 void run_worker_name(unsigned slice, unsigned worker, char *out, size_t len);
+
+/*
+ * control.json: {"generation": G, "state": S, "reason": R,
+ * "updated_by": W, "restore_step": N or null, "time": T}. It changes only
+ * by compare-and-swap on its object generation, so two workers bumping
+ * the generation for the same failure produce one bump, and every worker
+ * of generation G restores the same step (the first to ask fixes it).
+ * States: "running", "stopping" (slicectl stop), "done", "failed".
+ */
+struct control {
+	int64_t generation;      /* group restart counter, from 1 */
+	char state[16];
+	char reason[256];
+	char updated_by[64];     /* "slice-S-worker-W" or "slicectl" */
+	int64_t restore_step;    /* -1: not chosen yet for this generation;
+				    0: start fresh (nothing committed) */
+	char time[40];           /* RFC 3339, of the last change */
+	int64_t object_generation; /* the store's, for compare-and-swap */
+};
+
+/* Reads control.json; when there is none, creates it (create-only) as
+ * generation 1, "running". */
+int control_load(struct store *s, struct control *out, struct err *e);
+
+/*
+ * Moves the run to generation seen->generation + 1 with reason, unless
+ * another writer got there first (then *out is what it wrote). When the
+ * bump would exceed max_restarts (generation > max_restarts + 1) the run
+ * is set "failed" instead. restore_step: -1 lets the next generation
+ * choose, or the step it must restore (after a corrupt part). A run that
+ * is done, failed or stopping is left as it is.
+ */
+int control_bump(struct store *s, const struct control *seen,
+		 unsigned max_restarts, const char *reason, const char *by,
+		 int64_t restore_step, struct control *out, struct err *e);
+
+/* Sets state (and reason) by compare-and-swap, retrying on races while
+ * the state it would replace is "running". */
+int control_set_state(struct store *s, const char *state, const char *reason,
+		      const char *by, struct control *out, struct err *e);
+
+/* status/slice-S-worker-W.json: a worker's heartbeat. */
+struct worker_status {
+	unsigned slice, worker;
+	char state[24];          /* "starting", "restoring", "running",
+				    "stopping", "finished", "failed",
+				    "preempted", "exited" */
+	int64_t generation;
+	int64_t step;            /* newest step the trainer wrote; -1 none */
+	int64_t committed_step;  /* newest step this worker saw committed */
+	uint64_t restarts;       /* trainer starts by this supervisor */
+	char message[256];
+	char time[40];           /* RFC 3339, set by status_put */
+	char boot_id[40];
+};
+
+/* Every worker's status, in name order (*out malloc'd). */
+int status_list(struct store *s, struct worker_status **out, size_t *n,
+		struct err *e);
+
+/* Whether all n_workers workers report "finished" at generation. */
+bool status_all_finished(const struct worker_status *v, size_t n,
+			 unsigned n_workers, int64_t generation);
 
 #endif

@@ -5,10 +5,12 @@
  */
 #include "supervisor/syncer.h"
 #include "checkpoint/checkpoint.h"
+#include "supervisor/supervisor.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -152,6 +154,109 @@ static int64_t step_before(struct store *store, int64_t step)
 	return best;
 }
 
+/* What CODE_DIR.generation records of the unpacked bundle: its
+ * generation and URL (generations of different runs' objects may meet). */
+static void bundle_record(struct syncer *s, int64_t generation, char *out,
+			  size_t len)
+{
+	snprintf(out, len, "%lld\n%s\n", (long long)generation,
+		 store_url(s->store, RUN_BUNDLE));
+}
+
+static bool bundle_cached(struct syncer *s, const char *record)
+{
+	char path[1100], have[1200];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (stat(s->c.code_dir, &st) || !S_ISDIR(st.st_mode))
+		return false;
+	snprintf(path, sizeof(path), "%s.generation", s->c.code_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, have, sizeof(have) - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	have[n] = '\0';
+	return !strcmp(have, record);
+}
+
+/* Written after the tree is in place: a crash between the two only costs
+ * one more unpacking. */
+static int bundle_remember(struct syncer *s, const char *record,
+			   struct err *e)
+{
+	char path[1100], tmp[1120];
+	size_t len = strlen(record);
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.generation", s->c.code_dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_errno(e, COMMON_EIO, errno, "creating %s", tmp);
+	if (write(fd, record, len) != (ssize_t)len || fsync(fd)) {
+		int errnum = errno;
+
+		close(fd);
+		unlink(tmp);
+		return err_errno(e, errnum == ENOSPC ? CLOUD_ENOSPACE
+						     : COMMON_EIO,
+				 errnum, "writing %s", tmp);
+	}
+	close(fd);
+	if (rename(tmp, path)) {
+		int errnum = errno;
+
+		unlink(tmp);
+		return err_errno(e, COMMON_EIO, errnum, "renaming %s", tmp);
+	}
+	return 0;
+}
+
+/* Unpacks the run's bundle.tar.zst into code_dir unless the generation
+ * there is already the current one. No bundle: out->code stays false. */
+static int fetch_bundle(struct syncer *s, struct syncer_result *out,
+			struct err *e)
+{
+	struct store_object o;
+	char record[1200];
+	int64_t current, got = 0;
+	int rc;
+
+	rc = store_stat(s->store, RUN_BUNDLE, &o, e);
+	if (rc == CLOUD_ENOTFOUND) {
+		err_init(e);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	current = o.generation;
+	store_object_release(&o);
+	bundle_record(s, current, record, sizeof(record));
+	if (bundle_cached(s, record)) {
+		log_info("code bundle %s (generation %lld) is already "
+			 "unpacked in %s", store_url(s->store, RUN_BUNDLE),
+			 (long long)current, s->c.code_dir);
+		out->code = true;
+		return 0;
+	}
+	rc = ckpt_unpack_object(s->store, RUN_BUNDLE, s->c.code_dir, &got, e);
+	if (rc)
+		return rc;
+	/* The object may have been replaced since the stat: record what
+	 * was unpacked. */
+	bundle_record(s, got, record, sizeof(record));
+	rc = bundle_remember(s, record, e);
+	if (rc)
+		return rc;
+	out->code = true;
+	return 0;
+}
+
 static void task_restore(struct syncer *s, const struct syncer_request *r,
 			 struct syncer_result *out, struct err *e)
 {
@@ -159,6 +264,15 @@ static void task_restore(struct syncer *s, const struct syncer_request *r,
 	uint64_t restored = 0;
 	int64_t step;
 
+	/* The code first: the trainer of this generation runs in it. */
+	if (s->c.code_dir) {
+		out->rc = fetch_bundle(s, out, e);
+		if (out->rc) {
+			out->bundle_failed = true;
+			err_prefix(e, "the code bundle");
+			return;
+		}
+	}
 	out->rc = control_restore_step(s->store, r->generation, &step, e);
 	if (out->rc)
 		return;
@@ -192,7 +306,7 @@ static void task_delete_qr(struct syncer *s, struct syncer_result *out,
 
 static void run_task(struct syncer *s, const struct syncer_request *r)
 {
-	struct syncer_result out = { .task = r->task };
+	struct syncer_result out = { .task = r->task, .fallback_step = -1 };
 	struct control c;
 	struct err e;
 

@@ -5,10 +5,11 @@
  * supervisor's loop: the trainer keeps running and notices keep working.
  *
  * Periodically it reads control.json and publishes the heartbeat and the
- * trainer's log; on request it does one longer task at a time (restore a
- * step, bump the generation, set the run's state, check whether every
- * worker finished, delete the queued resource). Every change it has for
- * the loop is announced by a byte on notify_fd.
+ * trainer's log; on request it does one longer task at a time (unpack the
+ * run's code bundle and restore a step, bump the generation, set the
+ * run's state, check whether every worker finished, delete the queued
+ * resource). Every change it has for the loop is announced by a byte on
+ * notify_fd.
  */
 #ifndef SLICECTL_SUPERVISOR_SYNCER_H
 #define SLICECTL_SUPERVISOR_SYNCER_H
@@ -22,6 +23,10 @@ struct syncer_config {
 	const struct job *job;
 	const char *part;          /* "slice-S-worker-W" */
 	const char *restore_dir;   /* SLICE_RESTORE_DIR */
+	/* Where the run's bundle.tar.zst is unpacked (STATE_DIR/code); the
+	 * generation unpacked is recorded next to it in CODE_DIR.generation
+	 * so an unchanged bundle is not fetched again. */
+	const char *code_dir;
 	unsigned n_workers;
 	int notify_fd;
 	unsigned control_poll_ms;  /* control.json read period */
@@ -29,7 +34,8 @@ struct syncer_config {
 
 enum syncer_task {
 	TASK_NONE,
-	TASK_RESTORE,    /* agree on generation's step and restore it */
+	TASK_RESTORE,    /* unpack the code bundle when it changed, then
+			    agree on generation's step and restore it */
 	TASK_BUMP,       /* control_bump from generation, reason */
 	TASK_SET_STATE,  /* control_set_state(state, reason) */
 	TASK_CHECK_DONE, /* all workers finished at generation? then done */
@@ -49,10 +55,14 @@ struct syncer_result {
 	int rc;                    /* 0, or a cloud/checkpoint error */
 	char error[1024];
 	int64_t step;              /* TASK_RESTORE: restored step, 0 none */
-	int64_t fallback_step;     /* TASK_RESTORE failing on a corrupt
-				      part: the committed step before it
-				      (0 none), for the next generation */
+	int64_t fallback_step;     /* TASK_RESTORE failing on a bad part:
+				      the committed step before it (0 none)
+				      for the next generation; else -1 */
 	bool done;                 /* TASK_CHECK_DONE: the run is done */
+	bool code;                 /* TASK_RESTORE: the run has a bundle and
+				      it is unpacked in code_dir */
+	bool bundle_failed;        /* TASK_RESTORE: rc and error are the
+				      bundle's, not the step's */
 };
 
 int syncer_start(struct syncer **out, const struct syncer_config *c,

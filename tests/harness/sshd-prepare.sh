@@ -2,7 +2,7 @@
 # sshd-prepare.sh DIR [USER_KEY_TYPE]
 #
 # Prepares everything an OpenSSH sshd needs to serve logins on loopback, for
-# the C test harness, scripts/demo and bench/fanout alike. DIR must exist and
+# the C test harness, scripts/demo-fanout and bench/fanout alike. DIR must exist and
 # be empty. Environment: PORT (required), EXTRA_CONFIG (appended to
 # sshd_config). Promises, under DIR:
 #   host_{ed25519,ecdsa,rsa}_key[.pub]  host keys

@@ -818,10 +818,39 @@ Test(control, runs_not_running_are_not_bumped)
 		now = load_ok(s);
 		cr_expect_eq(now.object_generation, set.object_generation);
 		cr_expect_str_eq(now.reason, "by hand");
-		/* Back to running for the next state. */
-		set = set_state_ok(s, "running", "resumed", "slicectl");
+		/* An ended run stays ended: start afresh for the next. */
+		{
+			struct err e;
+
+			cr_assert_eq(store_delete(s, "control.json",
+						  STORE_ANY_GENERATION, &e),
+				     0, "%s", e.msg);
+		}
 	}
 	store_close(s);
+}
+
+Test(control, an_ended_run_stays_ended)
+{
+	static const char *const ends[] = { "done", "failed" };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct store *s = open_store();
+		struct control out;
+		struct err e;
+
+		load_ok(s);
+		set_state_ok(s, ends[i], "ended", "w");
+		cr_assert_eq(control_set_state(s, "stopping", "too late",
+					       "slicectl", &out, &e),
+			     0, "%s", e.msg);
+		cr_expect_str_eq(out.state, ends[i]);
+		cr_expect_str_eq(out.reason, "ended");
+		cr_assert_eq(store_delete(s, "control.json",
+					  STORE_ANY_GENERATION, &e),
+			     0, "%s", e.msg);
+		store_close(s);
+	}
 }
 
 Test(control, set_state)

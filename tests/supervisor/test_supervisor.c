@@ -377,7 +377,9 @@ Test(sup, a_hang_is_ended_and_the_group_restarts)
 {
 	long long restored = -1;
 
-	up(2, "\"hang_timeout_s\": 2",
+	/* Long enough that a trainer slow to start on a loaded machine is
+	 * not taken for a hung one. */
+	up(2, "\"hang_timeout_s\": 5",
 	   "\"TOY_TOTAL\": \"15\", \"TOY_HANG_AT\": \"0:7:1\"");
 	start_all();
 	all_exit_0(90);
@@ -715,4 +717,80 @@ Test(sup, a_finished_run_deletes_its_queued_resource)
 		cr_assert(strstr(log, "queued resource q1 deleted"), "%s", log);
 		free(log);
 	}
+}
+
+/* A run with a code bundle (bundle.tar.zst, as `tar | zstd` writes it):
+ * the trainer runs in the unpacked tree and finds its files there by
+ * relative names; a group restart with the bundle unchanged keeps the
+ * unpacked tree instead of fetching it again. */
+Test(sup, the_code_bundle_is_the_trainers_working_directory)
+{
+	char code[HARNESS_PATH + 16], path[HARNESS_PATH + 64];
+	char want[4200], real[4096];
+	char *log;
+
+	up(1, "", "");
+	snprintf(code, sizeof(code), "%s/code", w.dir);
+	cr_assert_eq(sh("mkdir -p '%s/lib'", code), 0);
+	snprintf(path, sizeof(path), "%s/lib/message.txt", code);
+	write_file(path, "hello from the bundle\n");
+	snprintf(path, sizeof(path), "%s/train.sh", code);
+	write_file(path,
+		   "#!/bin/sh\n"
+		   "set -e\n"
+		   "echo \"cwd $(pwd -P)\"\n"
+		   "cat lib/message.txt\n"
+		   "if [ \"$SLICE_GENERATION\" = 1 ]; then\n"
+		   "    touch left-by-gen-1\n"
+		   "    echo 'generation 1 fails'\n"
+		   "    exit 3\n"
+		   "fi\n"
+		   "if [ -f left-by-gen-1 ]; then echo 'the tree was kept'; fi\n");
+	cr_assert_eq(sh("chmod 0755 '%s'", path), 0);
+	cr_assert_eq(sh("tar -C '%s' -cf - . | zstd -q -c > '%s/bundle.tar.zst'",
+			code, w.run_dir), 0);
+	cr_assert_eq(sh("rm -rf '%s'", code), 0);
+	snprintf(path, sizeof(path), "%s/job.json", w.run_dir);
+	write_file(path, "{\"name\": \"toy\", \"command\": \"./train.sh\", "
+			 "\"num_slices\": 1, \"workers_per_slice\": 1, "
+			 "\"heartbeat_s\": 1, \"grace_s\": 5}");
+	start_all();
+	all_exit_0(60);
+	assert_control(2, "done", NULL);
+	cr_assert_not_null(realpath(w.dir, real));
+	snprintf(want, sizeof(want), "cwd %s/w0/code\n", real);
+	snprintf(path, sizeof(path), "%s/w0/logs/gen-1.log", w.dir);
+	log = read_file(path, NULL);
+	cr_assert_not_null(log, "no log of generation 1");
+	cr_assert(strstr(log, want) && strstr(log, "hello from the bundle") &&
+		  strstr(log, "generation 1 fails"), "%s", log);
+	free(log);
+	snprintf(path, sizeof(path), "%s/w0/logs/gen-2.log", w.dir);
+	log = read_file(path, NULL);
+	cr_assert_not_null(log, "no log of generation 2");
+	cr_assert(strstr(log, want) && strstr(log, "hello from the bundle") &&
+		  strstr(log, "the tree was kept"), "%s", log);
+	free(log);
+	snprintf(path, sizeof(path), "%s/w0/code.generation", w.dir);
+	log = read_file(path, NULL);
+	cr_assert_not_null(log, "no code.generation");
+	cr_assert(strstr(log, "bundle.tar.zst"), "%s", log);
+	free(log);
+	log = sup_log(0);
+	cr_assert_eq(count_substr(log, "unpacked file://"), 1, "%s", log);
+	cr_assert(strstr(log, "already unpacked"), "%s", log);
+	free(log);
+}
+
+/* A bundle every worker would fail to unpack ends the run as failed,
+ * saying why, without starting the trainer or spending restarts. */
+Test(sup, a_bundle_that_cannot_be_unpacked_fails_the_run)
+{
+	up(1, "", "\"TOY_TOTAL\": \"10\"");
+	cr_assert_eq(sh("head -c 4096 /dev/urandom | zstd -q -c > "
+			"'%s/bundle.tar.zst'", w.run_dir), 0);
+	start_all();
+	all_exit_0(60);
+	assert_control(1, "failed", "code bundle");
+	cr_assert_eq(events(-1, -1, "start", NULL), 0, "the trainer ran");
 }

@@ -61,11 +61,11 @@ def matches(spec):
     return False
 
 
-def save(step):
+def save(step, what=None):
     d = os.path.join(ckpt_dir, "step-%d" % step)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "state.json"), "w") as f:
-        json.dump(state, f)
+        json.dump(what or state, f)
     with open(os.path.join(ckpt_dir, "step-%d.done" % step), "w"):
         pass
     event("ckpt")
@@ -108,11 +108,39 @@ if restore:
 event("start", coordinator=env.get("MEGASCALE_COORDINATOR_ADDRESS"))
 print("process %d generation %d starts at step %d"
       % (pid, gen, state["step"]), flush=True)
+def final_step():
+    """The step every process can save: a process may have completed one
+    step more than a peer that stopped in the barrier before it, so each
+    posts its step and all save the smallest (the faster ones from the
+    state they kept from one step back)."""
+    d = env.get("TOY_SYNC_DIR")
+    if not d:
+        return state
+    n = int(env["SLICE_NUM_PROCESSES"])
+    with open(os.path.join(d, "g%d-stop-p%d" % (gen, pid)), "w") as f:
+        f.write(str(state["step"]))
+    steps = {}
+    deadline = time.time() + 3
+    while len(steps) < n and time.time() < deadline:
+        for p in range(n):
+            try:
+                with open(os.path.join(d, "g%d-stop-p%d" % (gen, p))) as f:
+                    steps[p] = int(f.read() or state["step"])
+            except (OSError, ValueError):
+                pass
+        time.sleep(0.005)
+    low = min(steps.values()) if steps else state["step"]
+    return prev if low < state["step"] else state
+
+
+prev = dict(state)
 while state["step"] < total:
     if stopping:
-        save(state["step"])
+        final = final_step()
+        save(final["step"], final)
+        state = final
         event("final")
-        print("SIGTERM: final step %d saved" % state["step"], flush=True)
+        print("SIGTERM: final step %d saved" % final["step"], flush=True)
         sys.exit(0)
     if matches(env.get("TOY_CRASH_AT")):
         event("crash")
@@ -125,6 +153,7 @@ while state["step"] < total:
     if not barrier(state["step"] + 1):
         continue
     time.sleep(step_s)
+    prev = dict(state)
     state["step"] += 1
     state["params"] = (state["params"] * 31 + state["step"]) % 1000003
     print("step %d params %d" % (state["step"], state["params"]), flush=True)

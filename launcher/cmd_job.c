@@ -1,0 +1,697 @@
+/*
+ * cmd_job.c: `slicectl job`: hands a training job to the workers'
+ * supervisors. job_prepare (job.c) puts the run's objects in the bucket
+ * and renders the startup script; on Cloud TPU this file then creates the
+ * queued resource that boots every worker with it, and with --watch stays
+ * to recreate the queued resource when a preemption suspends it. With
+ * --local the local provider (local.h) runs the workers here instead.
+ */
+#include "launcher/hosts.h"
+#include "launcher/job.h"
+#include "launcher/launcher.h"
+#include "launcher/local.h"
+#include "launcher/tpu_options.h"
+#include "ssh/fanout.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_RECREATE_BUDGET 10
+/* --watch's periods, in units of SLICECTL_TPU_POLL_MS (default 1000 ms):
+ * the poll, and the backoff before recreating (base and cap). */
+#define WATCH_POLL_UNITS 10
+#define WATCH_BACKOFF_BASE_UNITS 30
+#define WATCH_BACKOFF_MAX_UNITS 600
+/* Polls in a row that may fail before --watch gives up. */
+#define WATCH_MAX_ERRORS 30
+
+static const char usage[] =
+	"usage: slicectl job --name RUN --bucket gs://BUCKET[/PREFIX] "
+	"--accelerator-type T --command CMD [options]\n"
+	"       slicectl job --local --workers-per-slice W --bucket file:///DIR "
+	"--name RUN --command CMD [options]\n"
+	"\n"
+	"Hands a training job to slice-supervisor on every worker. Checks\n"
+	"everything first, then uploads to BUCKET/RUN the code bundle (the\n"
+	"--script-dir, as bundle.tar.zst), the supervisor binary, job.json and\n"
+	"control.json, and creates the queued resource RUN (--num-slices\n"
+	"slices) whose startup script installs and starts the supervisor on\n"
+	"each worker. The supervisors run --command, ship checkpoints, and\n"
+	"restart the whole group from the newest committed step after a\n"
+	"crash, hang, reset or preemption. slicectl's ssh key goes into the\n"
+	"nodes' metadata, so `slicectl run --tpu RUN` works too.\n"
+	"\n"
+	"A run's job.json is written once: the same command again resumes the\n"
+	"run; other flags under the same name are refused.\n"
+	"\n"
+	"--watch stays and babysits: it prints the queued resource's and the\n"
+	"run's state changes, and when a preemption leaves the queued\n"
+	"resource SUSPENDED (or it FAILED) it bumps the run's generation,\n"
+	"deletes and recreates it (at most --recreate-budget times, with\n"
+	"exponential backoff from 30 s), so the run resumes from its last\n"
+	"committed step. It ends when the run is done or failed.\n"
+	"\n"
+	"--local runs every worker here instead, as local processes started\n"
+	"by the same startup script, with file:// storage; --chaos injects\n"
+	"failures ('preempt:slice=1@20s,reset@45s,crash:worker=3@60s,\n"
+	"hang:worker=2@80s', or 'random' with --seed).\n"
+	"\n"
+	"Exit status: 0 created (with --watch or --local: the run is done);\n"
+	"1 the bucket or the API failed, or the run failed; 2 bad arguments\n"
+	"(nothing was created); 130 interrupted.";
+
+struct job_options {
+	struct job_request r;
+	struct tpu_options to;
+	unsigned hang_timeout_ms, grace_ms;
+	unsigned recreate_budget;
+	bool watch;
+	/* the local provider */
+	bool local, quiet;
+	const char *local_dir, *chaos, *seed;
+	int format;
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), fmt, arg ? arg : "");
+	log_error("%s (see slicectl job --help)", msg);
+	return EXIT_USAGE;
+}
+
+/* What job_prepare's error means for the exit status. */
+static int prepare_status(const struct err *e)
+{
+	log_error("%s", e->msg);
+	switch (e->code) {
+	case COMMON_EUSAGE:
+	case COMMON_EINVAL:
+	case CLOUD_EURL:
+		return EXIT_USAGE;
+	default:
+		return 1;
+	}
+}
+
+static const char *env_or(const char *flag, const char *var)
+{
+	const char *v;
+
+	if (flag && *flag)
+		return flag;
+	v = getenv(var);
+	return v && *v ? v : NULL;
+}
+
+/* Checks what only the cloud path needs, before anything is touched. */
+static int check_cloud(struct job_options *o)
+{
+	struct job_request *r = &o->r;
+	int modes = r->spot + r->reserved + r->best_effort;
+
+	if (!r->accelerator_type)
+		return usage_error("--accelerator-type is required (for example "
+				   "v4-32 or v5litepod-16)%s", NULL);
+	r->workers_per_slice = job_workers_per_slice(r->accelerator_type);
+	if (!r->workers_per_slice)
+		return usage_error("--accelerator-type '%s' is not a TPU type "
+				   "slicectl knows (v4-32, v5litepod-16, v5p-64, "
+				   "v6e-16 ...)", r->accelerator_type);
+	if (!r->runtime_version)
+		r->runtime_version = job_default_runtime(r->accelerator_type);
+	if (!r->runtime_version)
+		return usage_error("no default runtime for '%s': give "
+				   "--runtime-version", r->accelerator_type);
+	if (modes > 1)
+		return usage_error("choose one of --spot, --reserved and "
+				   "--best-effort%s", NULL);
+	o->to.project = r->project =
+		env_or(o->to.project, "CLOUDSDK_CORE_PROJECT");
+	o->to.zone = r->zone = env_or(o->to.zone, "CLOUDSDK_COMPUTE_ZONE");
+	if (!r->project)
+		return usage_error("no project: pass --project or set "
+				   "CLOUDSDK_CORE_PROJECT%s", NULL);
+	if (!r->zone)
+		return usage_error("no zone: pass --zone (for example "
+				   "us-central2-b) or set CLOUDSDK_COMPUTE_ZONE%s",
+				   NULL);
+	if (o->local_dir || o->chaos || o->seed)
+		return usage_error("--local-dir, --chaos and --seed are for "
+				   "--local%s", NULL);
+	return 0;
+}
+
+/* ssh-keys gets "USER:KEY" for slicectl's own key, as create does. */
+static int add_ssh_key(struct tpu_qr_spec *s, struct err *e)
+{
+	const char *user = getenv("USER");
+	struct buf path, kv;
+	char *pub = NULL;
+	int rc;
+
+	if (!user || !*user)
+		user = "root";
+	buf_init(&path);
+	buf_init(&kv);
+	rc = slicectl_home_path(&path, "id_ed25519", e);
+	if (!rc)
+		rc = fanout_key_ensure(path.data, "slicectl", &pub, e);
+	if (!rc && (buf_appendf(&kv, "ssh-keys=%s:%s", user, pub) ||
+		    strlist_push(&s->metadata, kv.data)))
+		rc = err_set(e, COMMON_ENOMEM, "out of memory");
+	free(pub);
+	buf_release(&path);
+	buf_release(&kv);
+	return rc;
+}
+
+static int build_spec(const struct job_options *o,
+		      const struct prepared_run *run, struct tpu_qr_spec *s,
+		      struct err *e)
+{
+	const struct job_request *r = &o->r;
+	struct buf kv;
+	int rc = 0;
+
+	s->id = r->name;
+	s->accelerator_type = r->accelerator_type;
+	s->runtime_version = r->runtime_version;
+	s->node_count = r->num_slices;
+	s->capacity = r->spot		? TPU_CAPACITY_SPOT
+		      : r->reserved	? TPU_CAPACITY_RESERVED
+		      : r->best_effort	? TPU_CAPACITY_BEST_EFFORT
+					: TPU_CAPACITY_ON_DEMAND;
+	buf_init(&kv);
+	if (buf_appendf(&kv, "startup-script=%s", run->startup_script) ||
+	    strlist_push(&s->metadata, kv.data))
+		rc = err_set(e, COMMON_ENOMEM, "out of memory");
+	buf_reset(&kv);
+	if (!rc && (buf_appendf(&kv, "slicectl-run=%s", r->name) ||
+		    strlist_push(&s->labels, kv.data)))
+		rc = err_set(e, COMMON_ENOMEM, "out of memory");
+	buf_release(&kv);
+	if (!rc)
+		rc = add_ssh_key(s, e);
+	return rc;
+}
+
+static void print_follow(const struct job_options *o,
+			 const struct prepared_run *run)
+{
+	const char *n = o->r.name, *b = o->r.bucket;
+
+	printf("%s: queued resource %s asked for (%u slice%s of %s in %s); "
+	       "its workers run %s\n", n, n, o->r.num_slices,
+	       o->r.num_slices == 1 ? "" : "s", o->r.accelerator_type,
+	       o->to.zone, run->run_url);
+	printf("Follow the run:\n"
+	       "  slicectl wait %s                      until the workers "
+	       "are up\n"
+	       "  slicectl status %s --bucket %s\n"
+	       "  slicectl logs %s --bucket %s --worker 0/0 --follow\n"
+	       "  slicectl run --tpu %s -- COMMAND      on every worker\n"
+	       "  slicectl restart %s --bucket %s     a group restart\n"
+	       "  slicectl stop %s --bucket %s\n"
+	       "  slicectl delete %s                    when it is over\n"
+	       "Run the same slicectl job command with --watch to recreate "
+	       "the queued resource after a preemption.\n",
+	       n, n, b, n, b, n, n, b, n, b, n);
+	fflush(stdout);
+}
+
+/* --watch */
+
+struct watch {
+	struct tpu_client *c;
+	const struct tpu_qr_spec *spec;
+	struct store *s;
+	unsigned max_restarts, budget, recreated;
+	uint64_t start_ms, unit_ms;
+	struct backoff bo;
+	char qr_state[64], run_state[64];
+	int64_t generation;
+};
+
+static void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000),
+			       (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static void say(const struct watch *w, const char *fmt, ...)
+	ATTR_PRINTF(2, 3);
+
+static void say(const struct watch *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("[%8.1f s] ", (double)(mono_ms() - w->start_ms) / 1000.0);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static uint64_t poll_unit_ms(void)
+{
+	const char *v = getenv("SLICECTL_TPU_POLL_MS");
+	unsigned long ms;
+	char *end;
+
+	if (!v || !*v)
+		return 1000;
+	errno = 0;
+	ms = strtoul(v, &end, 10);
+	return errno || *end || !ms || ms > 60000 ? 1000 : ms;
+}
+
+/* Reads control.json and reports a change. Returns 0, or -1 on a store
+ * error (logged). */
+static int watch_run(struct watch *w, struct control *c)
+{
+	struct err e;
+
+	err_init(&e);
+	if (control_load(w->s, c, &e)) {
+		log_warn("reading the run's control.json: %s", e.msg);
+		return -1;
+	}
+	if (strcmp(c->state, w->run_state) || c->generation != w->generation) {
+		say(w, "run: %s, generation %" PRId64 "%s%s%s", c->state,
+		    c->generation, *c->reason ? " (" : "", c->reason,
+		    *c->reason ? ")" : "");
+		snprintf(w->run_state, sizeof(w->run_state), "%s", c->state);
+		w->generation = c->generation;
+	}
+	return 0;
+}
+
+/* Whether every worker of a stopping run has left. */
+static bool all_stopped(struct watch *w)
+{
+	struct worker_status *v = NULL;
+	size_t n = 0, left = 0;
+	struct err e;
+
+	err_init(&e);
+	if (status_list(w->s, &v, &n, &e))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		left += !strcmp(v[i].state, "exited") ||
+			!strcmp(v[i].state, "finished") ||
+			!strcmp(v[i].state, "failed") ||
+			!strcmp(v[i].state, "preempted");
+	free(v);
+	return n && left == n;
+}
+
+/* Bumps the run's generation, deletes the queued resource and asks for
+ * it again. Returns -1 to go on watching, or an exit status. */
+static int recreate(struct watch *w, const struct control *seen,
+		    const char *why)
+{
+	struct control after;
+	char reason[128];
+	unsigned wait_ms;
+	struct err e;
+
+	if (w->recreated >= w->budget) {
+		log_error("%s is %s and the recreate budget (%u) is spent: "
+			  "giving up. Delete it with slicectl delete %s, or "
+			  "run slicectl job again with --watch and a larger "
+			  "--recreate-budget", w->spec->id, why, w->budget,
+			  w->spec->id);
+		return 1;
+	}
+	err_init(&e);
+	snprintf(reason, sizeof(reason),
+		 "queued resource recreated after %s", why);
+	if (control_bump(w->s, seen, w->max_restarts, reason, "slicectl", -1,
+			 &after, &e)) {
+		log_error("bumping the run's generation: %s", e.msg);
+		return 1;
+	}
+	say(w, "run: generation %" PRId64 " (%s), %s", after.generation,
+	    after.state, after.reason);
+	snprintf(w->run_state, sizeof(w->run_state), "%s", after.state);
+	w->generation = after.generation;
+	if (!strcmp(after.state, "failed")) {
+		log_error("the run failed: %s", after.reason);
+		return 1;
+	}
+	wait_ms = backoff_next_ms(&w->bo);
+	say(w, "%s: %s; deleting it, then asking again in %.1f s "
+	    "(recreation %u of at most %u)", w->spec->id, why,
+	    wait_ms / 1000.0, w->recreated + 1, w->budget);
+	if (tpu_qr_delete(w->c, w->spec->id, true, true, 0, tpu_print_progress,
+			  NULL, &e) &&
+	    e.code != CLOUD_ENOTFOUND) {
+		log_error("deleting %s: %s", w->spec->id, e.msg);
+		return 1;
+	}
+	sleep_ms(wait_ms);
+	err_init(&e);
+	if (tpu_qr_create(w->c, w->spec, &e)) {
+		log_error("creating %s again: %s", w->spec->id, e.msg);
+		return 1;
+	}
+	w->recreated++;
+	w->qr_state[0] = '\0';
+	say(w, "%s: asked for again", w->spec->id);
+	return -1;
+}
+
+/* One look at the run and the queued resource. Returns -1 to go on, or
+ * an exit status. */
+static int watch_once(struct watch *w, unsigned *errors)
+{
+	struct tpu_qr q = { 0 };
+	struct control c;
+	struct err e;
+	int rc;
+
+	if (watch_run(w, &c)) {
+		++*errors;
+		return -1;
+	}
+	if (!strcmp(c.state, "done")) {
+		say(w, "run: done");
+		return 0;
+	}
+	if (!strcmp(c.state, "failed")) {
+		log_error("the run failed: %s", c.reason);
+		return 1;
+	}
+	err_init(&e);
+	rc = tpu_qr_get(w->c, w->spec->id, &q, &e);
+	if (rc == CLOUD_ENOTFOUND) {
+		tpu_qr_release(&q);
+		if (!strcmp(c.state, "stopping")) {
+			say(w, "%s is gone and the run is stopping: done "
+			    "watching", w->spec->id);
+			return 0;
+		}
+		/* Worker 0 deletes it once the run is done. */
+		if (!watch_run(w, &c) && !strcmp(c.state, "done")) {
+			say(w, "run: done");
+			return 0;
+		}
+		log_error("queued resource %s is gone while the run is %s; "
+			  "run the same slicectl job command again to ask for "
+			  "it again", w->spec->id, c.state);
+		return 1;
+	}
+	if (rc) {
+		log_warn("reading queued resource %s: %s", w->spec->id, e.msg);
+		tpu_qr_release(&q);
+		++*errors;
+		return -1;
+	}
+	*errors = 0;
+	if (strcmp(q.state, w->qr_state)) {
+		say(w, "%s: %s%s%s", w->spec->id, *q.state ? q.state : "accepted",
+		    *q.error_message ? ": " : "", q.error_message);
+		snprintf(w->qr_state, sizeof(w->qr_state), "%s", q.state);
+	}
+	rc = -1;
+	if (!strcmp(q.state, "SUSPENDED") || !strcmp(q.state, "FAILED")) {
+		if (!strcmp(c.state, "stopping")) {
+			say(w, "%s is %s and the run is stopping: done "
+			    "watching", w->spec->id, q.state);
+			rc = 0;
+		} else {
+			rc = recreate(w, &c, q.state);
+		}
+	} else if (!strcmp(c.state, "stopping") && all_stopped(w)) {
+		say(w, "run: every worker has stopped");
+		rc = 0;
+	}
+	tpu_qr_release(&q);
+	return rc;
+}
+
+static int watch(struct tpu_client *c, const struct tpu_qr_spec *spec,
+		 const struct job_options *o, const struct prepared_run *run)
+{
+	struct watch w = { 0 };
+	unsigned errors = 0;
+	struct err e;
+	int status = -1;
+
+	err_init(&e);
+	if (store_open(&w.s, run->run_url, &e)) {
+		log_error("%s", e.msg);
+		return 1;
+	}
+	w.c = c;
+	w.spec = spec;
+	w.max_restarts = o->r.max_restarts;
+	w.budget = o->recreate_budget;
+	w.start_ms = mono_ms();
+	w.unit_ms = poll_unit_ms();
+	backoff_init(&w.bo, (unsigned)(WATCH_BACKOFF_BASE_UNITS * w.unit_ms),
+		     (unsigned)(WATCH_BACKOFF_MAX_UNITS * w.unit_ms),
+		     (uint64_t)time(NULL) ^ (uint64_t)mono_us());
+	say(&w, "watching %s and %s (recreate budget %u)", spec->id,
+	    run->run_url, w.budget);
+	for (;;) {
+		status = watch_once(&w, &errors);
+		if (status >= 0)
+			break;
+		if (errors >= WATCH_MAX_ERRORS) {
+			log_error("%u looks in a row failed: giving up "
+				  "watching (the run goes on)", errors);
+			status = 1;
+			break;
+		}
+		sleep_ms(WATCH_POLL_UNITS * w.unit_ms);
+	}
+	store_close(w.s);
+	return status;
+}
+
+static int run_cloud(struct job_options *o)
+{
+	struct prepared_run run;
+	struct tpu_qr_spec spec;
+	struct tpu_client *c = NULL;
+	struct err e;
+	int status, rc;
+
+	status = check_cloud(o);
+	if (status)
+		return status;
+	err_init(&e);
+	rc = tpu_open(&c, o->to.project, o->to.zone, &e);
+	if (rc) {
+		log_error("%s", e.msg);
+		return rc == CLOUD_EINVAL ? EXIT_USAGE : 1;
+	}
+	tpu_qr_spec_init(&spec);
+	if (job_prepare(&o->r, &run, &e)) {
+		status = prepare_status(&e);
+		goto out;
+	}
+	if (build_spec(o, &run, &spec, &e)) {
+		status = prepare_status(&e);
+		goto out_run;
+	}
+	fprintf(stderr, "slicectl: creating %s: %u slice%s of %s in %s\n",
+		spec.id, spec.node_count, spec.node_count == 1 ? "" : "s",
+		spec.accelerator_type, o->to.zone);
+	rc = tpu_qr_create(c, &spec, &e);
+	if (rc == CLOUD_EEXISTS) {
+		log_info("queued resource %s exists already: keeping it",
+			 spec.id);
+	} else if (rc) {
+		status = tpu_exit_status(rc, &e);
+		goto out_run;
+	}
+	print_follow(o, &run);
+	status = o->watch ? watch(c, &spec, o, &run) : 0;
+out_run:
+	prepared_run_release(&run);
+out:
+	tpu_qr_spec_release(&spec);
+	tpu_close(c);
+	return status;
+}
+
+static int run_local(struct job_options *o)
+{
+	struct local_options lo = { 0 };
+	struct prepared_run run;
+	struct err e;
+	int status;
+
+	if (!o->r.workers_per_slice)
+		return usage_error("--local needs --workers-per-slice W%s",
+				   NULL);
+	if (o->watch || o->r.spot || o->r.reserved || o->r.best_effort ||
+	    o->to.project || o->to.zone)
+		return usage_error("--watch, --spot, --reserved, --best-effort, "
+				   "--project and --zone are for Cloud TPU, not "
+				   "--local%s", NULL);
+	if (o->seed) {
+		char *end;
+
+		errno = 0;
+		lo.seed = strtoull(o->seed, &end, 10);
+		if (errno || *end || !*o->seed)
+			return usage_error("--seed '%s' is not a number",
+					   o->seed);
+	}
+	if (o->seed && (!o->chaos || strcmp(o->chaos, "random")))
+		return usage_error("--seed goes with --chaos random%s", NULL);
+	lo.dir = o->local_dir;
+	lo.chaos = o->chaos;
+	lo.quiet = o->quiet;
+	lo.format = o->format;
+	o->r.project = o->r.zone = NULL;
+	err_init(&e);
+	if (job_prepare(&o->r, &run, &e))
+		return prepare_status(&e);
+	status = local_run(&run, &lo);
+	prepared_run_release(&run);
+	return status;
+}
+
+int cmd_job(int argc, char **argv)
+{
+	struct job_options o = { 0 };
+	struct job_request *r = &o.r;
+	struct strlist pos;
+	int status;
+
+	job_request_init(r);
+	o.recreate_budget = DEFAULT_RECREATE_BUDGET;
+	o.hang_timeout_ms = r->hang_timeout_s * 1000u;
+	o.grace_ms = r->grace_s * 1000u;
+	struct opt opts[] = {
+		{ .name = "name", .kind = OPT_STRING, .value = &r->name,
+		  .arg = "RUN", .help = "the run's name, also the queued "
+		  "resource's (lowercase letters, digits, '-')" },
+		{ .name = "bucket", .kind = OPT_STRING, .value = &r->bucket,
+		  .arg = "URL", .help = "where runs live: gs://BUCKET[/PREFIX] "
+		  "(or file:///DIR; default: $SLICECTL_BUCKET)" },
+		{ .name = "accelerator-type", .kind = OPT_STRING,
+		  .value = &r->accelerator_type, .arg = "T",
+		  .help = "each slice's type, for example v4-32 or "
+			  "v5litepod-16" },
+		{ .name = "runtime-version", .kind = OPT_STRING,
+		  .value = &r->runtime_version, .arg = "V",
+		  .help = "the TPU VM image (default: the type's usual one)" },
+		{ .name = "num-slices", .kind = OPT_UINT, .value = &r->num_slices,
+		  .arg = "N", .min = 1, .max = 4096,
+		  .help = "slices (default 1); more than 1 is multislice" },
+		{ .name = "script-dir", .kind = OPT_STRING,
+		  .value = &r->script_dir, .arg = "DIR",
+		  .help = "your code, unpacked on every worker as the "
+			  "trainer's working directory" },
+		{ .name = "command", .kind = OPT_STRING, .value = &r->command,
+		  .arg = "CMD", .help = "the trainer, as /bin/sh -c reads it" },
+		{ .name = "env", .kind = OPT_LIST, .value = &r->env,
+		  .arg = "K=V", .help = "an environment variable for the "
+		  "trainer (repeatable)" },
+		{ .name = "max-restarts", .kind = OPT_UINT,
+		  .value = &r->max_restarts, .arg = "N", .max = 1000000,
+		  .help = "group restarts before the run fails (default 100)" },
+		{ .name = "hang-timeout", .kind = OPT_SECONDS,
+		  .value = &o.hang_timeout_ms, .arg = "S",
+		  .help = "no output and no new step for S: hung (default "
+			  "30m; 0 off)" },
+		{ .name = "grace", .kind = OPT_SECONDS, .value = &o.grace_ms,
+		  .arg = "S", .help = "on preemption, time for a final step "
+		  "(default 25s)" },
+		{ .name = "keep", .kind = OPT_UINT, .value = &r->keep,
+		  .arg = "K", .min = 1, .max = 1000000,
+		  .help = "newest committed steps kept (default 3)" },
+		{ .name = "keep-every", .kind = OPT_UINT, .value = &r->keep_every,
+		  .arg = "M", .max = 4000000000u,
+		  .help = "also keep every step divisible by M" },
+		{ .name = "spot", .kind = OPT_FLAG, .value = &r->spot,
+		  .help = "spot capacity: cheaper, may be preempted" },
+		{ .name = "reserved", .kind = OPT_FLAG, .value = &r->reserved,
+		  .help = "the project's reserved capacity" },
+		{ .name = "best-effort", .kind = OPT_FLAG,
+		  .value = &r->best_effort, .help = "best-effort capacity" },
+		{ .name = "delete-on-finish", .kind = OPT_FLAG,
+		  .value = &r->delete_on_finish,
+		  .help = "delete the queued resource when the run is done" },
+		{ .name = "watch", .kind = OPT_FLAG, .value = &o.watch,
+		  .help = "stay, and recreate the queued resource after a "
+			  "preemption" },
+		{ .name = "recreate-budget", .kind = OPT_UINT,
+		  .value = &o.recreate_budget, .arg = "N", .max = 1000000,
+		  .help = "recreations --watch may make (default 10)" },
+		{ .name = "supervisor-bin", .kind = OPT_STRING,
+		  .value = &r->supervisor_bin, .arg = "PATH",
+		  .help = "the slice-supervisor to upload (default: "
+			  "$SLICE_SUPERVISOR_BIN, or next to slicectl)" },
+		{ .name = "local", .kind = OPT_FLAG, .value = &o.local,
+		  .help = "run every worker here (the local provider)" },
+		{ .name = "workers-per-slice", .kind = OPT_UINT,
+		  .value = &r->workers_per_slice, .arg = "W", .min = 1,
+		  .max = 65536, .help = "--local: workers in each slice" },
+		{ .name = "local-dir", .kind = OPT_STRING, .value = &o.local_dir,
+		  .arg = "DIR", .help = "--local: the workers' roots (default "
+		  "$SLICECTL_HOME/local/RUN)" },
+		{ .name = "chaos", .kind = OPT_STRING, .value = &o.chaos,
+		  .arg = "SPEC", .help = "--local: failures to inject, or "
+		  "'random'" },
+		{ .name = "seed", .kind = OPT_STRING, .value = &o.seed,
+		  .arg = "S", .help = "--local: the seed of --chaos random" },
+		{ .name = "quiet", .short_name = 'q', .kind = OPT_FLAG,
+		  .value = &o.quiet, .help = "--local: no live timeline" },
+		{ .name = "format", .kind = OPT_CHOICE, .value = &o.format,
+		  .arg = "text|json", .choices = format_names,
+		  .help = "--local: json prints the timeline and summary as "
+			  "NDJSON" },
+		{ 0 }, { 0 }, { 0 },
+	};
+	size_t nopts = sizeof(opts) / sizeof(opts[0]) - 1 - 2;
+
+	strlist_init(&pos);
+	tpu_options_table(&o.to, &opts[nopts], 0);
+	status = opt_parse_command(opts, argc, argv, "slicectl job", usage,
+				   false, &pos);
+	if (status >= 0)
+		goto out;
+	if (pos.n) {
+		status = usage_error("unexpected argument '%s': every value "
+				     "is given by a flag", pos.v[0]);
+		goto out;
+	}
+	if (o.hang_timeout_ms % 1000 || o.grace_ms % 1000) {
+		status = usage_error("--hang-timeout and --grace take whole "
+				     "seconds%s", NULL);
+		goto out;
+	}
+	r->hang_timeout_s = o.hang_timeout_ms / 1000;
+	r->grace_s = o.grace_ms / 1000;
+	if (!r->bucket || !*r->bucket)
+		r->bucket = getenv("SLICECTL_BUCKET");
+	r->project = o.to.project;
+	r->zone = o.to.zone;
+	if (o.local)
+		status = run_local(&o);
+	else if (r->workers_per_slice || o.quiet || o.format)
+		status = usage_error("--workers-per-slice, --quiet and --format "
+				     "are for --local%s", NULL);
+	else
+		status = run_cloud(&o);
+out:
+	strlist_release(&pos);
+	job_request_release(r);
+	return status;
+}

@@ -1,0 +1,644 @@
+/*
+ * cmd_logs.c: `slicectl logs RUN`: a worker's trainer output, as its
+ * supervisor uploads it to logs/slice-S-worker-W/gen-G.log.
+ *
+ * A log object is re-uploaded whole as it grows, and once it passes the
+ * supervisor's cap (8 MiB) only its last 8 MiB are kept, so an object's
+ * content may slide. --follow therefore remembers the last bytes it
+ * printed, not only how many: new bytes are what follows them in the new
+ * content, wherever they now are; when they are gone (the log was
+ * rewritten, or shrank), the log is printed again from its start, after
+ * a marker.
+ */
+#include "launcher/launcher.h"
+#include "launcher/run_options.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage[] =
+	"usage: slicectl logs RUN [--worker S/W] [--generation G] [--follow]\n"
+	"                    [--interval S] [--bucket URL] [--format text|json]\n"
+	"\n"
+	"Prints a worker's trainer output from logs/slice-S-worker-W/gen-G.log:\n"
+	"worker 0/0 unless --worker names another (stderr says so when the run\n"
+	"has more), of the newest generation it has a log of unless\n"
+	"--generation names one.\n"
+	"\n"
+	"--follow keeps printing: it reads the log again every --interval\n"
+	"(default 1 s) and prints only what is new, moves on to the next\n"
+	"generation's log when one appears (saying so on stderr), and ends on\n"
+	"Ctrl-C, or when nothing new came for two intervals after the run is\n"
+	"done or failed (or stopping, and this worker's supervisor has ended).\n"
+	"A log that was rewritten or shrank (the supervisor keeps the last\n"
+	"8 MiB) is printed again from its start after a marker on stderr.\n"
+	"\n"
+	"--format json prints one object a line: {\"type\": \"line\",\n"
+	"\"slice\", \"worker\", \"generation\", \"text\"} per line of output\n"
+	"(invalid UTF-8 becomes U+FFFD), and with --follow\n"
+	"{\"type\": \"generation\", ..., \"object\"} as each log starts and\n"
+	"{\"type\": \"reset\", ..., \"size\", \"was\"} where text mode prints a\n"
+	"marker.\n"
+	"\n" RUN_USAGE_BUCKET "\n"
+	"Exit status: 0 printed (or followed to the end); 1 the store failed;\n"
+	"2 bad arguments; 4 no run RUN under BUCKET, no such worker, or no such\n"
+	"log (without --follow, which waits for it); 130 Ctrl-C.";
+
+/* The last bytes printed, to find where to go on in a log that slid. */
+#define TAIL_MAX 4096
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+struct logs {
+	struct run_options *ro;
+	unsigned slice, worker;
+	char dir[96];            /* "logs/slice-S-worker-W/" */
+	bool json, follow;
+
+	/* The log being printed. */
+	int64_t gen;             /* 0: none yet */
+	char name[128];
+	int64_t object_gen;      /* the store's, of what was read; 0 none */
+	uint64_t off;            /* bytes of its content printed */
+	char tail[TAIL_MAX];     /* its last bytes printed */
+	size_t tlen;
+	bool at_line_start;      /* text: the last byte printed was '\n' */
+	struct buf line;         /* json: the line not ended yet */
+	bool printed_any;
+};
+
+/* ---- output ---- */
+
+static void emit_event(struct logs *l, const char *type, json_t *extra)
+{
+	json_t *o = json_pack("{s:s, s:I, s:I, s:I}", "type", type, "slice",
+			      (json_int_t)l->slice, "worker",
+			      (json_int_t)l->worker, "generation",
+			      (json_int_t)l->gen);
+
+	if (o && extra)
+		json_object_update(o, extra);
+	json_decref(extra);
+	run_print_json(o);
+}
+
+static void emit_line(struct logs *l, const char *text, size_t len)
+{
+	struct buf b;
+
+	buf_init(&b);
+	if (buf_appendf(&b, "{\"type\": \"line\", \"slice\": %u, \"worker\": "
+			"%u, \"generation\": %" PRId64 ", \"text\": ",
+			l->slice, l->worker, l->gen) ||
+	    json_append_string(&b, text, len) || buf_appends(&b, "}\n")) {
+		log_error("out of memory");
+	} else {
+		fwrite(b.data, 1, b.len, stdout);
+	}
+	buf_release(&b);
+}
+
+/* The log's own bytes, in either format. */
+static void put_bytes(struct logs *l, const char *data, size_t len)
+{
+	if (!len)
+		return;
+	l->printed_any = true;
+	if (!l->json) {
+		fwrite(data, 1, len, stdout);
+		l->at_line_start = data[len - 1] == '\n';
+		return;
+	}
+	for (;;) {
+		const char *nl = memchr(data, '\n', len);
+		size_t n = nl ? (size_t)(nl - data) : len;
+
+		if (!nl) {
+			if (buf_append(&l->line, data, n))
+				log_error("out of memory");
+			return;
+		}
+		if (l->line.len) {
+			if (buf_append(&l->line, data, n))
+				log_error("out of memory");
+			emit_line(l, l->line.data, l->line.len);
+			buf_reset(&l->line);
+		} else {
+			emit_line(l, data, n);
+		}
+		data += n + 1;
+		len -= n + 1;
+	}
+}
+
+/* Ends what one log printed: the json line not ended yet, or, in text,
+ * a line break so the next log starts on a line of its own. */
+static void end_log(struct logs *l, bool newline)
+{
+	if (l->json && l->line.len) {
+		emit_line(l, l->line.data, l->line.len);
+		buf_reset(&l->line);
+	} else if (!l->json && newline && !l->at_line_start) {
+		fputc('\n', stdout);
+		l->at_line_start = true;
+	}
+}
+
+/* ---- the store ---- */
+
+static int sink(void *ud, const void *data, size_t len, struct err *e)
+{
+	if (buf_append(ud, data, len))
+		return err_set(e, CLOUD_ENOMEM, "out of memory");
+	return 0;
+}
+
+static void log_name(const struct logs *l, int64_t gen, char *out,
+		     size_t cap)
+{
+	snprintf(out, cap, "%sgen-%" PRId64 ".log", l->dir, gen);
+}
+
+struct gens {
+	int64_t *v;
+	size_t n, cap;
+	const struct logs *l;
+};
+
+static int collect_gen(void *ud, const struct store_object *o,
+		       bool is_prefix)
+{
+	struct gens *g = ud;
+	const char *leaf;
+	long long gen;
+	char canon[128];
+	int n = 0;
+
+	if (is_prefix || strncmp(o->name, g->l->dir, strlen(g->l->dir)))
+		return 0;
+	leaf = o->name + strlen(g->l->dir);
+	if (sscanf(leaf, "gen-%lld.log%n", &gen, &n) != 1 || !n ||
+	    leaf[n] || gen < 1)
+		return 0;
+	log_name(g->l, gen, canon, sizeof(canon));
+	if (strcmp(canon, o->name))
+		return 0;
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 16;
+		int64_t *v = realloc(g->v, cap * sizeof(*v));
+
+		if (!v)
+			return CLOUD_ENOMEM;
+		g->v = v;
+		g->cap = cap;
+	}
+	g->v[g->n++] = gen;
+	return 0;
+}
+
+static int cmp_gen(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The generations this worker has a log of, ascending. */
+static int list_gens(struct logs *l, struct gens *g, struct err *e)
+{
+	int rc;
+
+	g->n = 0;
+	g->l = l;
+	rc = store_list(l->ro->store, l->dir, "/", collect_gen, g, e);
+	if (rc == CLOUD_ENOMEM)
+		return err_set(e, CLOUD_ENOMEM, "out of memory");
+	if (rc)
+		return rc;
+	qsort(g->v, g->n, sizeof(*g->v), cmp_gen);
+	return 0;
+}
+
+static bool gens_have(const struct gens *g, int64_t gen)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->v[i] == gen)
+			return true;
+	return false;
+}
+
+/* ---- one log ---- */
+
+static void start_log(struct logs *l, int64_t gen)
+{
+	bool first = !l->gen;
+
+	end_log(l, true);
+	l->gen = gen;
+	log_name(l, gen, l->name, sizeof(l->name));
+	l->object_gen = 0;
+	l->off = 0;
+	l->tlen = 0;
+	if (!l->follow)
+		return;
+	if (l->json)
+		emit_event(l, "generation",
+			   json_pack("{s:s}", "object", l->name));
+	else if (!first)
+		fprintf(stderr,
+			"slicectl: ---- generation %" PRId64 ": %s ----\n",
+			gen, l->name);
+}
+
+/* Where the bytes not printed yet begin in data: after the tail printed
+ * last, where it is now. SIZE_MAX when it is nowhere. */
+static size_t resume_at(const struct logs *l, const char *data, size_t len)
+{
+	size_t from;
+
+	if (!l->tlen)
+		return l->off ? SIZE_MAX : 0;
+	if (len >= l->off &&
+	    !memcmp(data + l->off - l->tlen, l->tail, l->tlen))
+		return (size_t)l->off;
+	/* Slid (the supervisor keeps the last 8 MiB): look for the tail at
+	 * or before where it was. */
+	if (len < l->tlen)
+		return SIZE_MAX;
+	from = len - l->tlen;
+	if (l->off >= l->tlen && from > l->off - l->tlen)
+		from = (size_t)(l->off - l->tlen);
+	for (size_t i = from + 1; i-- > 0;)
+		if (data[i] == l->tail[0] &&
+		    !memcmp(data + i, l->tail, l->tlen))
+			return i + l->tlen;
+	return SIZE_MAX;
+}
+
+/* Prints what is new in content data[len] of the current log. Returns
+ * whether anything was printed. */
+static bool print_new(struct logs *l, const char *data, size_t len)
+{
+	size_t at = resume_at(l, data, len);
+	bool any;
+
+	if (at == SIZE_MAX) {
+		end_log(l, true);
+		if (l->json)
+			emit_event(l, "reset",
+				   json_pack("{s:I, s:I}", "size",
+					     (json_int_t)len, "was",
+					     (json_int_t)l->off));
+		else
+			fprintf(stderr, "slicectl: ---- %s was rewritten (%zu "
+				"bytes, was %" PRIu64 "): printing it again "
+				"from its start ----\n", l->name, len, l->off);
+		at = 0;
+	}
+	any = at < len;
+	put_bytes(l, data + at, len - at);
+	l->off = len;
+	l->tlen = len < TAIL_MAX ? len : TAIL_MAX;
+	memcpy(l->tail, data + len - l->tlen, l->tlen);
+	return any;
+}
+
+/* Reads the current log when its object changed and prints what is new.
+ * *progress is set when anything was printed. A log that is gone is not
+ * an error while following. */
+static int read_log(struct logs *l, bool *progress, struct err *e)
+{
+	struct store_object o = { 0 };
+	struct buf b;
+	int rc;
+
+	if (l->object_gen) {
+		int64_t now_gen;
+
+		rc = store_stat(l->ro->store, l->name, &o, e);
+		if (rc == CLOUD_ENOTFOUND && l->follow) {
+			err_init(e);
+			return 0;
+		}
+		if (rc)
+			return rc;
+		now_gen = o.generation;
+		store_object_release(&o);
+		if (now_gen == l->object_gen)
+			return 0;
+	}
+	buf_init(&b);
+	rc = store_get(l->ro->store, l->name, 0, sink, &b, &o, e);
+	if (rc == CLOUD_ENOTFOUND && l->follow) {
+		err_init(e);
+		rc = 0;
+	} else if (!rc) {
+		l->object_gen = o.generation;
+		if (print_new(l, b.data ? b.data : "", b.len))
+			*progress = true;
+	}
+	store_object_release(&o);
+	buf_release(&b);
+	return rc;
+}
+
+/* ---- following ---- */
+
+/* Whether the run is over for this worker: done or failed, or stopping
+ * with this worker's supervisor gone. */
+static int run_over(struct logs *l, bool *over, struct err *e)
+{
+	struct control c;
+	bool found;
+	char w[64], name[128], *data = NULL;
+	size_t len;
+	json_t *root, *state;
+	int rc;
+
+	*over = false;
+	rc = run_control_peek(l->ro, &c, &found, e);
+	if (rc || !found)
+		return rc;
+	if (!strcmp(c.state, "done") || !strcmp(c.state, "failed")) {
+		*over = true;
+		return 0;
+	}
+	if (strcmp(c.state, "stopping"))
+		return 0;
+	run_worker_name(l->slice, l->worker, w, sizeof(w));
+	snprintf(name, sizeof(name), "status/%s.json", w);
+	rc = store_read(l->ro->store, name, (size_t)64 << 10, &data, &len,
+			NULL, e);
+	if (rc == CLOUD_ENOTFOUND) {
+		/* No supervisor ever ran there: nothing will come. */
+		err_init(e);
+		*over = true;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	root = json_loadb(data, len, 0, NULL);
+	state = json_object_get(root, "state");
+	if (json_is_string(state)) {
+		const char *s = json_string_value(state);
+
+		*over = !strcmp(s, "exited") || !strcmp(s, "finished") ||
+			!strcmp(s, "preempted");
+	}
+	json_decref(root);
+	free(data);
+	return 0;
+}
+
+static void pause_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (!interrupted && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* One look at the store: the next logs when they appeared, new bytes of
+ * the current one. */
+static int follow_once(struct logs *l, struct gens *g, int64_t pinned,
+		       bool *progress, struct err *e)
+{
+	int rc = list_gens(l, g, e);
+
+	if (rc)
+		return rc;
+	if (!l->gen) {
+		int64_t first = 0;
+
+		/* The pinned generation, or the first one after it when
+		 * it never had a log here; else the newest. */
+		for (size_t i = 0; i < g->n && !first; i++)
+			if (!pinned || g->v[i] >= pinned)
+				first = pinned ? g->v[i] : g->v[g->n - 1];
+		if (!first)
+			return 0;
+		start_log(l, first);
+		*progress = true;
+	}
+	for (;;) {
+		int64_t next = 0;
+
+		rc = read_log(l, progress, e);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < g->n && !next; i++)
+			if (g->v[i] > l->gen)
+				next = g->v[i];
+		if (!next)
+			return 0;
+		/* A newer generation: this one is over for this worker,
+		 * and was just read for the last time. */
+		start_log(l, next);
+		*progress = true;
+	}
+}
+
+static int follow(struct logs *l, int64_t pinned, unsigned interval_ms)
+{
+	struct gens g = { 0 };
+	struct sigaction sa;
+	char last_warning[sizeof(((struct err *)0)->msg)] = "";
+	unsigned quiet = 0;
+	bool said_waiting = false, looked = false;
+	struct err e;
+	int rc, status = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	while (!interrupted) {
+		bool progress = false, over = false;
+
+		err_init(&e);
+		/* Whether the run was over is asked before the logs are
+		 * read, so the last read sees everything written before. */
+		rc = run_over(l, &over, &e);
+		if (!rc)
+			rc = follow_once(l, &g, pinned, &progress, &e);
+		if (rc && !looked) {
+			/* The first look failing is no passing fault. */
+			status = run_exit_status(rc, &e);
+			break;
+		}
+		looked = true;
+		if (rc && strcmp(last_warning, e.msg)) {
+			log_warn("%s (trying again every interval)", e.msg);
+			snprintf(last_warning, sizeof(last_warning), "%s",
+				 e.msg);
+		} else if (!rc) {
+			last_warning[0] = '\0';
+		}
+		if (!l->gen && !said_waiting && !rc) {
+			char w[64];
+
+			run_worker_name(l->slice, l->worker, w, sizeof(w));
+			fprintf(stderr, "slicectl: waiting for a log of %s "
+				"under %s\n", w, l->ro->url);
+			said_waiting = true;
+		}
+		fflush(stdout);
+		if (ferror(stdout))
+			break; /* the exit status reports it */
+		quiet = over && !progress && !rc ? quiet + 1 : 0;
+		if (quiet >= 2)
+			break;
+		pause_ms(interval_ms);
+	}
+	end_log(l, false);
+	fflush(stdout);
+	free(g.v);
+	if (interrupted && !status)
+		status = interrupted == SIGINT ? EXIT_INTERRUPT
+					       : 128 + (int)interrupted;
+	return status;
+}
+
+/* ---- once ---- */
+
+static int print_once(struct logs *l, int64_t pinned)
+{
+	struct gens g = { 0 };
+	struct err e;
+	char w[64], have[256] = "";
+	bool progress = false;
+	int rc;
+
+	run_worker_name(l->slice, l->worker, w, sizeof(w));
+	rc = list_gens(l, &g, &e);
+	if (rc) {
+		free(g.v);
+		return run_exit_status(rc, &e);
+	}
+	if (!g.n || (pinned && !gens_have(&g, pinned))) {
+		for (size_t i = 0; i < g.n && strlen(have) < 200; i++)
+			snprintf(have + strlen(have),
+				 sizeof(have) - strlen(have), "%s%" PRId64,
+				 i ? ", " : "", g.v[i]);
+		if (!g.n)
+			log_error("no log of %s under %s yet (its supervisor "
+				  "uploads one once its trainer starts)", w,
+				  l->ro->url);
+		else
+			log_error("no log of generation %" PRId64 " for %s "
+				  "under %s (it has generation%s %s)", pinned,
+				  w, l->ro->url, g.n == 1 ? "" : "s", have);
+		free(g.v);
+		return EXIT_NOT_FOUND;
+	}
+	start_log(l, pinned ? pinned : g.v[g.n - 1]);
+	free(g.v);
+	rc = read_log(l, &progress, &e);
+	if (rc)
+		return run_exit_status(rc, &e);
+	end_log(l, false);
+	return 0;
+}
+
+/* "S/W" */
+static bool parse_worker(const char *s, unsigned *slice, unsigned *worker)
+{
+	unsigned long a, b;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	a = strtoul(s, &end, 10);
+	if (*end != '/' || end[1] < '0' || end[1] > '9')
+		return false;
+	b = strtoul(end + 1, &end, 10);
+	if (*end || a > 65535 || b > 65535)
+		return false;
+	*slice = (unsigned)a;
+	*worker = (unsigned)b;
+	return true;
+}
+
+int cmd_logs(int argc, char **argv)
+{
+	struct run_options ro = { 0 };
+	const char *worker_flag = NULL;
+	unsigned generation = 0, interval_ms = 1000;
+	bool follow_flag = false;
+	struct opt opts[RUN_OPTIONS_COUNT + 5] = {
+		{ .name = "worker", .short_name = 'w', .kind = OPT_STRING,
+		  .value = &worker_flag, .arg = "S/W",
+		  .help = "slice S's worker W (default: 0/0)" },
+		{ .name = "generation", .short_name = 'g', .kind = OPT_UINT,
+		  .value = &generation, .arg = "G", .min = 1,
+		  .max = 4000000000u,
+		  .help = "this generation's log (default: the newest); with "
+			  "--follow, start there" },
+		{ .name = "follow", .short_name = 'f', .kind = OPT_FLAG,
+		  .value = &follow_flag,
+		  .help = "keep printing what comes, until the run is over" },
+		{ .name = "interval", .kind = OPT_SECONDS,
+		  .value = &interval_ms, .arg = "S",
+		  .help = "with --follow, how often to look (default 1 s)" },
+	};
+	struct logs l;
+	char w[64];
+	unsigned n_workers;
+	int status;
+
+	memset(&l, 0, sizeof(l));
+	buf_init(&l.line);
+	run_options_table(&ro, opts + 4);
+	status = run_command_start(opts, argc, argv, usage, &ro);
+	if (status >= 0)
+		goto done;
+	status = EXIT_USAGE;
+	if (worker_flag && !parse_worker(worker_flag, &l.slice, &l.worker)) {
+		log_error("--worker wants SLICE/WORKER, like 0/3, not '%s'",
+			  worker_flag);
+		goto done;
+	}
+	if (interval_ms < 50) {
+		log_error("--interval must be at least 0.05 s");
+		goto done;
+	}
+	if (l.slice >= ro.job.num_slices ||
+	    l.worker >= ro.job.workers_per_slice) {
+		log_error("%s has %u slice%s of %u worker%s: there is no "
+			  "worker %u/%u", ro.run, ro.job.num_slices,
+			  ro.job.num_slices == 1 ? "" : "s",
+			  ro.job.workers_per_slice,
+			  ro.job.workers_per_slice == 1 ? "" : "s", l.slice,
+			  l.worker);
+		status = EXIT_NOT_FOUND;
+		goto done;
+	}
+	n_workers = ro.job.num_slices * ro.job.workers_per_slice;
+	if (!worker_flag && n_workers > 1)
+		fprintf(stderr, "slicectl: %s has %u workers; showing worker "
+			"0/0 (choose another with --worker S/W)\n", ro.run,
+			n_workers);
+	l.ro = &ro;
+	l.json = ro.format == 1;
+	l.follow = follow_flag;
+	l.at_line_start = true;
+	run_worker_name(l.slice, l.worker, w, sizeof(w));
+	snprintf(l.dir, sizeof(l.dir), "logs/%s/", w);
+	status = follow_flag ? follow(&l, generation, interval_ms)
+			     : print_once(&l, generation);
+done:
+	buf_release(&l.line);
+	run_options_release(&ro);
+	return status;
+}

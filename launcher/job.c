@@ -1,0 +1,524 @@
+/*
+ * job.c: see job.h. Everything is checked before anything is written:
+ * the request's values (named by the flag that gave them), the script
+ * directory, the supervisor binary, an existing job.json that differs,
+ * and last that the bucket takes a write (a probe object, deleted again).
+ * Then the run's objects go up in the order a worker needs them last to
+ * first: bundle, supervisor, job.json, control.json.
+ */
+#include "launcher/job.h"
+#include "checkpoint/checkpoint.h"
+#include "startup/startup.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Larger than any job.json written here (run_options.c reads as much). */
+#define JOB_READ_MAX ((size_t)1 << 20)
+#define SUPERVISOR_PREFIX "supervisor/slice-supervisor-"
+
+void job_request_init(struct job_request *r)
+{
+	struct job d;
+
+	memset(r, 0, sizeof(*r));
+	strlist_init(&r->env);
+	job_init(&d);
+	r->num_slices = 1;
+	r->max_restarts = d.max_restarts;
+	r->hang_timeout_s = d.hang_timeout_s;
+	r->grace_s = d.grace_s;
+	r->keep = d.keep;
+	r->keep_every = d.keep_every;
+	job_release(&d);
+}
+
+void job_request_release(struct job_request *r)
+{
+	if (!r)
+		return;
+	strlist_release(&r->env);
+	memset(r, 0, sizeof(*r));
+	strlist_init(&r->env);
+}
+
+void prepared_run_release(struct prepared_run *p)
+{
+	if (!p)
+		return;
+	free(p->startup_script);
+	job_release(&p->job);
+	memset(p, 0, sizeof(*p));
+	job_init(&p->job);
+}
+
+/* "v5litepod-16" -> generation "5litepod", count 16; false if not one. */
+static bool split_type(const char *t, char *gen, size_t cap, unsigned *n)
+{
+	const char *dash;
+	char *end;
+	unsigned long v;
+
+	if (!t || t[0] != 'v' || !(dash = strrchr(t, '-')) ||
+	    (size_t)(dash - t) >= cap || dash == t + 1)
+		return false;
+	errno = 0;
+	v = strtoul(dash + 1, &end, 10);
+	if (errno || *end || end == dash + 1 || v == 0 || v > 1000000)
+		return false;
+	memcpy(gen, t + 1, (size_t)(dash - t - 1));
+	gen[dash - t - 1] = '\0';
+	*n = (unsigned)v;
+	return true;
+}
+
+const char *job_default_runtime(const char *accelerator_type)
+{
+	char gen[16];
+	unsigned n;
+
+	if (!split_type(accelerator_type, gen, sizeof(gen), &n))
+		return NULL;
+	if (!strcmp(gen, "5litepod"))
+		return "v2-alpha-tpuv5-lite";
+	if (!strcmp(gen, "5p"))
+		return "v2-alpha-tpuv5";
+	if (!strcmp(gen, "6e"))
+		return "v2-alpha-tpuv6e";
+	if (!strcmp(gen, "2") || !strcmp(gen, "3") || !strcmp(gen, "4"))
+		return "tpu-ubuntu2204-base";
+	return NULL;
+}
+
+unsigned job_workers_per_slice(const char *accelerator_type)
+{
+	char gen[16];
+	unsigned n;
+
+	if (!split_type(accelerator_type, gen, sizeof(gen), &n))
+		return 0;
+	/* v5e and v6e count chips: up to 8 on one host, else 4 a host. */
+	if (!strcmp(gen, "5litepod") || !strcmp(gen, "6e"))
+		return n <= 8 ? 1 : n / 4;
+	/* v2, v3, v4, v5p count TensorCores: 8 a host. */
+	if (!strcmp(gen, "2") || !strcmp(gen, "3") || !strcmp(gen, "4") ||
+	    !strcmp(gen, "5p"))
+		return n <= 8 ? 1 : n / 8;
+	return 0;
+}
+
+/* The request's own values, each named by its flag. */
+static int check_request(const struct job_request *r, struct err *e)
+{
+	struct stat st;
+
+	if (!r->name || !*r->name)
+		return err_set(e, COMMON_EUSAGE,
+			       "--name is required: the run's name (lowercase "
+			       "letters, digits and '-')");
+	if (!r->bucket || !*r->bucket)
+		return err_set(e, COMMON_EUSAGE,
+			       "--bucket is required: gs://BUCKET[/PREFIX], or "
+			       "file:///DIR for the local provider");
+	if (!r->command || !*r->command)
+		return err_set(e, COMMON_EUSAGE,
+			       "--command is required: the trainer's command "
+			       "line, as /bin/sh -c reads it");
+	for (size_t i = 0; i < r->env.n; i++) {
+		const char *kv = r->env.v[i], *eq = strchr(kv, '=');
+
+		if (!eq || !env_name_valid(kv, (size_t)(eq - kv)))
+			return err_set(e, COMMON_EUSAGE,
+				       "--env '%.100s' is not NAME=VALUE with a "
+				       "valid name (letters, digits and '_', "
+				       "not starting with a digit)", kv);
+	}
+	if (r->num_slices < 1)
+		return err_set(e, COMMON_EUSAGE, "--num-slices must be >= 1");
+	if (r->script_dir) {
+		if (stat(r->script_dir, &st))
+			return err_errno(e, COMMON_EUSAGE, errno,
+					 "--script-dir %s", r->script_dir);
+		if (!S_ISDIR(st.st_mode))
+			return err_set(e, COMMON_EUSAGE,
+				       "--script-dir %s is not a directory",
+				       r->script_dir);
+	}
+	if (r->grace_s > STARTUP_MAX_GRACE_S)
+		return err_set(e, COMMON_EUSAGE, "--grace is at most %u s",
+			       STARTUP_MAX_GRACE_S);
+	return 0;
+}
+
+/* The job as job.json will hold it; its check names what is wrong. */
+static int build_job(const struct job_request *r, struct job *j, char **json,
+		     struct err *e)
+{
+	unsigned wps = r->workers_per_slice;
+
+	if (!wps)
+		wps = job_workers_per_slice(r->accelerator_type);
+	if (!wps)
+		return err_set(e, COMMON_EUSAGE,
+			       "cannot tell the workers per slice of "
+			       "accelerator type '%s' (v2-8, v4-32, "
+			       "v5litepod-16, v5p-64, v6e-16 ...)",
+			       r->accelerator_type ? r->accelerator_type : "");
+	j->name = strdup(r->name);
+	j->command = strdup(r->command);
+	if (!j->name || !j->command)
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	for (size_t i = 0; i < r->env.n; i++)
+		if (strlist_push(&j->env, r->env.v[i]))
+			return err_set(e, COMMON_ENOMEM, "out of memory");
+	j->num_slices = r->num_slices;
+	j->workers_per_slice = wps;
+	j->max_restarts = r->max_restarts;
+	j->hang_timeout_s = r->hang_timeout_s;
+	j->grace_s = r->grace_s;
+	j->keep = r->keep;
+	j->keep_every = r->keep_every;
+	j->delete_on_finish = r->delete_on_finish;
+	if (r->project && r->zone) {
+		j->tpu_project = strdup(r->project);
+		j->tpu_zone = strdup(r->zone);
+		j->tpu_name = strdup(r->name);
+		if (!j->tpu_project || !j->tpu_zone || !j->tpu_name)
+			return err_set(e, COMMON_ENOMEM, "out of memory");
+	}
+	if (job_to_json(j, json, e)) {
+		/* job.c's words name the field; say it is this request. */
+		if (e->code != COMMON_ENOMEM)
+			e->code = COMMON_EUSAGE;
+		return e->code;
+	}
+	return 0;
+}
+
+static bool executable_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode) && !access(path, X_OK);
+}
+
+/* --supervisor-bin, $SLICE_SUPERVISOR_BIN, or next to slicectl (an
+ * installed pair, or the build tree's supervisor/ next to launcher/). */
+static int find_supervisor(const struct job_request *r, char *out, size_t cap,
+			   struct err *e)
+{
+	const char *given = r->supervisor_bin;
+	const char *what = "--supervisor-bin";
+	char self[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (!given || !*given) {
+		given = getenv("SLICE_SUPERVISOR_BIN");
+		what = "$SLICE_SUPERVISOR_BIN";
+	}
+	if (given && *given) {
+		if (!executable_file(given))
+			return err_set(e, COMMON_EUSAGE,
+				       "%s %s is not an executable file; build "
+				       "slice-supervisor or point %s at it",
+				       what, given, what);
+		snprintf(out, cap, "%s", given);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			static const char *const rel[] = {
+				"/slice-supervisor",
+				"/../supervisor/slice-supervisor",
+			};
+
+			for (size_t i = 0; i < 2; i++) {
+				int k = snprintf(out, cap, "%s%s", self,
+						 rel[i]);
+
+				if (k > 0 && (size_t)k < cap &&
+				    executable_file(out))
+					return 0;
+			}
+		}
+	}
+	return err_set(e, COMMON_EUSAGE,
+		       "cannot find slice-supervisor next to slicectl; pass "
+		       "--supervisor-bin PATH or set SLICE_SUPERVISOR_BIN");
+}
+
+static int sha256_file(const char *path, char hex[65], uint64_t *size,
+		       struct err *e)
+{
+	unsigned char md[EVP_MAX_MD_SIZE], chunk[1 << 16];
+	unsigned md_len = 0;
+	EVP_MD_CTX *ctx;
+	FILE *f;
+	size_t n;
+	int ok;
+
+	f = fopen(path, "rb");
+	if (!f)
+		return err_errno(e, COMMON_EIO, errno, "reading %s", path);
+	ctx = EVP_MD_CTX_new();
+	ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+	*size = 0;
+	while (ok && (n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		ok = EVP_DigestUpdate(ctx, chunk, n) == 1;
+		*size += n;
+	}
+	if (ok && ferror(f)) {
+		EVP_MD_CTX_free(ctx);
+		fclose(f);
+		return err_errno(e, COMMON_EIO, errno, "reading %s", path);
+	}
+	ok = ok && EVP_DigestFinal_ex(ctx, md, &md_len) == 1 && md_len == 32;
+	EVP_MD_CTX_free(ctx);
+	fclose(f);
+	if (!ok)
+		return err_set(e, COMMON_EIO, "sha256 of %s failed", path);
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+static int upload_file(struct store *s, const char *name, const char *path,
+		       struct err *e)
+{
+	struct store_upload *u = NULL;
+	char chunk[1 << 16];
+	FILE *f;
+	size_t n;
+	int rc;
+
+	f = fopen(path, "rb");
+	if (!f)
+		return err_errno(e, COMMON_EIO, errno, "reading %s", path);
+	rc = store_upload_begin(s, name, STORE_ANY_GENERATION, &u, e);
+	while (!rc && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		rc = store_upload_write(u, chunk, n, e);
+	if (!rc && ferror(f))
+		rc = err_errno(e, COMMON_EIO, errno, "reading %s", path);
+	fclose(f);
+	if (rc) {
+		if (u)
+			store_upload_abort(u);
+		return rc;
+	}
+	return store_upload_finish(u, NULL, e);
+}
+
+static int write_chunk(void *ud, const void *data, size_t len, struct err *e)
+{
+	return store_upload_write(ud, data, len, e);
+}
+
+static int upload_bundle(struct store *s, const char *dir, struct err *e)
+{
+	struct store_upload *u = NULL;
+	struct pack_stats st = { 0 };
+	int rc;
+
+	rc = store_upload_begin(s, RUN_BUNDLE, STORE_ANY_GENERATION, &u, e);
+	if (rc)
+		return rc;
+	rc = pack_tree(dir, NULL, write_chunk, u, &st, e);
+	if (rc) {
+		store_upload_abort(u);
+		err_prefix(e, "packing --script-dir %s", dir);
+		return rc;
+	}
+	rc = store_upload_finish(u, NULL, e);
+	if (!rc)
+		log_info("uploaded %s: %llu files, %llu bytes (%llu packed)",
+			 store_url(s, RUN_BUNDLE), (unsigned long long)st.files,
+			 (unsigned long long)st.bytes_in,
+			 (unsigned long long)st.bytes_out);
+	return rc;
+}
+
+static int upload_supervisor(struct store *s, const char *path,
+			     const char *sha, uint64_t size, struct err *e)
+{
+	struct store_object o = { 0 };
+	char name[128];
+	int rc;
+
+	snprintf(name, sizeof(name), SUPERVISOR_PREFIX "%s", sha);
+	rc = store_stat(s, name, &o, e);
+	if (!rc && o.size == size) {
+		store_object_release(&o);
+		return 0;
+	}
+	store_object_release(&o);
+	if (rc && rc != CLOUD_ENOTFOUND)
+		return rc;
+	err_init(e);
+	rc = upload_file(s, name, path, e);
+	if (!rc)
+		log_info("uploaded %s", store_url(s, name));
+	return rc;
+}
+
+/* Whether two job.json texts say the same (whitespace aside). */
+static bool same_job(const char *a, size_t alen, const char *b)
+{
+	struct job ja, jb;
+	char *ta = NULL, *tb = NULL;
+	struct err e;
+	bool same;
+
+	if (alen == strlen(b) && !memcmp(a, b, alen))
+		return true;
+	if (job_parse(a, alen, &ja, &e))
+		return false;
+	if (job_parse(b, strlen(b), &jb, &e)) {
+		job_release(&ja);
+		return false;
+	}
+	same = !job_to_json(&ja, &ta, &e) && !job_to_json(&jb, &tb, &e) &&
+	       !strcmp(ta, tb);
+	free(ta);
+	free(tb);
+	job_release(&ja);
+	job_release(&jb);
+	return same;
+}
+
+/* An existing job.json: fine when it says the same, refused otherwise.
+ * *exists tells whether there is one. */
+static int check_existing(struct store *s, const char *json, bool *exists,
+			  struct err *e)
+{
+	char *old = NULL;
+	size_t len = 0;
+	int rc;
+
+	*exists = false;
+	rc = store_read(s, RUN_JOB, JOB_READ_MAX, &old, &len, NULL, e);
+	if (rc == CLOUD_ENOTFOUND) {
+		err_init(e);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	*exists = true;
+	if (!same_job(old, len, json)) {
+		rc = err_set(e, COMMON_EUSAGE,
+			     "%s exists and describes another job: a run's "
+			     "job.json is written once. Choose another --name, "
+			     "or give the same flags as before to resume it",
+			     store_url(s, RUN_JOB));
+	}
+	free(old);
+	return rc;
+}
+
+static int probe_writable(struct store *s, struct err *e)
+{
+	char name[64];
+	int rc;
+
+	snprintf(name, sizeof(name), ".slicectl-probe-%ld", (long)getpid());
+	rc = store_put(s, name, "probe\n", 6, STORE_ANY_GENERATION, NULL, e);
+	if (!rc)
+		rc = store_delete(s, name, STORE_ANY_GENERATION, e);
+	if (rc)
+		err_prefix(e, "the bucket does not take a write (fix its "
+			      "permissions or --bucket)");
+	return rc;
+}
+
+int job_prepare(const struct job_request *r, struct prepared_run *out,
+		struct err *e)
+{
+	struct startup_params sp = { 0 };
+	char supervisor[PATH_MAX];
+	char *json = NULL;
+	struct store *s = NULL;
+	struct control ctl;
+	uint64_t size = 0;
+	size_t blen;
+	bool exists;
+	int rc;
+
+	err_init(e);
+	memset(out, 0, sizeof(*out));
+	job_init(&out->job);
+	rc = check_request(r, e);
+	if (!rc)
+		rc = build_job(r, &out->job, &json, e);
+	if (!rc)
+		rc = find_supervisor(r, supervisor, sizeof(supervisor), e);
+	if (rc)
+		goto out;
+	blen = strlen(r->bucket);
+	while (blen > 1 && r->bucket[blen - 1] == '/')
+		blen--;
+	if (snprintf(out->run_url, sizeof(out->run_url), "%.*s/%s", (int)blen,
+		     r->bucket, r->name) >= (int)sizeof(out->run_url)) {
+		rc = err_set(e, COMMON_EUSAGE, "--bucket is too long");
+		goto out;
+	}
+	rc = sha256_file(supervisor, out->supervisor_sha256, &size, e);
+	if (rc)
+		goto out;
+
+	rc = store_open(&s, out->run_url, e);
+	if (rc) {
+		err_prefix(e, "--bucket %s", r->bucket);
+		goto out;
+	}
+	rc = check_existing(s, json, &exists, e);
+	if (!rc)
+		rc = probe_writable(s, e);
+	if (rc)
+		goto out;
+
+	if (r->script_dir)
+		rc = upload_bundle(s, r->script_dir, e);
+	if (!rc)
+		rc = upload_supervisor(s, supervisor, out->supervisor_sha256,
+				       size, e);
+	if (!rc && !exists) {
+		rc = store_put(s, RUN_JOB, json, strlen(json),
+			       STORE_CREATE_ONLY, NULL, e);
+		if (rc == CLOUD_EPRECONDITION || rc == CLOUD_EEXISTS) {
+			/* Someone wrote it meanwhile: same rule. */
+			err_init(e);
+			rc = check_existing(s, json, &exists, e);
+		}
+	}
+	if (!rc)
+		rc = control_load(s, &ctl, e);
+	if (rc)
+		goto out;
+	if (exists)
+		log_info("%s exists with this job: resuming the run at "
+			 "generation %lld (%s)", store_url(s, RUN_JOB),
+			 (long long)ctl.generation, ctl.state);
+
+	sp.run_url = out->run_url;
+	sp.supervisor_sha256 = out->supervisor_sha256;
+	sp.grace_s = r->grace_s;
+	rc = startup_render(&sp, &out->startup_script, &out->startup_len, e);
+out:
+	store_close(s);
+	free(json);
+	if (rc) {
+		free(out->startup_script);
+		out->startup_script = NULL;
+	}
+	return rc;
+}

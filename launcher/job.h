@@ -1,0 +1,62 @@
+/*
+ * job.h (private to launcher/): what `slicectl job` does before any worker
+ * exists, shared by the Cloud TPU path (cmd_job.c) and the local provider
+ * (local.h): check the request, then put the run's objects under
+ * BUCKET/RUN (job.json, bundle.tar.zst, the supervisor, control.json) and
+ * render the startup script that boots every worker.
+ */
+#ifndef SLICECTL_LAUNCHER_JOB_H
+#define SLICECTL_LAUNCHER_JOB_H
+
+#include "cloud/cloud.h"
+#include "supervisor/supervisor.h"
+
+/* `slicectl job`'s flags, as given. */
+struct job_request {
+	const char *name;             /* RUN */
+	const char *bucket;           /* gs://B[/PREFIX] or file:///DIR */
+	const char *accelerator_type;
+	const char *runtime_version;  /* NULL: the default for the type */
+	unsigned num_slices;          /* >= 1 */
+	unsigned workers_per_slice;   /* local: given; cloud: from the type */
+	const char *script_dir;       /* packed as bundle.tar.zst; NULL none */
+	const char *command;
+	struct strlist env;           /* "K=V" */
+	unsigned max_restarts, hang_timeout_s, grace_s, keep, keep_every;
+	bool spot, reserved, best_effort, delete_on_finish;
+	const char *project, *zone;   /* cloud only (flags or CLOUDSDK_*) */
+	const char *supervisor_bin;   /* NULL: found next to slicectl */
+};
+
+void job_request_init(struct job_request *r); /* the defaults */
+void job_request_release(struct job_request *r);
+
+/* A run whose objects are in place. */
+struct prepared_run {
+	char run_url[2048];           /* BUCKET/RUN */
+	char supervisor_sha256[65];
+	char *startup_script;         /* rendered, malloc'd */
+	size_t startup_len;
+	struct job job;               /* as written to job.json */
+};
+
+/*
+ * Checks r (every problem named before anything is created: a bad name,
+ * an unreachable or unwritable bucket, a missing script dir or supervisor
+ * binary), then uploads job.json, bundle.tar.zst, the supervisor
+ * (supervisor/slice-supervisor-SHA256) and control.json (generation 1)
+ * under BUCKET/RUN, and renders the startup script. A RUN that already has
+ * a job.json is refused unless its job.json is the same (re-running the
+ * same command resumes it). Returns 0 or a cloud/common error with e set.
+ */
+int job_prepare(const struct job_request *r, struct prepared_run *out,
+		struct err *e);
+void prepared_run_release(struct prepared_run *p);
+
+/* The runtime version a TPU type needs by default
+ * ("tpu-ubuntu2204-base", "v2-alpha-tpuv5-lite", ...). */
+const char *job_default_runtime(const char *accelerator_type);
+/* Workers per slice of a TPU type (v4-32: 4); 0 when unknown. */
+unsigned job_workers_per_slice(const char *accelerator_type);
+
+#endif

@@ -1,0 +1,482 @@
+/*
+ * slicectl job on the Cloud TPU path, against tests/fakes/tpu_fake.py and
+ * a file:// bucket: the run's objects in the bucket, the queued resource
+ * asked for with the rendered startup script, bad job specs refused before
+ * any request, and --watch recreating a SUSPENDED queued resource (and
+ * giving up when its budget is spent).
+ */
+#include "cloud/cloud.h"
+#include "startup/startup.h"
+#include "supervisor/supervisor.h"
+#include "tests/cloud/fake_tpu.h"
+#include "tests/harness/harness.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ZONE "us-central2-b"
+#define QR_PATH "/v2alpha1/projects/proj/locations/" ZONE "/queuedResources/"
+
+static struct fake_tpu tpu;
+static char tmp[HARNESS_PATH];
+static char code[HARNESS_PATH + 16], bucket[HARNESS_PATH + 32];
+static char env_endpoint[128], env_home[HARNESS_PATH + 32];
+static const char *env[16];
+
+static void up(void)
+{
+	cr_assert_eq(fake_tpu_start(&tpu, (const char *const[]){
+					 "--delay", "0.05", NULL }),
+		     0, "the TPU fake did not start");
+	cr_assert_eq(make_temp_dir(tmp, sizeof(tmp), "job"), 0);
+	snprintf(code, sizeof(code), "%s/code", tmp);
+	snprintf(bucket, sizeof(bucket), "file://%s/bucket", tmp);
+	cr_assert_eq(sh("mkdir -p '%s/sub' && echo 'print(1)' > '%s/train.py' "
+			"&& echo data > '%s/sub/data.txt'", code, code, code),
+		     0);
+	snprintf(env_endpoint, sizeof(env_endpoint), "SLICECTL_TPU_ENDPOINT=%s",
+		 tpu.base);
+	snprintf(env_home, sizeof(env_home), "SLICECTL_HOME=%s/home", tmp);
+	env[0] = env_endpoint;
+	env[1] = env_home;
+	env[2] = "SLICECTL_ACCESS_TOKEN=test-token";
+	env[3] = "CLOUDSDK_CORE_PROJECT=proj";
+	env[4] = "CLOUDSDK_COMPUTE_ZONE=" ZONE;
+	env[5] = "SLICECTL_TPU_POLL_MS=20";
+	env[6] = "SLICECTL_HTTP_RETRY_BASE_MS=10";
+	env[7] = NULL;
+}
+
+static void down(void)
+{
+	fake_tpu_stop(&tpu);
+	rm_rf(tmp);
+}
+
+TestSuite(job, .init = up, .fini = down, .timeout = 240);
+
+#define ASSERT_HAS(text, needle)                                               \
+	cr_assert(strstr((text), (needle)), "expected '%s' in:\n%s", (needle), \
+		  (text))
+
+static void slicectl(struct run_result *r, const char *const *argv)
+{
+	cr_assert_eq(run_slicectl(r, argv, env), 0);
+}
+
+static void ok(const struct run_result *r)
+{
+	cr_assert_eq(r->status, 0, "exit %d\nstdout:\n%s\nstderr:\n%s",
+		     r->status, r->out, r->err);
+}
+
+/* The recorded API requests (control calls are not recorded). */
+static json_t *requests(void)
+{
+	char *out = NULL;
+	json_t *j;
+
+	cr_assert_eq(fake_tpu_call(&tpu, "GET", "/_fake/requests", NULL, &out),
+		     200);
+	j = json_loads(out, 0, NULL);
+	free(out);
+	cr_assert_not_null(j);
+	return j;
+}
+
+/* "DELETE POST ..." of the requests on queued resources, in order, GETs
+ * left out. */
+static void qr_changes(char *out, size_t cap)
+{
+	json_t *all = requests(), *q;
+	size_t i, n = 0;
+
+	out[0] = '\0';
+	json_array_foreach(all, i, q) {
+		const char *p = json_string_value(json_object_get(q, "path"));
+		const char *m = json_string_value(json_object_get(q, "method"));
+
+		if (!p || !m || !strcmp(m, "GET") || !strstr(p, "queuedResources"))
+			continue;
+		n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? " " : "", m);
+		if (n >= cap)
+			break;
+	}
+	json_decref(all);
+}
+
+static json_t *create_body(void)
+{
+	json_t *all = requests(), *q, *found = NULL;
+	size_t i;
+
+	json_array_foreach(all, i, q) {
+		const char *p = json_string_value(json_object_get(q, "path"));
+		const char *m = json_string_value(json_object_get(q, "method"));
+
+		if (p && m && !strcmp(m, "POST") &&
+		    strlen(p) > 16 && !strcmp(p + strlen(p) - 16, "/queuedResources"))
+			found = json_object_get(q, "body");
+	}
+	cr_assert_not_null(found, "no create request");
+	json_incref(found);
+	json_decref(all);
+	return found;
+}
+
+static char *qr_state(const char *name)
+{
+	char path[256], *out = NULL, *st = NULL;
+	json_t *j;
+	long code;
+
+	snprintf(path, sizeof(path), QR_PATH "%s", name);
+	code = fake_tpu_call(&tpu, "GET", path, NULL, &out);
+	if (code == 200 && (j = json_loads(out, 0, NULL))) {
+		const char *s = json_string_value(
+			json_object_get(json_object_get(j, "state"), "state"));
+
+		st = strdup(s ? s : "");
+		json_decref(j);
+	}
+	free(out);
+	return st ? st : strdup("");
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void wait_qr_state(const char *name, const char *want)
+{
+	for (int i = 0; i < 1500; i++) {
+		char *st = qr_state(name);
+		bool done = !strcmp(st, want);
+
+		free(st);
+		if (done)
+			return;
+		sleep_ms(20);
+	}
+	cr_assert_fail("%s never became %s", name, want);
+}
+
+static char *sha256_of(const char *path)
+{
+	struct run_result r;
+	char *sha;
+
+	cr_assert_eq(run_program(&r, (const char *const[]){ "sha256sum", path,
+							   NULL }, NULL), 0);
+	cr_assert_eq(r.status, 0);
+	sha = strndup(r.out, 64);
+	run_result_release(&r);
+	return sha;
+}
+
+Test(job, cloud_job_puts_the_run_in_the_bucket_and_asks_for_the_qr)
+{
+	const char *sup = getenv("SLICE_SUPERVISOR_BIN");
+	char path[HARNESS_PATH * 2], url[HARNESS_PATH + 64], want_sha[65];
+	struct startup_params sp = { 0 };
+	struct run_result r;
+	struct job j;
+	struct err e;
+	char *text, *sha, *script = NULL;
+	size_t len, slen;
+	json_t *body, *spec, *node, *md;
+
+	cr_assert_not_null(sup, "SLICE_SUPERVISOR_BIN is not set");
+	slicectl(&r, (const char *const[]){
+			 "job", "--name", "r1", "--bucket", bucket,
+			 "--accelerator-type", "v4-16", "--num-slices", "2",
+			 "--script-dir", code, "--command", "python3 train.py",
+			 "--env", "A=1", "--spot", NULL });
+	ok(&r);
+	ASSERT_HAS(r.out, "slicectl status r1 --bucket");
+	ASSERT_HAS(r.out, "slicectl run --tpu r1");
+	run_result_release(&r);
+
+	/* job.json */
+	snprintf(path, sizeof(path), "%s/bucket/r1/job.json", tmp);
+	text = read_file(path, &len);
+	cr_assert_not_null(text);
+	cr_assert_eq(job_parse(text, len, &j, &e), 0, "%s", e.msg);
+	cr_assert_str_eq(j.name, "r1");
+	cr_assert_str_eq(j.command, "python3 train.py");
+	cr_assert_eq(j.env.n, 1);
+	cr_assert_str_eq(j.env.v[0], "A=1");
+	cr_assert_eq(j.num_slices, 2);
+	cr_assert_eq(j.workers_per_slice, 2);
+	cr_assert_str_eq(j.tpu_project, "proj");
+	cr_assert_str_eq(j.tpu_zone, ZONE);
+	cr_assert_str_eq(j.tpu_name, "r1");
+	job_release(&j);
+	free(text);
+
+	/* bundle.tar.zst holds the script dir's files */
+	snprintf(path, sizeof(path), "%s/bucket/r1/bundle.tar.zst", tmp);
+	cr_assert_eq(run_program(&r, (const char *const[]){
+			 "/bin/sh", "-c", "zstd -dc \"$1\" | tar -tf - | sort",
+			 "sh", path, NULL }, NULL), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	ASSERT_HAS(r.out, "train.py\n");
+	ASSERT_HAS(r.out, "sub/data.txt\n");
+	run_result_release(&r);
+
+	/* the supervisor, named by its sha256 */
+	sha = sha256_of(sup);
+	snprintf(want_sha, sizeof(want_sha), "%s", sha);
+	snprintf(path, sizeof(path),
+		 "%s/bucket/r1/supervisor/slice-supervisor-%s", tmp, sha);
+	free(sha);
+	sha = sha256_of(path);
+	cr_assert_str_eq(sha, want_sha);
+	free(sha);
+
+	/* control.json, generation 1 */
+	snprintf(path, sizeof(path), "%s/bucket/r1/control.json", tmp);
+	text = read_file(path, NULL);
+	cr_assert_not_null(text);
+	ASSERT_HAS(text, "\"running\"");
+	free(text);
+
+	/* the queued resource: 2 nodes, the rendered script, the label */
+	body = create_body();
+	spec = json_array_get(json_object_get(json_object_get(body, "tpu"),
+					      "nodeSpec"), 0);
+	cr_assert_not_null(spec);
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(spec, "multiNodeParams"),
+			     "nodeCount")), 2);
+	node = json_object_get(spec, "node");
+	cr_assert_str_eq(json_string_value(json_object_get(node,
+							   "acceleratorType")),
+			 "v4-16");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(node, "labels"),
+				 "slicectl-run")), "r1");
+	cr_assert_not_null(json_object_get(body, "spot"));
+	md = json_object_get(node, "metadata");
+	cr_assert_not_null(json_object_get(md, "ssh-keys"));
+	snprintf(url, sizeof(url), "%s/r1", bucket);
+	sp.run_url = url;
+	sp.supervisor_sha256 = want_sha;
+	sp.grace_s = 25;
+	cr_assert_eq(startup_render(&sp, &script, &slen, &e), 0, "%s", e.msg);
+	cr_assert_str_eq(json_string_value(json_object_get(md,
+							   "startup-script")),
+			 script);
+	free(script);
+	json_decref(body);
+
+	/* the same command again resumes; other flags are refused */
+	slicectl(&r, (const char *const[]){
+			 "job", "--name", "r1", "--bucket", bucket,
+			 "--accelerator-type", "v4-16", "--num-slices", "2",
+			 "--script-dir", code, "--command", "python3 train.py",
+			 "--env", "A=1", "--spot", NULL });
+	ok(&r);
+	run_result_release(&r);
+	slicectl(&r, (const char *const[]){
+			 "job", "--name", "r1", "--bucket", bucket,
+			 "--accelerator-type", "v4-16", "--num-slices", "2",
+			 "--command", "python3 other.py", "--spot", NULL });
+	cr_assert_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+	ASSERT_HAS(r.err, "describes another job");
+	run_result_release(&r);
+}
+
+/* Runs a bad job: status want, stderr mentioning needle, no API request. */
+static void refused(int want, const char *needle, const char *const *argv)
+{
+	struct run_result r;
+	char changes[256];
+	json_t *all;
+
+	slicectl(&r, argv);
+	cr_assert_eq(r.status, want, "exit %d (not %d)\nstderr:\n%s", r.status,
+		     want, r.err);
+	ASSERT_HAS(r.err, needle);
+	run_result_release(&r);
+	all = requests();
+	qr_changes(changes, sizeof(changes));
+	cr_assert_eq(json_array_size(all), 0, "requests were made: %s",
+		     changes);
+	json_decref(all);
+}
+
+Test(job, bad_job_specs_fail_before_any_request)
+{
+	char missing[HARNESS_PATH + 32];
+
+	snprintf(missing, sizeof(missing), "%s/no-such-dir", tmp);
+	refused(2, "not a valid run name", (const char *const[]){
+			"job", "--name", "Bad_Name", "--bucket", bucket,
+			"--accelerator-type", "v4-8", "--command", "true", NULL });
+	refused(2, "--command is required", (const char *const[]){
+			"job", "--name", "r2", "--bucket", bucket,
+			"--accelerator-type", "v4-8", NULL });
+	refused(2, "--env '1X=2'", (const char *const[]){
+			"job", "--name", "r2", "--bucket", bucket,
+			"--accelerator-type", "v4-8", "--command", "true",
+			"--env", "1X=2", NULL });
+	refused(2, "--script-dir", (const char *const[]){
+			"job", "--name", "r2", "--bucket", bucket,
+			"--accelerator-type", "v4-8", "--command", "true",
+			"--script-dir", missing, NULL });
+	refused(2, "--accelerator-type", (const char *const[]){
+			"job", "--name", "r2", "--bucket", bucket,
+			"--accelerator-type", "tpu-9000", "--command", "true",
+			NULL });
+	refused(2, "--bucket", (const char *const[]){
+			"job", "--name", "r2", "--bucket", "s3://nope/x",
+			"--accelerator-type", "v4-8", "--command", "true", NULL });
+	refused(1, "--bucket", (const char *const[]){
+			"job", "--name", "r2", "--bucket",
+			"file:///proc/slicectl-no/bucket",
+			"--accelerator-type", "v4-8", "--command", "true", NULL });
+	cr_assert_neq(access(missing, F_OK), 0);
+}
+
+/* Waits up to s seconds for pid; its exit status, or -1 (killed). */
+static int wait_exit(pid_t pid, unsigned s)
+{
+	int st;
+
+	for (unsigned i = 0; i < s * 50; i++) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		if (w == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		sleep_ms(20);
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+static void set_env(void)
+{
+	for (size_t i = 0; env[i]; i++)
+		cr_assert_eq(putenv((char *)env[i]), 0);
+}
+
+static pid_t spawn_watch(const char *name, const char *budget,
+			 char *out_path, char *err_path, size_t cap)
+{
+	pid_t pid;
+
+	set_env();
+	snprintf(out_path, cap, "%s/%s.out", tmp, name);
+	snprintf(err_path, cap, "%s/%s.err", tmp, name);
+	pid = spawn_slicectl((const char *const[]){
+			"job", "--name", name, "--bucket", bucket,
+			"--accelerator-type", "v4-8", "--command", "true",
+			"--spot", "--watch", "--recreate-budget", budget,
+			NULL }, out_path, err_path);
+	cr_assert_gt(pid, 0);
+	return pid;
+}
+
+static void suspend(const char *name)
+{
+	char body[128];
+
+	snprintf(body, sizeof(body), "{\"name\": \"%s\"}", name);
+	cr_assert_eq(fake_tpu_call(&tpu, "POST", "/_fake/suspend", body, NULL),
+		     200);
+}
+
+/* Waits until the request log's creates and deletes read so. */
+static void wait_changes(const char *want)
+{
+	char got[512];
+
+	for (int i = 0; i < 1500; i++) {
+		qr_changes(got, sizeof(got));
+		if (!strcmp(got, want))
+			return;
+		sleep_ms(20);
+	}
+	cr_assert_fail("queued resource changes: '%s', not '%s'", got, want);
+}
+
+static char *show(const char *path)
+{
+	char *t = read_file(path, NULL);
+
+	return t ? t : strdup("(none)");
+}
+
+Test(job, watch_recreates_a_suspended_qr_until_the_run_is_done)
+{
+	char out_path[HARNESS_PATH + 32], err_path[HARNESS_PATH + 32];
+	char url[HARNESS_PATH + 64], *o, *er;
+	struct control c;
+	struct store *s;
+	struct err e;
+	pid_t pid;
+	int status;
+
+	pid = spawn_watch("w1", "3", out_path, err_path, sizeof(out_path));
+	wait_qr_state("w1", "ACTIVE");
+	suspend("w1");
+	wait_changes("POST DELETE POST");
+	wait_qr_state("w1", "ACTIVE");
+
+	snprintf(url, sizeof(url), "%s/w1", bucket);
+	cr_assert_eq(store_open(&s, url, &e), 0, "%s", e.msg);
+	cr_assert_eq(control_load(s, &c, &e), 0, "%s", e.msg);
+	cr_assert_eq(c.generation, 2);
+	cr_assert_str_eq(c.updated_by, "slicectl");
+	cr_assert_str_eq(c.reason, "queued resource recreated after SUSPENDED");
+	cr_assert_eq(control_set_state(s, "done", "finished", "test", &c, &e),
+		     0, "%s", e.msg);
+	store_close(s);
+
+	status = wait_exit(pid, 60);
+	o = show(out_path);
+	er = show(err_path);
+	cr_assert_eq(status, 0, "exit %d\nstdout:\n%s\nstderr:\n%s", status, o,
+		     er);
+	ASSERT_HAS(o, "SUSPENDED");
+	ASSERT_HAS(o, "run: done");
+	free(o);
+	free(er);
+}
+
+Test(job, watch_gives_up_when_the_recreate_budget_is_spent)
+{
+	char out_path[HARNESS_PATH + 32], err_path[HARNESS_PATH + 32];
+	char *o, *er;
+	pid_t pid;
+	int status;
+
+	pid = spawn_watch("w2", "1", out_path, err_path, sizeof(out_path));
+	wait_qr_state("w2", "ACTIVE");
+	suspend("w2");
+	wait_changes("POST DELETE POST");
+	wait_qr_state("w2", "ACTIVE");
+	suspend("w2");
+	status = wait_exit(pid, 60);
+	o = show(out_path);
+	er = show(err_path);
+	cr_assert_eq(status, 1, "exit %d\nstdout:\n%s\nstderr:\n%s", status, o,
+		     er);
+	ASSERT_HAS(er, "recreate budget (1) is spent");
+	free(o);
+	free(er);
+	qr_changes(out_path, sizeof(out_path));
+	cr_assert_str_eq(out_path, "POST DELETE POST");
+}

@@ -1,0 +1,557 @@
+/*
+ * The local provider: local_run with real slice-supervisor processes
+ * booted by the rendered startup script, each worker with its own root,
+ * boot id and metadata port; chaos; chaos_parse; and the provider's
+ * metadata server against cloud/'s metadata client.
+ *
+ * The run is prepared here by hand (job.json and control.json through the
+ * supervisor's API, the supervisor binary under RUN/supervisor/ in a
+ * file:// bucket, the script from startup_render), as job_prepare would.
+ */
+#include "cloud/cloud.h"
+#include "launcher/local.h"
+#include "startup/startup.h"
+#include "tests/harness/harness.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[HARNESS_PATH];
+
+static void cleanup(void)
+{
+	if (dir[0])
+		rm_rf(dir);
+	dir[0] = '\0';
+}
+
+TestSuite(local, .fini = cleanup, .timeout = 400);
+
+static const char *trainer(void)
+{
+	static char path[HARNESS_PATH + 64];
+	const char *src = getenv("SLICECTL_SRCDIR");
+
+	snprintf(path, sizeof(path), "%s/examples/sgd/train.py",
+		 src ? src : ".");
+	if (access(path, R_OK) == 0)
+		return path;
+	snprintf(path, sizeof(path), "%s/tests/supervisor/toy_trainer.py",
+		 src ? src : ".");
+	return path;
+}
+
+/* A 2 x 2 run prepared in dir/bucket/RUN as job_prepare would. */
+static void prepare(struct prepared_run *p, const char *name)
+{
+	const char *bin = getenv("SLICE_SUPERVISOR_BIN");
+	char run_dir[HARNESS_PATH + 64], sync[HARNESS_PATH + 16], kv[1200];
+	char cmd[HARNESS_PATH * 3], *json = NULL;
+	struct startup_params sp = { 0 };
+	struct store *s;
+	struct control c;
+	struct err e;
+	FILE *f;
+
+	err_init(&e);
+	cr_assert_not_null(bin, "SLICE_SUPERVISOR_BIN is not set");
+	memset(p, 0, sizeof(*p));
+	snprintf(run_dir, sizeof(run_dir), "%s/bucket/%s", dir, name);
+	snprintf(sync, sizeof(sync), "%s/sync", dir);
+	cr_assert_eq(sh("mkdir -p '%s/supervisor' '%s'", run_dir, sync), 0);
+	snprintf(p->run_url, sizeof(p->run_url), "file://%s", run_dir);
+	snprintf(cmd, sizeof(cmd), "sha256sum < '%s'", bin);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	cr_assert_eq(fscanf(f, "%64s", p->supervisor_sha256), 1);
+	pclose(f);
+	cr_assert_eq(sh("cp '%s' '%s/supervisor/slice-supervisor-%s'", bin,
+			run_dir, p->supervisor_sha256), 0);
+
+	job_init(&p->job);
+	p->job.name = strdup(name);
+	snprintf(cmd, sizeof(cmd), "exec python3 %s", trainer());
+	p->job.command = strdup(cmd);
+	p->job.num_slices = 2;
+	p->job.workers_per_slice = 2;
+	p->job.max_restarts = 6;
+	p->job.hang_timeout_s = 8;
+	p->job.grace_s = 3;
+	p->job.heartbeat_s = 1;
+	p->job.keep = 3;
+	{
+		const char *vars[] = {
+			"SGD_STEPS=120", "SGD_CKPT_EVERY=10", "SGD_STEP_S=0.1",
+			"SGD_PRINT_EVERY=10", "PYTHONUNBUFFERED=1",
+			"TOY_TOTAL=120", "TOY_CKPT_EVERY=10", "TOY_STEP_S=0.1",
+		};
+
+		for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++)
+			cr_assert_eq(strlist_push(&p->job.env, vars[i]), 0);
+		snprintf(kv, sizeof(kv), "SGD_SYNC_DIR=%s", sync);
+		cr_assert_eq(strlist_push(&p->job.env, kv), 0);
+		snprintf(kv, sizeof(kv), "TOY_SYNC_DIR=%s", sync);
+		cr_assert_eq(strlist_push(&p->job.env, kv), 0);
+	}
+	cr_assert_eq(job_to_json(&p->job, &json, &e), 0, "%s", e.msg);
+	cr_assert_eq(store_open(&s, p->run_url, &e), 0, "%s", e.msg);
+	cr_assert_eq(store_put(s, RUN_JOB, json, strlen(json),
+			       STORE_CREATE_ONLY, NULL, &e),
+		     0, "%s", e.msg);
+	cr_assert_eq(control_load(s, &c, &e), 0, "%s", e.msg);
+	cr_assert_eq(c.generation, 1);
+	store_close(s);
+	free(json);
+
+	sp.run_url = p->run_url;
+	sp.supervisor_sha256 = p->supervisor_sha256;
+	sp.grace_s = p->job.grace_s;
+	cr_assert_eq(startup_render(&sp, &p->startup_script, &p->startup_len,
+				    &e),
+		     0, "%s", e.msg);
+}
+
+static void release(struct prepared_run *p)
+{
+	job_release(&p->job);
+	free(p->startup_script);
+}
+
+struct captured {
+	int status;
+	char *out, *err;
+};
+
+/* local_run with stdout and stderr going to files. */
+static void run_captured(const struct prepared_run *p,
+			 const struct local_options *o, struct captured *c)
+{
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	int save1 = dup(1), save2 = dup(2), fo, fe;
+
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	fflush(stdout);
+	fflush(stderr);
+	fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert(fo >= 0 && fe >= 0);
+	dup2(fo, 1);
+	dup2(fe, 2);
+	close(fo);
+	close(fe);
+	c->status = local_run(p, o);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(save1, 1);
+	dup2(save2, 2);
+	close(save1);
+	close(save2);
+	c->out = read_file(out, NULL);
+	c->err = read_file(err, NULL);
+	cr_assert(c->out && c->err);
+}
+
+static json_t *summary_of(const char *out)
+{
+	const char *line = out;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		json_t *j = json_loadb(line, nl ? (size_t)(nl - line)
+						: strlen(line),
+				       0, NULL);
+
+		if (j && !strcmp(json_string_value(json_object_get(j, "type"))
+					 ? json_string_value(json_object_get(
+						   j, "type"))
+					 : "", "summary"))
+			return j;
+		json_decref(j);
+		line = nl ? nl + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* Every pid of a worker-start event. */
+static size_t started_pids(const char *out, pid_t *v, size_t cap)
+{
+	const char *line = out;
+	size_t n = 0;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		json_t *j = json_loadb(line, nl ? (size_t)(nl - line)
+						: strlen(line),
+				       0, NULL);
+		const char *ev = json_string_value(json_object_get(j, "event"));
+
+		if (ev && !strcmp(ev, "worker-start") && n < cap)
+			v[n++] = (pid_t)json_integer_value(
+				json_object_get(j, "pid"));
+		json_decref(j);
+		line = nl ? nl + 1 : NULL;
+	}
+	return n;
+}
+
+/* Processes whose environment mentions dir (trainers get the sync dir
+ * from job.json; workers their SLICE_ROOT). */
+static unsigned processes_of_dir(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	unsigned n = 0;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		char path[300], buf[65536];
+		ssize_t len;
+		int fd;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/environ", de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		for (ssize_t i = 0; i < len; i++)
+			if (!buf[i])
+				buf[i] = '\n';
+		buf[len] = '\0';
+		if (strstr(buf, dir)) {
+			fprintf(stderr, "left behind: pid %s\n", de->d_name);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+static void assert_all_gone(const char *out)
+{
+	pid_t pids[256];
+	size_t n = started_pids(out, pids, 256);
+
+	cr_assert_gt(n, 0, "no worker-start events:\n%s", out);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(kill(pids[i], 0) && errno == ESRCH,
+			  "worker pid %d is still there", (int)pids[i]);
+	cr_assert_eq(processes_of_dir(), 0);
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1, "a child is left");
+}
+
+Test(local, runs_to_done_without_chaos)
+{
+	struct prepared_run p;
+	struct local_options o = { .format = 1 };
+	struct captured c;
+	char roots[HARNESS_PATH + 16];
+	json_t *s;
+
+	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "local"), 0);
+	prepare(&p, "plain");
+	snprintf(roots, sizeof(roots), "%s/workers", dir);
+	o.dir = roots;
+	run_captured(&p, &o, &c);
+	cr_assert_eq(c.status, 0, "status %d\n%s\n%s", c.status, c.out, c.err);
+	s = summary_of(c.out);
+	cr_assert_not_null(s, "no summary:\n%s", c.out);
+	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
+	cr_assert_eq(json_integer_value(json_object_get(s, "steps_done")), 120,
+		     "%s", c.out);
+	cr_assert_eq(json_integer_value(json_object_get(s, "restarts")), 0,
+		     "%s", c.out);
+	cr_assert_geq(json_integer_value(json_object_get(
+			      s, "checkpoints_committed")), 3, "%s", c.out);
+	/* Each worker under its own root, as the startup script lays out. */
+	cr_assert_eq(sh("test -x '%s/slice-1-worker-1/opt/slicectl/bin/"
+			"slice-supervisor-%s'", roots, p.supervisor_sha256),
+		     0);
+	assert_all_gone(c.out);
+	json_decref(s);
+	free(c.out);
+	free(c.err);
+	release(&p);
+}
+
+Test(local, survives_a_crash_and_a_preemption)
+{
+	struct prepared_run p;
+	struct local_options o = {
+		.format = 1, .chaos = "crash:worker=1@3s,preempt:slice=1@8s"
+	};
+	struct captured c;
+	char roots[HARNESS_PATH + 16];
+	json_t *s, *by;
+
+	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "local"), 0);
+	prepare(&p, "chaos");
+	snprintf(roots, sizeof(roots), "%s/workers", dir);
+	o.dir = roots;
+	run_captured(&p, &o, &c);
+	cr_assert_eq(c.status, 0, "status %d\n%s\n%s", c.status, c.out, c.err);
+	s = summary_of(c.out);
+	cr_assert_not_null(s, "no summary:\n%s", c.out);
+	by = json_object_get(s, "restarts_by_cause");
+	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
+	cr_assert_eq(json_integer_value(json_object_get(s, "steps_done")), 120,
+		     "%s", c.out);
+	/* The crash is one group restart; the preemption at least one (its
+	 * slice leaves, the other slice's trainers fail waiting for it, and
+	 * it rejoins), and every restart is put down to one of the two. */
+	cr_assert_eq(json_integer_value(json_object_get(by, "crash")), 1,
+		     "%s", c.out);
+	cr_assert_geq(json_integer_value(json_object_get(by, "preemption")), 1,
+		      "%s", c.out);
+	cr_assert_eq(json_integer_value(json_object_get(s, "restarts")),
+		     json_integer_value(json_object_get(by, "crash")) +
+			     json_integer_value(json_object_get(by,
+								"preemption")),
+		     "%s", c.out);
+	cr_assert_eq(json_integer_value(json_object_get(s, "failures")), 2,
+		     "%s", c.out);
+	cr_assert_gt(json_real_value(json_object_get(s, "time_lost_s")), 0,
+		     "%s", c.out);
+	assert_all_gone(c.out);
+	json_decref(s);
+	free(c.out);
+	free(c.err);
+	release(&p);
+}
+
+/* ---- chaos_parse ---- */
+
+Test(chaos, good_specs)
+{
+	struct chaos_event *v;
+	size_t n;
+	struct err e;
+
+	err_init(&e);
+	cr_assert_eq(chaos_parse("preempt:slice=1@20s,reset@45s,"
+				 "crash:worker=3@60s,hang:worker=2@1.5m",
+				 0, 2, 2, &v, &n, &e),
+		     0, "%s", e.msg);
+	cr_assert_eq(n, 4);
+	cr_assert_eq(v[0].kind, CHAOS_PREEMPT);
+	cr_assert_eq(v[0].slice, 1);
+	cr_assert_eq(v[0].at_ms, 20000);
+	cr_assert_eq(v[1].kind, CHAOS_RESET);
+	cr_assert_eq(v[1].slice, -1);
+	cr_assert_eq(v[2].kind, CHAOS_CRASH);
+	cr_assert_eq(v[2].worker, 3);
+	cr_assert_eq(v[3].kind, CHAOS_HANG);
+	cr_assert_eq(v[3].at_ms, 90000);
+	free(v);
+	/* Sorted by time; units; preempt of every slice. */
+	cr_assert_eq(chaos_parse("reset@500ms,preempt@0.2", 0, 1, 1, &v, &n,
+				 &e),
+		     0, "%s", e.msg);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(v[0].kind, CHAOS_PREEMPT);
+	cr_assert_eq(v[0].at_ms, 200);
+	cr_assert_eq(v[1].at_ms, 500);
+	free(v);
+	cr_assert_eq(chaos_parse(NULL, 0, 1, 1, &v, &n, &e), 0);
+	cr_assert_eq(n, 0);
+}
+
+Test(chaos, random_is_deterministic)
+{
+	struct chaos_event *a, *b, *c;
+	size_t na, nb, nc;
+	struct err e;
+
+	err_init(&e);
+	cr_assert_eq(chaos_parse("random", 7, 2, 4, &a, &na, &e), 0);
+	cr_assert_eq(chaos_parse("random", 7, 2, 4, &b, &nb, &e), 0);
+	cr_assert_eq(chaos_parse("random", 8, 2, 4, &c, &nc, &e), 0);
+	cr_assert_gt(na, 0);
+	cr_assert_eq(na, nb);
+	cr_assert_eq(memcmp(a, b, na * sizeof(*a)), 0);
+	cr_assert(na != nc || memcmp(a, c, na * sizeof(*a)));
+	for (size_t i = 0; i < na; i++) {
+		cr_assert_lt(a[i].slice, 2);
+		cr_assert_lt(a[i].worker, 8);
+	}
+	free(a);
+	free(b);
+	free(c);
+}
+
+static void bad(const char *spec, const char *says)
+{
+	struct chaos_event *v = NULL;
+	size_t n = 0;
+	struct err e;
+
+	err_init(&e);
+	cr_assert_eq(chaos_parse(spec, 0, 2, 2, &v, &n, &e), COMMON_EUSAGE,
+		     "%s", spec);
+	cr_assert_null(v);
+	cr_assert(strstr(e.msg, says), "%s: '%s' lacks '%s'", spec, e.msg,
+		  says);
+}
+
+Test(chaos, bad_specs)
+{
+	bad("explode@3s", "kind 'explode' is unknown");
+	bad("crash:worker=1", "no @TIME");
+	bad("crash:worker=1@soon", "'soon' is not a time");
+	bad("crash:worker=1@-3s", "not a time");
+	bad("crash:worker=4@3s", "worker 4 is out of range");
+	bad("hang@3s", "hang:worker=P");
+	bad("preempt:slice=2@3s", "slice 2 is out of range");
+	bad("preempt:worker=1@3s", "preempt:slice=S");
+	bad("reset:slice=1@3s", "reset takes no argument");
+	bad(",", "holds no event");
+}
+
+/* ---- the metadata server ---- */
+
+struct flip {
+	struct local_metadata *m;
+	uint64_t at_ms;
+};
+
+static void *flip_later(void *arg)
+{
+	struct flip *f = arg;
+	struct timespec ts = { 0, 500 * 1000000L };
+
+	nanosleep(&ts, NULL);
+	f->at_ms = mono_ms();
+	local_metadata_set(f->m, 1, "instance/preempted", "TRUE");
+	return NULL;
+}
+
+Test(metadata, serves_identity_and_flips_preempted)
+{
+	struct local_metadata *m;
+	struct metadata_client *c;
+	struct flip f;
+	pthread_t t;
+	char host[64], *v = NULL, *etag = NULL, *v2 = NULL, *etag2 = NULL;
+	bool changed;
+	struct err e;
+	uint64_t got;
+
+	err_init(&e);
+	cr_assert_eq(local_metadata_start(&m, 2, 2, &e), 0, "%s", e.msg);
+	snprintf(host, sizeof(host), "127.0.0.1:%u", local_metadata_port(m, 3));
+	setenv("GCE_METADATA_HOST", host, 1);
+	cr_assert_eq(metadata_open(&c, &e), 0, "%s", e.msg);
+	cr_assert_eq(metadata_get(c, "instance/attributes/tpu-env", &v, &e), 0,
+		     "%s", e.msg);
+	cr_assert(strstr(v, "WORKER_ID: '1'") &&
+		  strstr(v, "MEGASCALE_SLICE_ID: '1'") &&
+		  strstr(v, "MEGASCALE_NUM_SLICES: '2'"), "%s", v);
+	free(v);
+	cr_assert_eq(metadata_get(c, "instance/attributes/agent-worker-number",
+				  &v, &e), 0, "%s", e.msg);
+	cr_assert_str_eq(v, "1");
+	free(v);
+	cr_assert_eq(metadata_get(c, "instance/attributes/"
+				     "worker-network-endpoints", &v, &e), 0);
+	cr_assert_eq(count_substr(v, ","), 1, "%s", v);
+	free(v);
+	cr_assert_eq(metadata_get(c, "instance/attributes/nothing", &v, &e),
+		     CLOUD_ENOTFOUND);
+	metadata_close(c);
+
+	/* Worker 1 (process 1) of slice 0: a supervisor's watch. */
+	snprintf(host, sizeof(host), "127.0.0.1:%u", local_metadata_port(m, 1));
+	setenv("GCE_METADATA_HOST", host, 1);
+	cr_assert_eq(metadata_open(&c, &e), 0, "%s", e.msg);
+	cr_assert_eq(metadata_watch(c, "instance/preempted", "", 30, &v, &etag,
+				    &changed, &e), 0, "%s", e.msg);
+	cr_assert_str_eq(v, "FALSE");
+	/* Unchanged: the long poll times out with the same value. */
+	cr_assert_eq(metadata_watch(c, "instance/preempted", etag, 1, &v2,
+				    &etag2, &changed, &e), 0, "%s", e.msg);
+	cr_assert_not(changed);
+	cr_assert_str_eq(etag2, etag);
+	free(v2);
+	free(etag2);
+	f.m = m;
+	cr_assert_eq(pthread_create(&t, NULL, flip_later, &f), 0);
+	cr_assert_eq(metadata_watch(c, "instance/preempted", etag, 30, &v2,
+				    &etag2, &changed, &e), 0, "%s", e.msg);
+	got = mono_ms();
+	pthread_join(t, NULL);
+	cr_assert(changed);
+	cr_assert_str_eq(v2, "TRUE");
+	cr_assert_lt(got - f.at_ms, 1000, "took %llu ms",
+		     (unsigned long long)(got - f.at_ms));
+	free(v);
+	free(etag);
+	free(v2);
+	free(etag2);
+	metadata_close(c);
+	/* Other processes were not preempted. */
+	snprintf(host, sizeof(host), "127.0.0.1:%u", local_metadata_port(m, 0));
+	setenv("GCE_METADATA_HOST", host, 1);
+	cr_assert_eq(metadata_open(&c, &e), 0, "%s", e.msg);
+	cr_assert_eq(metadata_get(c, "instance/preempted", &v, &e), 0);
+	cr_assert_str_eq(v, "FALSE");
+	free(v);
+	metadata_close(c);
+	local_metadata_stop(m);
+}
+
+Test(metadata, refuses_requests_without_the_flavor)
+{
+	struct local_metadata *m;
+	struct run_result r;
+	char url[128];
+	struct err e;
+
+	err_init(&e);
+	cr_assert_eq(local_metadata_start(&m, 1, 1, &e), 0, "%s", e.msg);
+	snprintf(url, sizeof(url),
+		 "http://127.0.0.1:%u/computeMetadata/v1/instance/preempted",
+		 local_metadata_port(m, 0));
+	cr_assert_eq(run_program(&r, (const char *const[]){
+					     "curl", "-s", "-D", "-", url,
+					     NULL },
+				 NULL),
+		     0);
+	cr_assert(strstr(r.out, " 403 ") &&
+		  strstr(r.out, "Metadata-Flavor: Google"), "%s", r.out);
+	run_result_release(&r);
+	cr_assert_eq(run_program(&r, (const char *const[]){
+					     "curl", "-s", "-D", "-", "-H",
+					     "Metadata-Flavor: Google", "-H",
+					     "X-Forwarded-For: 1.2.3.4", url,
+					     NULL },
+				 NULL),
+		     0);
+	cr_assert(strstr(r.out, " 403 "), "%s", r.out);
+	run_result_release(&r);
+	cr_assert_eq(run_program(&r, (const char *const[]){
+					     "curl", "-s", "-D", "-", "-H",
+					     "Metadata-Flavor: Google",
+					     url, NULL },
+				 NULL),
+		     0);
+	cr_assert(strstr(r.out, " 200 ") && strstr(r.out, "ETag: ") &&
+		  strstr(r.out, "\r\n\r\nFALSE"), "%s", r.out);
+	run_result_release(&r);
+	local_metadata_stop(m);
+}
