@@ -310,7 +310,10 @@ static void start_trainer(struct sup *s)
 	}
 	strlist_release(&env);
 	s->starts++;
-	s->progress_ms = mono_ms();
+	/* The other workers may take up to the grace period to stop their
+	 * old trainers and start again, and this trainer may wait for them
+	 * in silence: the hang clock starts that much later. */
+	s->progress_ms = mono_ms() + (uint64_t)s->job.grace_s * 1000;
 	log_info("trainer started (pid %ld, generation %lld, %s)",
 		 (long)s->trainer.pid, (long long)s->generation,
 		 s->restored > 0 ? "restored" : "fresh");
@@ -347,6 +350,7 @@ static void begin_restore(struct sup *s, int64_t generation)
 	shipper_reset(s->ship);
 	s->generation = generation;
 	s->restored = 0;
+	s->newest_done = -1;
 	set_phase(s, P_RESTORE, NULL);
 	snprintf(s->message, sizeof(s->message),
 		 "restoring for generation %lld", (long long)generation);
@@ -543,6 +547,7 @@ static void step_run(struct sup *s)
 		return;
 	}
 	if (s->job.hang_timeout_s &&
+	    now > s->progress_ms &&
 	    now - s->progress_ms > (uint64_t)s->job.hang_timeout_s * 1000) {
 		log_error("the trainer printed nothing and wrote no step for "
 			  "%u s: ending it", s->job.hang_timeout_s);
