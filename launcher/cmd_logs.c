@@ -225,7 +225,8 @@ static int list_gens(struct logs *l, struct gens *g, struct err *e)
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
 	if (rc)
 		return rc;
-	qsort(g->v, g->n, sizeof(*g->v), cmp_gen);
+	if (g->n)
+		qsort(g->v, g->n, sizeof(*g->v), cmp_gen);
 	return 0;
 }
 
@@ -309,7 +310,8 @@ static bool print_new(struct logs *l, const char *data, size_t len)
 	put_bytes(l, data + at, len - at);
 	l->off = len;
 	l->tlen = len < TAIL_MAX ? len : TAIL_MAX;
-	memcpy(l->tail, data + len - l->tlen, l->tlen);
+	if (l->tlen)
+		memcpy(l->tail, data + len - l->tlen, l->tlen);
 	return any;
 }
 

@@ -519,6 +519,8 @@ out:
 	if (rc) {
 		free(out->startup_script);
 		out->startup_script = NULL;
+		job_release(&out->job);
+		job_init(&out->job);
 	}
 	return rc;
 }

@@ -227,7 +227,8 @@ int chaos_parse(const char *spec, uint64_t seed, unsigned num_slices,
 		*n = 0;
 		return rc;
 	}
-	qsort(v, *n, sizeof(*v), cmp_at);
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_at);
 	*out = v;
 	return 0;
 }
