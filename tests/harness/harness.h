@@ -92,6 +92,15 @@ int rm_rf(const char *path);
 int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Reads a whole file (NUL-terminated); NULL if it cannot. */
 char *read_file(const char *path, size_t *len);
+/* Processes (other than this one) whose environment mentions text, each
+ * named on stderr as "left behind"; (unsigned)-1 when /proc cannot be
+ * read. For tests that must leave nothing running. */
+unsigned processes_mentioning(const char *text);
+/* toy_events.c: events of tests/supervisor/toy_trainer.py in the file its
+ * TOY_EVENTS names, matching process (or -1), generation (or -1) and
+ * event; *last_step (may be NULL) gets the last match's step. */
+unsigned toy_events(const char *path, int process, long long generation,
+		    const char *what, long long *last_step);
 /* Counts non-overlapping occurrences of needle in haystack. */
 size_t count_substr(const char *haystack, const char *needle);
 

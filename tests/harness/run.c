@@ -571,3 +571,42 @@ size_t count_substr(const char *haystack, const char *needle)
 	}
 	return n;
 }
+
+unsigned processes_mentioning(const char *text)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	unsigned n = 0;
+
+	if (!d) {
+		perror("harness: /proc");
+		return (unsigned)-1;
+	}
+	while ((de = readdir(d))) {
+		char path[300], buf[65536];
+		ssize_t len;
+		int fd;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
+		    atoi(de->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/environ", de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		for (ssize_t i = 0; i < len; i++)
+			if (!buf[i])
+				buf[i] = '\n';
+		buf[len] = '\0';
+		if (strstr(buf, text)) {
+			fprintf(stderr, "left behind: pid %s\n", de->d_name);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}

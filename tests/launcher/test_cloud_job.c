@@ -577,40 +577,6 @@ static void vms_exit_0(unsigned s)
 	}
 }
 
-/* Events of the toy trainer (TOY_EVENTS) matching process (or -1),
- * generation (or -1) and event; *last_step gets the last one's step. */
-static unsigned events(int process, long long generation, const char *what,
-		       long long *last_step)
-{
-	FILE *f = fopen(w.events, "r");
-	char line[1024];
-	unsigned n = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		json_t *j = json_loads(line, 0, NULL);
-
-		if (!j)
-			continue;
-		if ((process < 0 ||
-		     json_integer_value(json_object_get(j, "process")) ==
-			     process) &&
-		    (generation < 0 ||
-		     json_integer_value(json_object_get(j, "generation")) ==
-			     generation) &&
-		    !strcmp(json_string_value(json_object_get(j, "event")),
-			    what)) {
-			n++;
-			if (last_step)
-				*last_step = json_integer_value(
-					json_object_get(j, "step"));
-		}
-		json_decref(j);
-	}
-	fclose(f);
-	return n;
-}
 
 /* `slicectl job` arguments for run: the toy trainer as the command,
  * TOY_TOTAL steps of step_s seconds, a checkpoint every 5, then extra
@@ -727,11 +693,12 @@ Test(e2e, a_job_boots_its_workers_trains_and_deletes_its_qr)
 	cr_assert_geq(count, 1);
 	/* both workers trained, each to the end, from the start */
 	for (int p = 0; p < MAXW; p++) {
-		cr_assert_eq(events(p, 1, "start", &step), 1);
+		cr_assert_eq(toy_events(w.events, p, 1, "start", &step), 1);
 		cr_assert_eq(step, 0);
-		cr_assert_eq(events(p, 1, "done", &step), 1, "process %d", p);
+		cr_assert_eq(toy_events(w.events, p, 1, "done", &step), 1,
+			     "process %d", p);
 		cr_assert_eq(step, 20);
-		cr_assert_eq(events(p, -1, "restored", NULL), 0);
+		cr_assert_eq(toy_events(w.events, p, -1, "restored", NULL), 0);
 	}
 	/* worker 0 deleted the queued resource through the API */
 	qr_changes(changes, sizeof(changes));
@@ -827,11 +794,11 @@ Test(e2e, watch_recreates_a_suspended_qr_and_the_run_resumes)
 	cr_assert_eq(gen, 2, "generation %lld (%s)\n%s", gen, reason,
 		     diagnosis(out_path));
 	for (int p = 0; p < MAXW; p++) {
-		cr_assert_eq(events(p, 2, "restored", &step), 1,
+		cr_assert_eq(toy_events(w.events, p, 2, "restored", &step), 1,
 			     "process %d did not restore", p);
 		cr_assert_eq(step, before, "process %d restored step %lld, "
 			     "not the newest committed %lld", p, step, before);
-		cr_assert_eq(events(p, 2, "done", &step), 1);
+		cr_assert_eq(toy_events(w.events, p, 2, "done", &step), 1);
 		cr_assert_eq(step, 60);
 	}
 	cr_assert_eq(newest_committed("e2", NULL), 60);

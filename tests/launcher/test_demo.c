@@ -268,42 +268,6 @@ static char *logged_params(const char *run, int s, int w)
 	return text;
 }
 
-/* Processes whose environment names dir (workers get SLICE_ROOT below
- * it, trainers the sync directory). */
-static unsigned processes_of_dir(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	unsigned n = 0;
-
-	cr_assert_not_null(d);
-	while ((de = readdir(d))) {
-		char path[300], buf[65536];
-		ssize_t len;
-		int fd;
-
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/environ", de->d_name);
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		for (ssize_t i = 0; i < len; i++)
-			if (!buf[i])
-				buf[i] = '\n';
-		buf[len] = '\0';
-		if (strstr(buf, dir) && atoi(de->d_name) != getpid()) {
-			fprintf(stderr, "left behind: pid %s\n", de->d_name);
-			n++;
-		}
-	}
-	closedir(d);
-	return n;
-}
 
 Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 {
@@ -342,7 +306,7 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 		     "%s", r.out);
 	json_decref(s);
 	run_result_release(&r);
-	cr_assert_eq(processes_of_dir(), 0);
+	cr_assert_eq(processes_mentioning(dir), 0);
 
 	/* The same job, never interrupted (and without the sleep, which
 	 * does not touch the arithmetic). */
@@ -372,7 +336,7 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 	}
 	free(chaos_params);
 	free(calm_params);
-	cr_assert_eq(processes_of_dir(), 0);
+	cr_assert_eq(processes_mentioning(dir), 0);
 }
 
 /* ---- the operator commands against a live run ---- */
@@ -594,5 +558,5 @@ Test(demo, status_logs_restart_and_stop_against_a_live_run)
 	cr_assert_str_eq(json_string_value(json_object_get(j, "state")),
 			 "stopping");
 	json_decref(j);
-	cr_assert_eq(processes_of_dir(), 0);
+	cr_assert_eq(processes_mentioning(dir), 0);
 }

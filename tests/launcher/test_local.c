@@ -206,42 +206,6 @@ static size_t started_pids(const char *out, pid_t *v, size_t cap)
 	return n;
 }
 
-/* Processes whose environment mentions dir (trainers get the sync dir
- * from job.json; workers their SLICE_ROOT). */
-static unsigned processes_of_dir(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	unsigned n = 0;
-
-	cr_assert_not_null(d);
-	while ((de = readdir(d))) {
-		char path[300], buf[65536];
-		ssize_t len;
-		int fd;
-
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/environ", de->d_name);
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		for (ssize_t i = 0; i < len; i++)
-			if (!buf[i])
-				buf[i] = '\n';
-		buf[len] = '\0';
-		if (strstr(buf, dir)) {
-			fprintf(stderr, "left behind: pid %s\n", de->d_name);
-			n++;
-		}
-	}
-	closedir(d);
-	return n;
-}
 
 static void assert_all_gone(const char *out)
 {
@@ -252,7 +216,7 @@ static void assert_all_gone(const char *out)
 	for (size_t i = 0; i < n; i++)
 		cr_assert(kill(pids[i], 0) && errno == ESRCH,
 			  "worker pid %d is still there", (int)pids[i]);
-	cr_assert_eq(processes_of_dir(), 0);
+	cr_assert_eq(processes_mentioning(dir), 0);
 	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1, "a child is left");
 }
 

@@ -243,40 +243,6 @@ static void assert_control(long long generation, const char *state,
 	json_decref(c);
 }
 
-/* Events of the toy trainer matching (process or -1, generation or -1,
- * event); *last_step gets the step of the last one. */
-static unsigned events(int process, long long generation, const char *what,
-		       long long *last_step)
-{
-	FILE *f = fopen(w.events, "r");
-	char line[1024];
-	unsigned n = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		json_t *j = json_loads(line, 0, NULL);
-
-		if (!j)
-			continue;
-		if ((process < 0 ||
-		     json_integer_value(json_object_get(j, "process")) ==
-			     process) &&
-		    (generation < 0 ||
-		     json_integer_value(json_object_get(j, "generation")) ==
-			     generation) &&
-		    !strcmp(json_string_value(json_object_get(j, "event")),
-			    what)) {
-			n++;
-			if (last_step)
-				*last_step = json_integer_value(
-					json_object_get(j, "step"));
-		}
-		json_decref(j);
-	}
-	fclose(f);
-	return n;
-}
 
 static bool committed(long long step)
 {
@@ -336,7 +302,7 @@ Test(sup, a_run_goes_to_the_end)
 	all_exit_0(60);
 	assert_control(1, "done", "every worker finished");
 	cr_assert(committed(20), "the last step is committed");
-	cr_assert_eq(events(-1, 1, "done", NULL), 2);
+	cr_assert_eq(toy_events(w.events, -1, 1, "done", NULL), 2);
 	{
 		char path[HARNESS_PATH + 64];
 		char *log;
@@ -364,13 +330,13 @@ Test(sup, a_crash_restarts_every_worker_from_the_last_committed_step)
 	start_all();
 	all_exit_0(90);
 	assert_control(2, "done", NULL);
-	cr_assert_eq(events(1, 1, "crash", NULL), 1);
+	cr_assert_eq(toy_events(w.events, 1, 1, "crash", NULL), 1);
 	/* Both restarted at generation 2 from step 10. */
-	cr_assert_eq(events(0, 2, "restored", &restored), 1);
+	cr_assert_eq(toy_events(w.events, 0, 2, "restored", &restored), 1);
 	cr_assert_eq(restored, 10);
-	cr_assert_eq(events(1, 2, "restored", &restored), 1);
+	cr_assert_eq(toy_events(w.events, 1, 2, "restored", &restored), 1);
 	cr_assert_eq(restored, 10);
-	cr_assert_eq(events(-1, 2, "done", NULL), 2);
+	cr_assert_eq(toy_events(w.events, -1, 2, "done", NULL), 2);
 }
 
 Test(sup, a_hang_is_ended_and_the_group_restarts)
@@ -384,8 +350,8 @@ Test(sup, a_hang_is_ended_and_the_group_restarts)
 	start_all();
 	all_exit_0(90);
 	assert_control(2, "done", NULL);
-	cr_assert_eq(events(0, 1, "hang", NULL), 1);
-	cr_assert_eq(events(1, 2, "restored", &restored), 1);
+	cr_assert_eq(toy_events(w.events, 0, 1, "hang", NULL), 1);
+	cr_assert_eq(toy_events(w.events, 1, 2, "restored", &restored), 1);
 	cr_assert_eq(restored, 5);
 	{
 		char *log = sup_log(0);
@@ -402,7 +368,7 @@ Test(sup, the_restart_budget_ends_the_run_as_failed)
 	start_all();
 	all_exit_0(90);
 	assert_control(3, "failed", "max_restarts");
-	cr_assert_eq(events(0, -1, "crash", NULL), 3);
+	cr_assert_eq(toy_events(w.events, 0, -1, "crash", NULL), 3);
 }
 
 /* Both workers preempted at once (a spot slice): each trainer saves the
@@ -429,8 +395,8 @@ static void preempt_and_check(bool by_sigterm)
 	}
 	all_exit_0(GRACE_S + 30);
 	took = now_s() - t0;
-	cr_assert_eq(events(0, 1, "final", &final0), 1);
-	cr_assert_eq(events(1, 1, "final", &final1), 1);
+	cr_assert_eq(toy_events(w.events, 0, 1, "final", &final0), 1);
+	cr_assert_eq(toy_events(w.events, 1, 1, "final", &final1), 1);
 	cr_assert_eq(final0, final1, "the workers stepped together");
 	cr_assert(committed(final0), "the emergency step %lld is committed",
 		  final0);
@@ -495,7 +461,7 @@ Test(sup, a_reset_host_restarts_the_group)
 
 		json_decref(c);
 	}
-	cr_assert_eq(events(0, 2, "restored", &restored), 1);
+	cr_assert_eq(toy_events(w.events, 0, 2, "restored", &restored), 1);
 	cr_assert_geq(restored, before, "restored %lld, committed %lld",
 		      restored, before);
 	{
@@ -531,7 +497,7 @@ Test(sup, a_killed_supervisor_ends_its_orphan_and_loses_no_step)
 	all_exit_0(120);
 	cr_assert_neq(kill(-orphan, 0), 0, "the orphan's group was ended");
 	assert_control(2, "done", NULL);
-	cr_assert_eq(events(1, 2, "restored", &restored), 1);
+	cr_assert_eq(toy_events(w.events, 1, 2, "restored", &restored), 1);
 	cr_assert_geq(restored, before);
 	{
 		char *log = sup_log(0);
@@ -571,15 +537,15 @@ Test(sup, a_storage_outage_loses_nothing, .timeout = 400)
 		cr_assert_eq(sh("%s", cmd), 0);
 	}
 	start_all();
-	for (int t = 0; t < 600 && !events(-1, 1, "ckpt", NULL); t++)
+	for (int t = 0; t < 600 && !toy_events(w.events, -1, 1, "ckpt", NULL); t++)
 		usleep(50000);
 	sleep(2);
 	cr_assert_eq(fake_gcs_faults(&w.gcs, "{\"action\": \"status\", "
 					     "\"status\": 503, \"times\": -1}"),
 		     0);
-	events(0, 1, "ckpt", &steps_before);
+	toy_events(w.events, 0, 1, "ckpt", &steps_before);
 	sleep(60);
-	events(0, 1, "ckpt", &steps_after);
+	toy_events(w.events, 0, 1, "ckpt", &steps_after);
 	cr_assert_gt(steps_after, steps_before + 100,
 		     "the trainer kept going: %lld -> %lld", steps_before,
 		     steps_after);
@@ -591,7 +557,8 @@ Test(sup, a_storage_outage_loses_nothing, .timeout = 400)
 	kill(w.sup[0], SIGTERM);
 	kill(w.sup[1], SIGTERM);
 	all_exit_0(GRACE_S + 40);
-	cr_assert_eq(events(-1, 2, "start", NULL), 0, "no group restart");
+	cr_assert_eq(toy_events(w.events, -1, 2, "start", NULL), 0,
+		     "no group restart");
 	{
 		char *log = sup_log(0);
 
@@ -604,7 +571,7 @@ Test(sup, a_storage_outage_loses_nothing, .timeout = 400)
 		char *out = NULL;
 		char name[128];
 
-		cr_assert_eq(events(0, 1, "final", &final), 1);
+		cr_assert_eq(toy_events(w.events, 0, 1, "final", &final), 1);
 		snprintf(name, sizeof(name),
 			 "/storage/v1/b/bkt/o/runs%%2Ftoy%%2Fcheckpoints%%2F"
 			 "step-%010lld%%2FCOMMIT",
@@ -792,5 +759,6 @@ Test(sup, a_bundle_that_cannot_be_unpacked_fails_the_run)
 	start_all();
 	all_exit_0(60);
 	assert_control(1, "failed", "code bundle");
-	cr_assert_eq(events(-1, -1, "start", NULL), 0, "the trainer ran");
+	cr_assert_eq(toy_events(w.events, -1, -1, "start", NULL), 0,
+		     "the trainer ran");
 }
