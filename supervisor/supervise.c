@@ -64,6 +64,7 @@ struct sup {
 	char state_path[1100], ckpt_dir[1100], spool_dir[1100];
 	char restore_dir[1100], log_dir[1100], log_path[1200];
 	char code_dir[1100];       /* the run's bundle, unpacked */
+	char progress_dir[1100], step_path[1200];
 	char boot_id[40];
 	struct sup_state st;
 	bool st_found;
@@ -83,6 +84,7 @@ struct sup {
 	uint64_t retry_ms;         /* re-ask the syncer after, 0 none */
 	uint64_t progress_ms;      /* last output or new step (hangs) */
 	int64_t newest_done;
+	int64_t trained;           /* SLICE_STEP_FILE's step, -1 none yet */
 	bool task_pending;
 	bool notice;               /* SIGTERM or a metadata notice */
 	bool orphan;               /* an earlier supervisor's trainer ran */
@@ -153,7 +155,9 @@ static const char *status_state(const struct sup *s)
 	}
 }
 
-static void publish(struct sup *s)
+/* The heartbeat's step: what the trainer says it finished, else the
+ * newest step it wrote. */
+static void publish_as(struct sup *s, bool now)
 {
 	struct worker_status st = { .slice = s->id.slice,
 				    .worker = s->id.worker };
@@ -162,7 +166,7 @@ static void publish(struct sup *s)
 	shipper_get(s->ship, &ss);
 	snprintf(st.state, sizeof(st.state), "%s", status_state(s));
 	st.generation = s->generation;
-	st.step = ss.newest_done;
+	st.step = s->trained > ss.newest_done ? s->trained : ss.newest_done;
 	st.committed_step = ss.newest_committed;
 	st.restarts = s->starts;
 	snprintf(st.message, sizeof(st.message), "%s", s->message);
@@ -171,7 +175,12 @@ static void publish(struct sup *s)
 			 "checkpoint upload failing (%u): %.200s", ss.failures,
 			 ss.last_error);
 	snprintf(st.boot_id, sizeof(st.boot_id), "%s", s->boot_id);
-	syncer_publish(s->sync, &st, s->log_path);
+	syncer_publish(s->sync, &st, s->log_path, now);
+}
+
+static void publish(struct sup *s)
+{
+	publish_as(s, true);
 }
 
 static void save_state(struct sup *s)
@@ -242,6 +251,7 @@ static int trainer_env(struct sup *s, struct strlist *env)
 	PUT("SLICE_NUM_PROCESSES=%u", s->id.num_processes);
 	PUT("SLICE_GENERATION=%lld", (long long)s->generation);
 	PUT("SLICE_CHECKPOINT_DIR=%s", s->ckpt_dir);
+	PUT("SLICE_STEP_FILE=%s", s->step_path);
 	if (s->restored > 0) {
 		PUT("SLICE_RESTORE_DIR=%s", s->restore_dir);
 		PUT("SLICE_RESTORE_STEP=%lld", (long long)s->restored);
@@ -293,6 +303,11 @@ static void start_trainer(struct sup *s)
 	clear_dir(s->ckpt_dir);
 	snprintf(s->log_path, sizeof(s->log_path), "%s/gen-%lld.log",
 		 s->log_dir, (long long)s->generation);
+	snprintf(s->step_path, sizeof(s->step_path), "%s/gen-%lld.step",
+		 s->progress_dir, (long long)s->generation);
+	/* Another run of the same name may have left one. */
+	unlink(s->step_path);
+	s->trained = -1;
 	if (trainer_env(s, &env)) {
 		strlist_release(&env);
 		log_error("out of memory");
@@ -325,9 +340,45 @@ static void start_trainer(struct sup *s)
 	publish(s);
 }
 
+/* The step the trainer last said it finished in SLICE_STEP_FILE (the
+ * optional progress report), or -1. */
+static int64_t read_trained(const struct sup *s)
+{
+	char b[32];
+	ssize_t n;
+	int fd = open(s->step_path, O_RDONLY | O_CLOEXEC);
+	char *end;
+	long long v;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	b[n] = 0;
+	errno = 0;
+	v = strtoll(b, &end, 10);
+	while (*end == '\n' || *end == ' ' || *end == '\r')
+		end++;
+	return errno || end == b || *end || v < 0 ? -1 : (int64_t)v;
+}
+
+/* New progress reported: it resets the hang clock. */
+static bool note_trained(struct sup *s)
+{
+	int64_t v = read_trained(s);
+
+	if (v <= s->trained)
+		return false;
+	s->trained = v;
+	return true;
+}
+
 /* After the trainer is gone: forget it in the state file. */
 static void trainer_gone(struct sup *s)
 {
+	note_trained(s);
 	trainer_release(&s->trainer);
 	trainer_init(&s->trainer);
 	save_state(s);
@@ -512,15 +563,19 @@ static void step_restore_result(struct sup *s, const struct syncer_result *r,
 static void step_run(struct sup *s)
 {
 	struct shipper_state ss;
-	uint64_t now = mono_ms();
+	uint64_t now = mono_ms(), moved = s->trainer.last_output_ms;
 
 	shipper_get(s->ship, &ss);
 	if (ss.newest_done > s->newest_done) {
 		s->newest_done = ss.newest_done;
-		s->progress_ms = now;
+		moved = now;
 	}
-	if (s->trainer.last_output_ms > s->progress_ms)
-		s->progress_ms = s->trainer.last_output_ms;
+	if (note_trained(s))
+		moved = now;
+	if (moved > s->progress_ms)
+		s->progress_ms = moved;
+	/* Fresh step and committed step for the next regular heartbeat. */
+	publish_as(s, false);
 	if (s->trainer.exited) {
 		char how[64];
 
@@ -754,8 +809,11 @@ static int setup(struct sup *s, struct err *e)
 		 o->state_dir);
 	snprintf(s->code_dir, sizeof(s->code_dir), "%s/code", o->state_dir);
 	snprintf(s->log_dir, sizeof(s->log_dir), "%s/logs", o->state_dir);
+	snprintf(s->progress_dir, sizeof(s->progress_dir), "%s/progress",
+		 o->state_dir);
 	if (make_dir(o->state_dir) || make_dir(s->ckpt_dir) ||
-	    make_dir(s->spool_dir) || make_dir(s->log_dir))
+	    make_dir(s->spool_dir) || make_dir(s->log_dir) ||
+	    make_dir(s->progress_dir))
 		return err_errno(e, COMMON_EIO, errno, "cannot create %s",
 				 o->state_dir);
 	if ((rc = boot_id_read(s->boot_id, e)) ||
@@ -850,7 +908,7 @@ static void loop(struct sup *s)
 int supervise(const struct supervise_options *o)
 {
 	struct sup s = { .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
-			 .newest_done = -1 };
+			 .newest_done = -1, .trained = -1 };
 	struct err e;
 	int status = 0;
 

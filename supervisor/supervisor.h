@@ -108,7 +108,8 @@ struct worker_status {
 				    "stopping", "finished", "failed",
 				    "preempted", "exited" */
 	int64_t generation;
-	int64_t step;            /* newest step the trainer wrote; -1 none */
+	int64_t step;            /* newest step the trainer reported
+				    (SLICE_STEP_FILE) or wrote; -1 none */
 	int64_t committed_step;  /* newest step this worker saw committed */
 	uint64_t restarts;       /* trainer starts by this supervisor */
 	char message[256];

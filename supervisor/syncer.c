@@ -442,14 +442,16 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 }
 
 void syncer_publish(struct syncer *s, const struct worker_status *st,
-		    const char *log_path)
+		    const char *log_path, bool now)
 {
 	pthread_mutex_lock(&s->mu);
 	s->status = *st;
 	snprintf(s->log_path, sizeof(s->log_path), "%s",
 		 log_path ? log_path : "");
-	s->status_dirty = true;
-	pthread_cond_signal(&s->cv);
+	if (now) {
+		s->status_dirty = true;
+		pthread_cond_signal(&s->cv);
+	}
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -67,10 +67,11 @@ struct syncer_result {
 
 int syncer_start(struct syncer **out, const struct syncer_config *c,
 		 struct err *e);
-/* The heartbeat to publish (now, and then every heartbeat_s), and the
- * local log to upload as logs/PART/gen-G.log when it grows. */
+/* The heartbeat to publish every heartbeat_s (and at once when now: a
+ * change others should see soon), and the local log to upload as
+ * logs/PART/gen-G.log when it grows. */
 void syncer_publish(struct syncer *s, const struct worker_status *st,
-		    const char *log_path);
+		    const char *log_path, bool now);
 /* control.json as last read; false until it has been read once. */
 bool syncer_control(struct syncer *s, struct control *out);
 /* Queues a task; false when one is still pending (one at a time). */

@@ -24,6 +24,9 @@ Contract:
   in it (its step must be $SLICE_RESTORE_STEP).
 * SIGTERM: the step in progress is finished, saved as a checkpoint, and
   the process exits 0.
+* After each step t, t is written to $SLICE_STEP_FILE when it is set
+  (the optional progress report: the supervisor's heartbeat shows it,
+  and it counts as progress against the hang timeout).
 * At SGD_STEPS the last step is saved as a checkpoint (unless it is
   already), and one line "final params: {JSON}" is printed, so a run's
   final parameters can be read from its output and from the bucket.
@@ -84,6 +87,7 @@ PID = int(env.get("SLICE_PROCESS_ID", "0"))
 NPROC = int(env.get("SLICE_NUM_PROCESSES", "1"))
 GEN = int(env.get("SLICE_GENERATION", "1"))
 RUN = env.get("SLICE_RUN", "run")
+STEP_FILE = env.get("SLICE_STEP_FILE")
 CKPT_DIR = env.get("SLICE_CHECKPOINT_DIR")
 if not CKPT_DIR:
     sys.exit("train.py: SLICE_CHECKPOINT_DIR is not set (run it under "
@@ -225,6 +229,15 @@ def save(step, params, velocity):
         pass
 
 
+def report(step):
+    # Replaced whole, so the supervisor never reads half a number.
+    if STEP_FILE:
+        tmp = STEP_FILE + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % step)
+        os.replace(tmp, STEP_FILE)
+
+
 def restore():
     d = env["SLICE_RESTORE_DIR"]
     with open(os.path.join(d, "params.json")) as f:
@@ -286,6 +299,7 @@ def main():
         if step % EVERY == 0:
             save(step, params, velocity)
             saved = step
+        report(step)
     if step < STEPS:
         # Stopped early: the step completed last is saved (all processes
         # save the same one), unless there is nothing new to save.

@@ -44,6 +44,7 @@ struct world {
 	pid_t sup[MAXW];
 	int status[MAXW];
 	bool by_metadata; /* identity from the metadata server */
+	const char *control_poll; /* --control-poll, else 0.2 s */
 };
 
 static struct world w;
@@ -133,6 +134,7 @@ static void start(unsigned i)
 	char state[HARNESS_PATH + 16], boot[HARNESS_PATH + 32], host[64];
 	char worker[16];
 	const char *bin = getenv("SLICE_SUPERVISOR_BIN");
+	const char *poll = w.control_poll ? w.control_poll : "0.2";
 	pid_t pid;
 
 	snprintf(state, sizeof(state), "%s/w%u", w.dir, i);
@@ -164,10 +166,10 @@ static void start(unsigned i)
 		(void)f;
 		if (w.by_metadata)
 			execl(bin, bin, "run", "--job", w.run_url, "--state-dir",
-			      state, "--control-poll", "0.2", (char *)NULL);
+			      state, "--control-poll", poll, (char *)NULL);
 		else
 			execl(bin, bin, "run", "--job", w.run_url, "--state-dir",
-			      state, "--control-poll", "0.2", "--slice", "0",
+			      state, "--control-poll", poll, "--slice", "0",
 			      "--worker", worker, (char *)NULL);
 		_exit(127);
 	}
@@ -359,6 +361,35 @@ Test(sup, a_hang_is_ended_and_the_group_restarts)
 		cr_assert(strstr(log, "hung"), "%s", log);
 		free(log);
 	}
+}
+
+/* A trainer that prints nothing but reports each step in SLICE_STEP_FILE
+ * is not hung, and its heartbeat shows the step it reached although no
+ * checkpoint was written yet. */
+Test(sup, reported_steps_count_as_progress_and_show_in_heartbeats)
+{
+	char path[HARNESS_PATH + 64];
+	long long seen = -1;
+
+	up(2, "\"hang_timeout_s\": 2",
+	   "\"TOY_TOTAL\": \"50\", \"TOY_STEP_S\": \"0.2\", "
+	   "\"TOY_CKPT_EVERY\": \"1000\", \"TOY_QUIET\": \"1\"");
+	start_all();
+	snprintf(path, sizeof(path), "%s/status/slice-0-worker-1.json",
+		 w.run_dir);
+	for (int i = 0; i < 300 && seen < 10; i++) {
+		json_t *j = json_load_file(path, 0, NULL);
+
+		if (j)
+			seen = json_integer_value(json_object_get(j, "step"));
+		json_decref(j);
+		usleep(100 * 1000);
+	}
+	cr_assert_geq(seen, 10, "the heartbeat's step stayed at %lld", seen);
+	cr_assert_eq(newest_committed(), 0, "a step was committed already");
+	all_exit_0(90);
+	/* Generation 1 still: no hang restart. */
+	assert_control(1, "done", "every worker finished");
 }
 
 Test(sup, the_restart_budget_ends_the_run_as_failed)

@@ -11,6 +11,9 @@ exits, as a real trainer should.
 Faults, for tests, each "PROCESS:STEP:GENERATION" (any field may be *):
   TOY_CRASH_AT   exit 3 when reaching STEP
   TOY_HANG_AT    stop printing and stepping at STEP (sleep forever)
+TOY_QUIET=1 prints no line per step: with SLICE_STEP_FILE (written after
+every step, as the contract's optional progress report) the supervisor
+still sees it make progress.
 TOY_EVENTS names a file where every process appends one line per event
 ("start", "restored", "ckpt", "final", "crash", "hang", "done"), so
 tests can see what happened across restarts.
@@ -156,7 +159,13 @@ while state["step"] < total:
     prev = dict(state)
     state["step"] += 1
     state["params"] = (state["params"] * 31 + state["step"]) % 1000003
-    print("step %d params %d" % (state["step"], state["params"]), flush=True)
+    if env.get("TOY_QUIET") != "1":
+        print("step %d params %d" % (state["step"], state["params"]),
+              flush=True)
+    if env.get("SLICE_STEP_FILE"):
+        with open(env["SLICE_STEP_FILE"] + ".tmp", "w") as f:
+            f.write("%d\n" % state["step"])
+        os.replace(env["SLICE_STEP_FILE"] + ".tmp", env["SLICE_STEP_FILE"])
     if state["step"] % every == 0:
         save(state["step"])
 event("done")
