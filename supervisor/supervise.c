@@ -37,6 +37,13 @@ extern char **environ;
  * waits grace + 30 s (the unit's TimeoutStopSec) before SIGKILL. */
 #define FLUSH_AFTER_GRACE_MS 25000
 #define RETRY_MS 2000
+/* A trainer quiet for twice its usual gap between signs of progress, and
+ * at least STALL_MIN_MS, is stalled: control.json is then read every
+ * CLOSE_POLL_MS for up to STALL_WATCH_MS, since a failed peer stalls
+ * every trainer of the group until the group restarts. */
+#define STALL_MIN_MS 500
+#define STALL_WATCH_MS 30000
+#define CLOSE_POLL_MS 200
 
 enum phase {
 	P_JOIN,      /* waiting for control.json */
@@ -83,6 +90,9 @@ struct sup {
 	uint64_t deadline_ms;      /* of the phase's wait, 0 none */
 	uint64_t retry_ms;         /* re-ask the syncer after, 0 none */
 	uint64_t progress_ms;      /* last output or new step (hangs) */
+	uint64_t moved_ms;         /* the same, for stalls */
+	uint64_t gap_ms;           /* usual time between two of them */
+	unsigned moves;            /* of this trainer */
 	int64_t newest_done;
 	int64_t trained;           /* SLICE_STEP_FILE's step, -1 none yet */
 	bool task_pending;
@@ -102,6 +112,8 @@ static void set_phase(struct sup *s, enum phase p, const char *why)
 		log_info("%s -> %s%s%s", phase_names[s->phase], phase_names[p],
 			 why ? ": " : "", why ? why : "");
 	s->phase = p;
+	if (p != P_RUN && s->sync)
+		syncer_watch_closely(s->sync, false);
 	s->deadline_ms = 0;
 	s->retry_ms = 0;
 	if (why)
@@ -329,6 +341,8 @@ static void start_trainer(struct sup *s)
 	 * old trainers and start again, and this trainer may wait for them
 	 * in silence: the hang clock starts that much later. */
 	s->progress_ms = mono_ms() + (uint64_t)s->job.grace_s * 1000;
+	s->moved_ms = s->gap_ms = 0;
+	s->moves = 0;
 	log_info("trainer started (pid %ld, generation %lld, %s)",
 		 (long)s->trainer.pid, (long long)s->generation,
 		 s->restored > 0 ? "restored" : "fresh");
@@ -560,6 +574,28 @@ static void step_restore_result(struct sup *s, const struct syncer_result *r,
 	s->retry_ms = mono_ms() + RETRY_MS;
 }
 
+/* moved: the trainer's latest sign of progress. The gap from its start
+ * to its first sign (start-up, compilation) is not a usual one. */
+static void watch_stall(struct sup *s, uint64_t moved, uint64_t now)
+{
+	uint64_t limit;
+
+	if (moved > s->moved_ms) {
+		if (s->moves >= 2) {
+			uint64_t gap = moved - s->moved_ms;
+
+			s->gap_ms = s->gap_ms ? (3 * s->gap_ms + gap) / 4 : gap;
+		}
+		s->moves++;
+		s->moved_ms = moved;
+	}
+	limit = 2 * s->gap_ms > STALL_MIN_MS ? 2 * s->gap_ms : STALL_MIN_MS;
+	syncer_watch_closely(s->sync, s->moves >= 3 &&
+					      now > s->moved_ms + limit &&
+					      now < s->moved_ms + limit +
+							    STALL_WATCH_MS);
+}
+
 static void step_run(struct sup *s)
 {
 	struct shipper_state ss;
@@ -574,6 +610,7 @@ static void step_run(struct sup *s)
 		moved = now;
 	if (moved > s->progress_ms)
 		s->progress_ms = moved;
+	watch_stall(s, moved, now);
 	/* Fresh step and committed step for the next regular heartbeat. */
 	publish_as(s, false);
 	if (s->trainer.exited) {
@@ -856,6 +893,9 @@ static int setup(struct sup *s, struct err *e)
 	yc.n_workers = s->id.num_processes;
 	yc.notify_fd = s->pipe[1];
 	yc.control_poll_ms = o->control_poll_ms ? o->control_poll_ms : 1000;
+	yc.close_poll_ms = yc.control_poll_ms < CLOSE_POLL_MS
+				   ? yc.control_poll_ms
+				   : CLOSE_POLL_MS;
 	if ((rc = shipper_start(&s->ship, &sc, e)) ||
 	    (rc = syncer_start(&s->sync, &yc, e)))
 		return rc;

@@ -39,9 +39,11 @@ struct syncer {
 	bool req_pending;
 	struct syncer_result res;
 	bool res_ready;
+	bool closely;
+	uint64_t next_control_ms;
 
 	/* The thread's own. */
-	uint64_t next_control_ms, next_status_ms;
+	uint64_t next_status_ms;
 	off_t log_published;
 	char log_published_path[1024];
 };
@@ -391,7 +393,9 @@ static void *thread_main(void *arg)
 			continue;
 		}
 		if (now >= s->next_control_ms) {
-			s->next_control_ms = now + s->c.control_poll_ms;
+			s->next_control_ms = now + (s->closely
+							    ? s->c.close_poll_ms
+							    : s->c.control_poll_ms);
 			pthread_mutex_unlock(&s->mu);
 			read_control(s);
 			pthread_mutex_lock(&s->mu);
@@ -452,6 +456,21 @@ void syncer_publish(struct syncer *s, const struct worker_status *st,
 		s->status_dirty = true;
 		pthread_cond_signal(&s->cv);
 	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+void syncer_watch_closely(struct syncer *s, bool on)
+{
+	pthread_mutex_lock(&s->mu);
+	if (on && !s->closely) {
+		uint64_t soon = mono_ms() + s->c.close_poll_ms;
+
+		if (soon < s->next_control_ms) {
+			s->next_control_ms = soon;
+			pthread_cond_signal(&s->cv);
+		}
+	}
+	s->closely = on;
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -30,6 +30,7 @@ struct syncer_config {
 	unsigned n_workers;
 	int notify_fd;
 	unsigned control_poll_ms;  /* control.json read period */
+	unsigned close_poll_ms;    /* the same while watching closely */
 };
 
 enum syncer_task {
@@ -72,6 +73,10 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
  * logs/PART/gen-G.log when it grows. */
 void syncer_publish(struct syncer *s, const struct worker_status *st,
 		    const char *log_path, bool now);
+/* Reads control.json every close_poll_ms while on: the loop asks for it
+ * while its trainer is stalled, which is when a peer's failure (and the
+ * group restart it leads to) is likely. */
+void syncer_watch_closely(struct syncer *s, bool on);
 /* control.json as last read; false until it has been read once. */
 bool syncer_control(struct syncer *s, struct control *out);
 /* Queues a task; false when one is still pending (one at a time). */

@@ -392,6 +392,40 @@ Test(sup, reported_steps_count_as_progress_and_show_in_heartbeats)
 	assert_control(1, "done", "every worker finished");
 }
 
+/* Trainers stalled (as a dead peer stalls them) make their supervisors
+ * read control.json closely: a new generation is seen in well under the
+ * regular 30 s period. */
+Test(sup, stalled_trainers_see_a_new_generation_soon)
+{
+	const char *slicectl = getenv("SLICECTL_BIN");
+	double t0;
+	bool seen = false;
+
+	cr_assert_not_null(slicectl, "SLICECTL_BIN is not set");
+	up(2, "\"hang_timeout_s\": 120",
+	   "\"TOY_TOTAL\": \"100\", \"TOY_HANG_AT\": \"*:10:1\"");
+	w.control_poll = "30";
+	start_all();
+	for (int t = 0; t < 600 && toy_events(w.events, -1, 1, "hang",
+					       NULL) < 2; t++)
+		usleep(50000);
+	cr_assert_eq(toy_events(w.events, -1, 1, "hang", NULL), 2);
+	sleep(1);
+	t0 = now_s();
+	cr_assert_eq(sh("'%s' restart run --bucket 'file://%s' --reason test "
+			">/dev/null", slicectl, w.dir), 0);
+	while (!seen && now_s() - t0 < 3) {
+		char *a = sup_log(0), *b = sup_log(1);
+
+		seen = strstr(a, "generation 2") && strstr(b, "generation 2");
+		free(a);
+		free(b);
+		usleep(50000);
+	}
+	cr_assert(seen, "a new generation unseen %.1f s after the bump",
+		  now_s() - t0);
+}
+
 Test(sup, the_restart_budget_ends_the_run_as_failed)
 {
 	up(2, "\"max_restarts\": 2",
