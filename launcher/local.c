@@ -769,24 +769,60 @@ static void sweep(struct lrun *r)
 	}
 }
 
+/* The newest step generation g's trainers finished: what they reported
+ * in SLICE_STEP_FILE (the supervisor keeps it under its state directory),
+ * else what heartbeats said (the newest checkpoint written). */
+static int64_t trained_in(const struct lrun *r, int64_t g)
+{
+	int64_t best = r->max_step[g];
+
+	for (unsigned i = 0; i < r->n; i++) {
+		char path[PATH_LEN + 128], b[32];
+		FILE *f;
+
+		snprintf(path, sizeof(path),
+			 "%s/var/lib/slicectl/progress/gen-%lld.step",
+			 r->w[i].root, (long long)g);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(b, sizeof(b), f)) {
+			long long v = strtoll(b, NULL, 10);
+
+			if (v > best)
+				best = v;
+		}
+		fclose(f);
+	}
+	return best;
+}
+
+/* Steps trained more than once: generation g trains again the steps
+ * from its restored step up to the furthest any earlier one reached. */
+static int64_t steps_recomputed(const struct lrun *r)
+{
+	int64_t recomputed = 0, furthest = -1;
+
+	for (int64_t g = 1; g < MAX_GEN && g <= r->gen; g++) {
+		int64_t t = trained_in(r, g);
+
+		if (g > 1 && r->restored[g] >= 0 && t > r->restored[g] &&
+		    furthest > r->restored[g])
+			recomputed += (t < furthest ? t : furthest) -
+				      r->restored[g];
+		if (t > furthest)
+			furthest = t;
+	}
+	return recomputed;
+}
+
 static void summary(struct lrun *r, const char *how, int status)
 {
-	int64_t recomputed = 0;
+	int64_t recomputed = steps_recomputed(r);
 	unsigned total = 0;
 	char *text;
 	json_t *j, *causes = json_object();
 
-	for (int64_t g = 2; g < MAX_GEN && g <= r->gen; g++) {
-		int64_t before = -1;
-
-		if (r->restored[g] < 0)
-			continue;
-		for (int64_t k = 1; k < g; k++)
-			if (r->max_step[k] > before)
-				before = r->max_step[k];
-		if (before > r->restored[g])
-			recomputed += before - r->restored[g];
-	}
 	for (int k = 0; k < C_NCAUSES; k++) {
 		total += r->restarts[k];
 		json_object_set_new(causes, cause_names[k],

@@ -52,8 +52,10 @@ static const char *trainer(void)
 	return path;
 }
 
-/* A 2 x 2 run prepared in dir/bucket/RUN as job_prepare would. */
-static void prepare(struct prepared_run *p, const char *name)
+/* A 2 x 2 run prepared in dir/bucket/RUN as job_prepare would, with a
+ * checkpoint every `every` steps and a step printed every `print`. */
+static void prepare(struct prepared_run *p, const char *name,
+		    unsigned every, unsigned print)
 {
 	const char *bin = getenv("SLICE_SUPERVISOR_BIN");
 	char run_dir[HARNESS_PATH + 64], sync[HARNESS_PATH + 16], kv[1200];
@@ -92,13 +94,18 @@ static void prepare(struct prepared_run *p, const char *name)
 	p->job.keep = 3;
 	{
 		const char *vars[] = {
-			"SGD_STEPS=120", "SGD_CKPT_EVERY=10", "SGD_STEP_S=0.1",
-			"SGD_PRINT_EVERY=10", "PYTHONUNBUFFERED=1",
-			"TOY_TOTAL=120", "TOY_CKPT_EVERY=10", "TOY_STEP_S=0.1",
+			"SGD_STEPS=120", "SGD_STEP_S=0.1", "PYTHONUNBUFFERED=1",
+			"TOY_TOTAL=120", "TOY_STEP_S=0.1",
 		};
 
 		for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++)
 			cr_assert_eq(strlist_push(&p->job.env, vars[i]), 0);
+		snprintf(kv, sizeof(kv), "SGD_CKPT_EVERY=%u", every);
+		cr_assert_eq(strlist_push(&p->job.env, kv), 0);
+		snprintf(kv, sizeof(kv), "TOY_CKPT_EVERY=%u", every);
+		cr_assert_eq(strlist_push(&p->job.env, kv), 0);
+		snprintf(kv, sizeof(kv), "SGD_PRINT_EVERY=%u", print);
+		cr_assert_eq(strlist_push(&p->job.env, kv), 0);
 		snprintf(kv, sizeof(kv), "SGD_SYNC_DIR=%s", sync);
 		cr_assert_eq(strlist_push(&p->job.env, kv), 0);
 		snprintf(kv, sizeof(kv), "TOY_SYNC_DIR=%s", sync);
@@ -220,22 +227,45 @@ static void assert_all_gone(const char *out)
 	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1, "a child is left");
 }
 
+static char roots[HARNESS_PATH + 16];
+
+/* Prepares run `name` (see prepare), runs it with o under dir/workers
+ * (roots), and returns its summary once it exited 0. */
+static json_t *run_to_summary(struct prepared_run *p, struct local_options *o,
+			      const char *name, unsigned every, unsigned print,
+			      struct captured *c)
+{
+	json_t *s;
+
+	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "local"), 0);
+	prepare(p, name, every, print);
+	snprintf(roots, sizeof(roots), "%s/workers", dir);
+	o->dir = roots;
+	run_captured(p, o, c);
+	cr_assert_eq(c->status, 0, "status %d\n%s\n%s", c->status, c->out,
+		     c->err);
+	s = summary_of(c->out);
+	cr_assert_not_null(s, "no summary:\n%s", c->out);
+	return s;
+}
+
+/* Nothing of the run is left running, and the test's copies go. */
+static void run_done(struct prepared_run *p, struct captured *c, json_t *s)
+{
+	assert_all_gone(c->out);
+	json_decref(s);
+	free(c->out);
+	free(c->err);
+	release(p);
+}
+
 Test(local, runs_to_done_without_chaos)
 {
 	struct prepared_run p;
 	struct local_options o = { .format = 1 };
 	struct captured c;
-	char roots[HARNESS_PATH + 16];
-	json_t *s;
+	json_t *s = run_to_summary(&p, &o, "plain", 10, 10, &c);
 
-	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "local"), 0);
-	prepare(&p, "plain");
-	snprintf(roots, sizeof(roots), "%s/workers", dir);
-	o.dir = roots;
-	run_captured(&p, &o, &c);
-	cr_assert_eq(c.status, 0, "status %d\n%s\n%s", c.status, c.out, c.err);
-	s = summary_of(c.out);
-	cr_assert_not_null(s, "no summary:\n%s", c.out);
 	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
 	cr_assert_eq(json_integer_value(json_object_get(s, "steps_done")), 120,
 		     "%s", c.out);
@@ -247,11 +277,7 @@ Test(local, runs_to_done_without_chaos)
 	cr_assert_eq(sh("test -x '%s/slice-1-worker-1/opt/slicectl/bin/"
 			"slice-supervisor-%s'", roots, p.supervisor_sha256),
 		     0);
-	assert_all_gone(c.out);
-	json_decref(s);
-	free(c.out);
-	free(c.err);
-	release(&p);
+	run_done(&p, &c, s);
 }
 
 Test(local, survives_a_crash_and_a_preemption)
@@ -261,18 +287,9 @@ Test(local, survives_a_crash_and_a_preemption)
 		.format = 1, .chaos = "crash:worker=1@3s,preempt:slice=1@8s"
 	};
 	struct captured c;
-	char roots[HARNESS_PATH + 16];
-	json_t *s, *by;
+	json_t *s = run_to_summary(&p, &o, "chaos", 10, 10, &c);
+	json_t *by = json_object_get(s, "restarts_by_cause");
 
-	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "local"), 0);
-	prepare(&p, "chaos");
-	snprintf(roots, sizeof(roots), "%s/workers", dir);
-	o.dir = roots;
-	run_captured(&p, &o, &c);
-	cr_assert_eq(c.status, 0, "status %d\n%s\n%s", c.status, c.out, c.err);
-	s = summary_of(c.out);
-	cr_assert_not_null(s, "no summary:\n%s", c.out);
-	by = json_object_get(s, "restarts_by_cause");
 	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
 	cr_assert_eq(json_integer_value(json_object_get(s, "steps_done")), 120,
 		     "%s", c.out);
@@ -298,11 +315,47 @@ Test(local, survives_a_crash_and_a_preemption)
 		     "%s", c.out);
 	cr_assert_gt(json_real_value(json_object_get(s, "time_lost_s")), 0,
 		     "%s", c.out);
-	assert_all_gone(c.out);
-	json_decref(s);
-	free(c.out);
-	free(c.err);
-	release(&p);
+	cr_assert_leq(json_integer_value(json_object_get(s,
+							 "steps_recomputed")),
+		      20, "%s", c.out);
+	run_done(&p, &c, s);
+}
+
+/* The furthest "step N" line in any worker's log of generation gen. */
+static long furthest_logged(const char *roots, long gen)
+{
+	char cmd[HARNESS_PATH * 2];
+	long best = -1, v;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "cat '%s'/*/var/lib/slicectl/logs/gen-%ld.log | "
+		 "sed -n 's/^step \\([0-9]*\\) .*/\\1/p'", roots, gen);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	while (fscanf(f, "%ld", &v) == 1)
+		if (v > best)
+			best = v;
+	pclose(f);
+	return best;
+}
+
+/* No checkpoint before the crash: generation 2 trains again every step
+ * generation 1 finished, and the summary says how many, as the trainers'
+ * own logs (a line per step) tell. */
+Test(local, counts_the_steps_a_crash_makes_it_train_again)
+{
+	struct prepared_run p;
+	struct local_options o = { .format = 1, .chaos = "crash:worker=1@3s" };
+	struct captured c;
+	json_t *s = run_to_summary(&p, &o, "recompute", 1000, 1, &c);
+	long reached = furthest_logged(roots, 1);
+
+	cr_assert_gt(reached, 5, "generation 1 reached step %ld", reached);
+	cr_assert_eq(json_integer_value(json_object_get(s,
+							"steps_recomputed")),
+		     reached, "%s", c.out);
+	run_done(&p, &c, s);
 }
 
 /* ---- chaos_parse ---- */
