@@ -1,50 +1,72 @@
 /*
  * cmd_reset.c: `slicectl reset NAME`: restart every worker of a queued
- * resource, the way out for a slice that is stuck.
+ * resource (a run's, or one named directly), the way out for a slice that
+ * is stuck.
  */
 #include "launcher/launcher.h"
-#include "launcher/tpu_options.h"
+#include "launcher/run_qr.h"
 
 #include <stdio.h>
 
 static const char usage[] =
-	"usage: slicectl reset NAME [--wait] [--timeout S] [--project P] "
-	"[--zone Z]\n"
+	"usage: slicectl reset NAME [--no-wait] [--timeout S] [--bucket URL]\n"
+	"                      [--project P] [--zone Z] [--format text|json]\n"
 	"\n"
-	"Resets the queued resource NAME: every worker of every slice\n"
-	"restarts, and runs its startup script again. --wait returns once\n"
-	"every node is READY again.\n"
+	"Resets the queued resource of run NAME (or the queued resource NAME):\n"
+	"every worker of every slice restarts and runs its startup script\n"
+	"again; a run's supervisors then rejoin from the newest committed\n"
+	"checkpoint. It waits until every node is READY again (--wait, the\n"
+	"default); --no-wait returns once the API accepted the reset.\n"
+	"\n" RUN_QR_USAGE_NAME "\n"
+	"Prints \"QR reset: every node is READY\" (\"QR is being reset\" with\n"
+	"--no-wait); --format json prints {\"name\", \"url\", \"queued_resource\",\n"
+	"\"project\", \"zone\", \"action\": \"reset\", \"state\": \"reset\" or\n"
+	"\"resetting\"}.\n"
 	"\n"
-	"Exit status: 0 reset (or resetting, without --wait); 1 the API\n"
-	"refused or failed; 2 bad arguments; 4 no such queued resource; 124\n"
-	"--timeout ran out.";
+	"Exit status: 0 reset (or resetting, with --no-wait); 1 the API\n"
+	"refused or failed (or the store did); 2 bad arguments, or a run of\n"
+	"the local provider; 4 no such queued resource, or no run NAME under\n"
+	"--bucket; 124 --timeout ran out.";
 
 int cmd_reset(int argc, char **argv)
 {
-	struct tpu_options to = { 0 };
+	struct run_qr q = { 0 };
 	struct tpu_client *c = NULL;
-	struct strlist pos;
 	struct err e;
+	bool wait = false, no_wait = false;
 	int rc, status;
-	struct opt opts[1 + TPU_OPTIONS_COUNT] = { 0 };
+	struct opt opts[3 + RUN_QR_OPTIONS_COUNT] = {
+		{ .name = "wait", .kind = OPT_FLAG, .value = &wait,
+		  .help = "return when every node is READY again (the "
+			  "default)" },
+		{ .name = "no-wait", .kind = OPT_FLAG, .value = &no_wait,
+		  .help = "return once the API accepted the reset" },
+	};
 
-	strlist_init(&pos);
 	err_init(&e);
-	tpu_options_table(&to, opts, TPU_WITH_WAIT | TPU_WITH_TIMEOUT);
-	status = tpu_command_start(opts, argc, argv, usage, &pos, 1, &to, &c);
+	run_qr_table(&q, &opts[2], TPU_WITH_TIMEOUT);
+	status = run_qr_start(opts, argc, argv, usage, &q, &c);
 	if (status >= 0)
 		goto out;
+	if (wait && no_wait) {
+		log_error("--wait and --no-wait exclude each other");
+		status = EXIT_USAGE;
+		goto out;
+	}
 	status = 0;
-	fprintf(stderr, "slicectl: resetting %s\n", pos.v[0]);
-	rc = tpu_qr_reset(c, pos.v[0], to.wait, to.timeout_ms, &e);
+	run_qr_say(&q, "resetting");
+	rc = tpu_qr_reset(c, q.qr, !no_wait, q.to.timeout_ms, &e);
 	if (rc) {
 		status = tpu_exit_status(rc, &e);
 		goto out;
 	}
-	printf("%s %s\n", pos.v[0], to.wait ? "reset: every node is READY"
-					 : "is being reset");
+	if (q.ro.format == 1)
+		run_qr_print_json(&q, "reset", no_wait ? "resetting" : "reset");
+	else
+		printf("%s %s\n", q.qr, no_wait ? "is being reset"
+					       : "reset: every node is READY");
 out:
 	tpu_close(c);
-	strlist_release(&pos);
+	run_qr_release(&q);
 	return status;
 }

@@ -73,6 +73,8 @@ static int file_run_missing(const char *url, bool *missing)
 
 static int not_found(const struct run_options *ro, const char *bucket)
 {
+	if (ro->quiet_missing)
+		return EXIT_NOT_FOUND;
 	log_error("no run %s under %s (no %s/%s)", ro->run, bucket, ro->url,
 		  RUN_JOB);
 	return EXIT_NOT_FOUND;

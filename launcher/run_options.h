@@ -26,6 +26,7 @@ struct run_options {
 	char *url;            /* BUCKET/RUN (malloc'd) */
 	struct store *store;  /* the run's prefix */
 	struct job job;       /* its job.json */
+	bool quiet_missing;   /* no run there is the caller's to explain */
 };
 
 /* Fills opts with --bucket and --format bound to ro; opts must have room

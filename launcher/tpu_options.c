@@ -77,9 +77,8 @@ int tpu_options_open(struct tpu_options *to, struct tpu_client **c)
 	return 0;
 }
 
-int tpu_command_start(const struct opt *opts, int argc, char **argv,
-		      const char *usage, struct strlist *pos, size_t npos,
-		      struct tpu_options *to, struct tpu_client **c)
+int tpu_command_parse(const struct opt *opts, int argc, char **argv,
+		      const char *usage, struct strlist *pos, size_t npos)
 {
 	char name[64];
 	int status;
@@ -96,6 +95,17 @@ int tpu_command_start(const struct opt *opts, int argc, char **argv,
 			  argv[0]);
 		return EXIT_USAGE;
 	}
+	return -1;
+}
+
+int tpu_command_start(const struct opt *opts, int argc, char **argv,
+		      const char *usage, struct strlist *pos, size_t npos,
+		      struct tpu_options *to, struct tpu_client **c)
+{
+	int status = tpu_command_parse(opts, argc, argv, usage, pos, npos);
+
+	if (status >= 0)
+		return status;
 	status = tpu_options_open(to, c);
 	return status ? status : -1;
 }

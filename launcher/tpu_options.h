@@ -43,6 +43,11 @@ int tpu_command_start(const struct opt *opts, int argc, char **argv,
 		      const char *usage, struct strlist *pos, size_t npos,
 		      struct tpu_options *to, struct tpu_client **c);
 
+/* tpu_command_start without opening the client: parses argv and checks
+ * there are npos arguments. Returns -1 to go on, or the exit status. */
+int tpu_command_parse(const struct opt *opts, int argc, char **argv,
+		      const char *usage, struct strlist *pos, size_t npos);
+
 /* The exit status for a cloud error (after logging e's message):
  * 1 for API and network failures, EXIT_STATE for a queued resource that
  * ended FAILED or SUSPENDED, EXIT_NOT_FOUND, EXIT_TIMEOUT. */

@@ -29,6 +29,7 @@ static char tmp[HARNESS_PATH];
 static char code[HARNESS_PATH + 16], bucket[HARNESS_PATH + 32];
 static char env_endpoint[128], env_home[HARNESS_PATH + 32];
 static const char *env[16];
+#define ENV_DEFAULTS 5 /* env's entries before the project and zone */
 
 static void up(void)
 {
@@ -47,10 +48,11 @@ static void up(void)
 	env[0] = env_endpoint;
 	env[1] = env_home;
 	env[2] = "SLICECTL_ACCESS_TOKEN=test-token";
-	env[3] = "CLOUDSDK_CORE_PROJECT=proj";
-	env[4] = "CLOUDSDK_COMPUTE_ZONE=" ZONE;
-	env[5] = "SLICECTL_TPU_POLL_MS=20";
-	env[6] = "SLICECTL_HTTP_RETRY_BASE_MS=10";
+	env[3] = "SLICECTL_TPU_POLL_MS=20";
+	env[4] = "SLICECTL_HTTP_RETRY_BASE_MS=10";
+	/* ENV_DEFAULTS: what env_without_defaults leaves out from here. */
+	env[5] = "CLOUDSDK_CORE_PROJECT=proj";
+	env[6] = "CLOUDSDK_COMPUTE_ZONE=" ZONE;
 	env[7] = NULL;
 }
 
@@ -66,9 +68,15 @@ TestSuite(job, .init = up, .fini = down, .timeout = 240);
 	cr_assert(strstr((text), (needle)), "expected '%s' in:\n%s", (needle), \
 		  (text))
 
+static void slicectl_in(struct run_result *r, const char *const *e,
+			const char *const *argv)
+{
+	cr_assert_eq(run_slicectl(r, argv, e), 0);
+}
+
 static void slicectl(struct run_result *r, const char *const *argv)
 {
-	cr_assert_eq(run_slicectl(r, argv, env), 0);
+	slicectl_in(r, env, argv);
 }
 
 static void ok(const struct run_result *r)
@@ -131,23 +139,48 @@ static json_t *create_body(void)
 	return found;
 }
 
+/* The fake's resource at path, or NULL when it has none. */
+static json_t *resource(const char *path)
+{
+	char *out = NULL;
+	json_t *j = NULL;
+
+	if (fake_tpu_call(&tpu, "GET", path, NULL, &out) == 200)
+		j = json_loads(out, 0, NULL);
+	free(out);
+	return j;
+}
+
+/* A copy of the state, "" when there is none. */
+static char *state_of(json_t *j, json_t *state)
+{
+	const char *s = json_string_value(state);
+	char *st = strdup(s ? s : "");
+
+	json_decref(j);
+	return st;
+}
+
 static char *qr_state(const char *name)
 {
-	char path[256], *out = NULL, *st = NULL;
+	char path[256];
 	json_t *j;
-	long code;
 
 	snprintf(path, sizeof(path), QR_PATH "%s", name);
-	code = fake_tpu_call(&tpu, "GET", path, NULL, &out);
-	if (code == 200 && (j = json_loads(out, 0, NULL))) {
-		const char *s = json_string_value(
-			json_object_get(json_object_get(j, "state"), "state"));
+	j = resource(path);
+	return state_of(j, json_object_get(json_object_get(j, "state"),
+					   "state"));
+}
 
-		st = strdup(s ? s : "");
-		json_decref(j);
-	}
-	free(out);
-	return st ? st : strdup("");
+static char *node_state(const char *name)
+{
+	char path[256];
+	json_t *j;
+
+	snprintf(path, sizeof(path),
+		 "/v2alpha1/projects/proj/locations/" ZONE "/nodes/%s", name);
+	j = resource(path);
+	return state_of(j, json_object_get(j, "state"));
 }
 
 static void sleep_ms(unsigned ms)
@@ -479,4 +512,250 @@ Test(job, watch_gives_up_when_the_recreate_budget_is_spent)
 	free(er);
 	qr_changes(out_path, sizeof(out_path));
 	cr_assert_str_eq(out_path, "POST DELETE POST");
+}
+
+/* ---- reset and delete of a run's queued resource ---- */
+
+/* The environment of an operator's machine that reaches the API and the
+ * bucket but has no default project, zone or bucket (plus one optional
+ * "K=V"): everything must come from the run's job.json. */
+static const char *const *env_without_defaults(const char *extra)
+{
+	static const char *e[ENV_DEFAULTS + 4];
+
+	memcpy(e, env, ENV_DEFAULTS * sizeof(*e));
+	e[ENV_DEFAULTS] = "CLOUDSDK_CORE_PROJECT=";
+	e[ENV_DEFAULTS + 1] = "CLOUDSDK_COMPUTE_ZONE=";
+	e[ENV_DEFAULTS + 2] = extra ? extra : "SLICECTL_BUCKET=";
+	e[ENV_DEFAULTS + 3] = NULL;
+	return e;
+}
+
+/* A run on the TPU path whose queued resource is ACTIVE. */
+static void active_run(const char *name, const char *slices)
+{
+	struct run_result r;
+
+	slicectl(&r, (const char *const[]){
+			 "job", "--name", name, "--bucket", bucket,
+			 "--accelerator-type", "v4-16", "--num-slices", slices,
+			 "--command", "true", "--spot", NULL });
+	ok(&r);
+	run_result_release(&r);
+	wait_qr_state(name, "ACTIVE");
+}
+
+/* Parses what --format json printed: one object on one line. */
+static json_t *one_object(const struct run_result *r)
+{
+	json_error_t je;
+	json_t *j = json_loads(r->out, 0, &je);
+
+	cr_assert_not_null(j, "not JSON (%s):\n%s", je.text, r->out);
+	cr_assert(json_is_object(j));
+	cr_assert_eq(strchr(r->out, '\n'), r->out + strlen(r->out) - 1,
+		     "not one line:\n%s", r->out);
+	return j;
+}
+
+static void assert_field(json_t *j, const char *key, const char *want)
+{
+	json_t *v = json_object_get(j, key);
+
+	if (!want) {
+		cr_assert(json_is_null(v), "%s is not null", key);
+		return;
+	}
+	cr_assert_str_eq(json_string_value(v) ? json_string_value(v) : "(none)",
+			 want, "%s", key);
+}
+
+/* Checks the JSON a reset or delete printed for NAME, a run of bucket
+ * (run_url true) or a plain queued resource. */
+static void assert_qr_json(const struct run_result *r, const char *name,
+			   bool run_url, const char *action, const char *state)
+{
+	char url[HARNESS_PATH + 64];
+	json_t *j = one_object(r);
+
+	snprintf(url, sizeof(url), "%s/%s", bucket, name);
+	assert_field(j, "name", name);
+	assert_field(j, "url", run_url ? url : NULL);
+	assert_field(j, "queued_resource", name);
+	assert_field(j, "project", "proj");
+	assert_field(j, "zone", ZONE);
+	assert_field(j, "action", action);
+	assert_field(j, "state", state);
+	json_decref(j);
+}
+
+static void assert_state(char *got, const char *want, const char *what)
+{
+	cr_assert_str_eq(got, want, "%s is %s, not %s", what, got, want);
+	free(got);
+}
+
+static size_t count_posts(const char *suffix)
+{
+	json_t *all = requests(), *q;
+	size_t i, n = 0, len = strlen(suffix);
+
+	json_array_foreach(all, i, q) {
+		const char *p = json_string_value(json_object_get(q, "path"));
+		const char *m = json_string_value(json_object_get(q, "method"));
+
+		if (p && m && !strcmp(m, "POST") && strlen(p) >= len &&
+		    !strcmp(p + strlen(p) - len, suffix))
+			n++;
+	}
+	json_decref(all);
+	return n;
+}
+
+Test(job, reset_a_run_from_its_job_json_and_wait_for_its_nodes)
+{
+	struct run_result r;
+
+	active_run("rr", "2");
+	slicectl_in(&r, env_without_defaults(NULL), (const char *const[]){
+			 "reset", "rr", "--bucket", bucket, "--format",
+			 "json", NULL });
+	ok(&r);
+	assert_qr_json(&r, "rr", true, "reset", "reset");
+	ASSERT_HAS(r.err, "the queued resource of run");
+	run_result_release(&r);
+	/* It waited: the reset is done, every node READY again. */
+	cr_assert_eq(count_posts(QR_PATH "rr:reset"), 1);
+	assert_state(qr_state("rr"), "ACTIVE", "the queued resource");
+	assert_state(node_state("rr-0"), "READY", "node rr-0");
+	assert_state(node_state("rr-1"), "READY", "node rr-1");
+
+	slicectl_in(&r, env_without_defaults(NULL), (const char *const[]){
+			 "reset", "rr", "--bucket", bucket, "--no-wait",
+			 "--format", "json", NULL });
+	ok(&r);
+	assert_qr_json(&r, "rr", true, "reset", "resetting");
+	run_result_release(&r);
+	cr_assert_eq(count_posts(QR_PATH "rr:reset"), 2);
+
+	/* Text stays as it was. */
+	slicectl_in(&r, env_without_defaults(NULL), (const char *const[]){
+			 "reset", "rr", "--bucket", bucket, "--wait",
+			 NULL });
+	ok(&r);
+	cr_assert_str_eq(r.out, "rr reset: every node is READY\n");
+	run_result_release(&r);
+}
+
+Test(job, delete_a_run_s_queued_resource_and_keep_its_objects)
+{
+	char path[HARNESS_PATH + 32];
+	struct run_result r;
+
+	active_run("rd", "1");
+	slicectl_in(&r, env_without_defaults(NULL), (const char *const[]){
+			 "delete", "rd", "--bucket", bucket, "--force",
+			 "--wait", "--format", "json", NULL });
+	ok(&r);
+	assert_qr_json(&r, "rd", true, "delete", "deleted");
+	run_result_release(&r);
+	slicectl(&r, (const char *const[]){ "describe", "rd", NULL });
+	cr_assert_eq(r.status, 4, "exit %d: %s", r.status, r.err);
+	run_result_release(&r);
+	snprintf(path, sizeof(path), "%s/bucket/rd/job.json", tmp);
+	cr_assert_eq(access(path, F_OK), 0, "job.json went with the QR");
+}
+
+/* Runs slicectl without defaults: status want, stderr mentioning needle,
+ * nothing on stdout, no API request. */
+static void refused_early(int want, const char *needle,
+			 const char *const *argv)
+{
+	struct run_result r;
+	json_t *all;
+
+	slicectl_in(&r, env_without_defaults(NULL), argv);
+	cr_assert_eq(r.status, want, "exit %d (not %d)\nstderr:\n%s", r.status,
+		     want, r.err);
+	ASSERT_HAS(r.err, needle);
+	cr_assert_str_eq(r.out, "");
+	run_result_release(&r);
+	all = requests();
+	cr_assert_eq(json_array_size(all), 0);
+	json_decref(all);
+}
+
+Test(job, reset_and_delete_refuse_before_any_request)
+{
+	char want[HARNESS_PATH + 64];
+
+	/* No such run under --bucket. */
+	cr_assert_eq(sh("mkdir -p '%s/bucket'", tmp), 0);
+	snprintf(want, sizeof(want), "no run nope under %s", bucket);
+	refused_early(4, want, (const char *const[]){
+			     "reset", "nope", "--bucket", bucket, "--format",
+			     "json", NULL });
+	refused_early(4, want, (const char *const[]){
+			     "delete", "nope", "--bucket", bucket, "--force",
+			     NULL });
+
+	/* A run of the local provider: job.json without tpu_* fields. */
+	cr_assert_eq(sh("mkdir -p '%s/bucket/loc' && printf '%%s' '{\"name\": "
+			"\"loc\", \"command\": \"true\"}' > "
+			"'%s/bucket/loc/job.json'", tmp, tmp), 0);
+	refused_early(2, "slicectl restart loc", (const char *const[]){
+			     "reset", "loc", "--bucket", bucket, NULL });
+	refused_early(2, "slicectl stop loc", (const char *const[]){
+			     "delete", "loc", "--bucket", bucket, "--force",
+			     "--format", "json", NULL });
+
+	/* --wait is the default; asking for both is a mistake. */
+	refused_early(2, "exclude each other", (const char *const[]){
+			     "reset", "q", "--wait", "--no-wait", "--project",
+			     "proj", "--zone", ZONE, NULL });
+}
+
+Test(job, slicectl_bucket_in_the_environment_leaves_plain_qr_names_alone)
+{
+	char env_bucket[HARNESS_PATH + 64];
+	const char *const *only_bucket;
+	struct run_result r;
+
+	snprintf(env_bucket, sizeof(env_bucket), "SLICECTL_BUCKET=%s", bucket);
+	only_bucket = env_without_defaults(env_bucket);
+
+	/* A run under $SLICECTL_BUCKET is found there... */
+	active_run("re", "1");
+	slicectl_in(&r, only_bucket, (const char *const[]){
+			 "reset", "re", "--no-wait", NULL });
+	ok(&r);
+	cr_assert_str_eq(r.out, "re is being reset\n");
+	run_result_release(&r);
+	cr_assert_eq(count_posts(QR_PATH "re:reset"), 1);
+
+	/* ...and a queued resource made without slicectl job is still
+	 * reset and deleted by its own name. */
+	slicectl(&r, (const char *const[]){
+			 "create", "plain", "--accelerator-type", "v4-8",
+			 "--runtime-version", "tpu-ubuntu2204-base", "--wait",
+			 NULL });
+	ok(&r);
+	run_result_release(&r);
+	slicectl_in(&r, only_bucket, (const char *const[]){
+			 "reset", "plain", "--project", "proj", "--zone",
+			 ZONE, "--format", "json", NULL });
+	ok(&r);
+	assert_qr_json(&r, "plain", false, "reset", "reset");
+	ASSERT_HAS(r.err, "taking plain as a queued resource's own name");
+	run_result_release(&r);
+	cr_assert_eq(count_posts(QR_PATH "plain:reset"), 1);
+	assert_state(node_state("plain"), "READY", "node plain");
+
+	slicectl_in(&r, only_bucket, (const char *const[]){
+			 "delete", "plain", "--force", "--wait",
+			 "--project", "proj", "--zone", ZONE, NULL });
+	ok(&r);
+	cr_assert_str_eq(r.out, "plain deleted\n");
+	run_result_release(&r);
+	assert_state(qr_state("plain"), "", "the deleted queued resource");
 }
