@@ -44,8 +44,14 @@
 #define DONE_SUFFIX ".done"
 #define TRASH_PREFIX ".trash-"
 
+/* Steps are ordered by when their .done marker appeared (seq), not by
+ * number: a trainer told to stop may save a step older than one it
+ * wrote before (the step its whole group completed), and that one is
+ * the step that matters. */
 struct spool_entry {
 	uint64_t step;
+	uint64_t seq;    /* arrival order: later is newer */
+	struct timespec made; /* its .done marker's mtime */
 	uint64_t bytes;
 	bool in_flight;  /* the uploader is saving it */
 	bool doomed;     /* reset while in flight: trash it when back */
@@ -68,8 +74,12 @@ struct shipper {
 
 	struct shipper_state st;
 	struct shipper_state published;
-	struct spool_entry *w;   /* the spool's steps, ascending */
+	struct spool_entry *w;   /* the spool's steps, by arrival */
 	size_t nw, capw;
+	uint64_t last_seq;       /* of the newest arrival */
+	uint64_t uploaded_seq;   /* of the newest arrival uploaded */
+	uint64_t error_seq;      /* of the last step dropped for an error
+				    (error_step, error_code); 0 none */
 	struct strlist trash;    /* spool paths to delete */
 	unsigned long long trash_seq;
 
@@ -80,7 +90,9 @@ struct shipper {
 	uint64_t retry_at_ms;    /* no upload attempt before this */
 	struct backoff backoff;
 	bool preempted;          /* a flush cancelled the upload in flight */
-	int64_t error_step;      /* newest step dropped for an error... */
+	bool draining;           /* a flush came: steps whose markers were
+				    made in the same tick all go out */
+	int64_t error_step;      /* last step dropped for an error... */
 	int error_code;          /* ...and that error */
 	int64_t warned_step;     /* "larger than the spool" said for it */
 	int scan_errno;          /* last scan error logged, to say it once
@@ -301,10 +313,29 @@ static ssize_t find_step(const struct shipper *s, uint64_t step)
 	return -1;
 }
 
-static int insert_entry(struct shipper *s, uint64_t step, uint64_t bytes)
+/* Two markers made in the same clock tick: which came last is a guess
+ * (file times are coarse). */
+static bool same_time(const struct timespec *a, const struct timespec *b)
 {
-	size_t at = s->nw;
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
 
+/* Whether a flush for the newest arrival t must wait still: t, or a step
+ * whose marker was made in the same tick before it, is not uploaded. */
+static bool flush_waits(const struct shipper *s, const struct spool_entry *t)
+{
+	for (size_t i = 0; i < s->nw; i++)
+		if (s->w[i].seq == t->seq ||
+		    (s->w[i].seq < t->seq &&
+		     same_time(&s->w[i].made, &t->made)))
+			return true;
+	return false;
+}
+
+/* Appends step as the newest arrival. */
+static int insert_entry(struct shipper *s, uint64_t step,
+			const struct timespec *made, uint64_t bytes)
+{
 	if (s->nw == s->capw) {
 		size_t nc = s->capw ? 2 * s->capw : 8;
 		struct spool_entry *nv = realloc(s->w, nc * sizeof(*nv));
@@ -314,11 +345,10 @@ static int insert_entry(struct shipper *s, uint64_t step, uint64_t bytes)
 		s->w = nv;
 		s->capw = nc;
 	}
-	while (at > 0 && s->w[at - 1].step > step)
-		at--;
-	memmove(&s->w[at + 1], &s->w[at], (s->nw - at) * sizeof(*s->w));
-	s->w[at] = (struct spool_entry){ .step = step, .bytes = bytes };
-	s->nw++;
+	s->w[s->nw++] = (struct spool_entry){ .step = step,
+					      .seq = ++s->last_seq,
+					      .made = *made,
+					      .bytes = bytes };
 	return 0;
 }
 
@@ -400,17 +430,28 @@ static void enforce_bound(struct shipper *s)
 
 /* ---------------------------------------------------------------- scan */
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+struct marker {
+	uint64_t step;
+	struct timespec made;
+};
 
-	return x < y ? -1 : x > y;
+static int cmp_marker(const void *a, const void *b)
+{
+	const struct marker *x = a, *y = b;
+
+	if (x->made.tv_sec != y->made.tv_sec)
+		return x->made.tv_sec < y->made.tv_sec ? -1 : 1;
+	if (x->made.tv_nsec != y->made.tv_nsec)
+		return x->made.tv_nsec < y->made.tv_nsec ? -1 : 1;
+	return x->step < y->step ? -1 : x->step > y->step;
 }
 
-/* The steps with a .done marker in ckpt_dir, ascending (*out malloc'd).
- * Returns 0 or an errno (ENOENT: no directory yet, no steps). */
-static int list_done(struct shipper *s, uint64_t **out, size_t *n)
+/* The steps with a .done marker in ckpt_dir, in the order the markers
+ * were made (then by number) (*out malloc'd). Returns 0 or an errno
+ * (ENOENT: no directory yet, no steps). */
+static int list_done(struct shipper *s, struct marker **out, size_t *n)
 {
+	struct marker *m = NULL;
 	size_t cap = 0;
 	struct dirent *d;
 	DIR *dir;
@@ -424,6 +465,7 @@ static int list_done(struct shipper *s, uint64_t **out, size_t *n)
 		size_t len = strlen(d->d_name);
 		const size_t pre = sizeof("step-") - 1;
 		const size_t suf = sizeof(DONE_SUFFIX) - 1;
+		struct stat st;
 		uint64_t step;
 
 		if (len <= suf || strcmp(d->d_name + len - suf, DONE_SUFFIX))
@@ -434,30 +476,35 @@ static int list_done(struct shipper *s, uint64_t **out, size_t *n)
 				  s->ckpt_dir, d->d_name);
 			continue;
 		}
+		if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue; /* gone meanwhile */
 		if (*n == cap) {
 			size_t nc = cap ? 2 * cap : 16;
-			uint64_t *nv = realloc(*out, nc * sizeof(*nv));
+			struct marker *nv = realloc(m, nc * sizeof(*nv));
 
 			if (!nv) {
 				closedir(dir);
-				free(*out);
-				*out = NULL;
+				free(m);
 				*n = 0;
 				return ENOMEM;
 			}
-			*out = nv;
+			m = nv;
 			cap = nc;
 		}
-		(*out)[(*n)++] = step;
+		m[*n].step = step;
+		m[*n].made = st.st_mtim;
+		(*n)++;
 	}
 	closedir(dir);
 	if (*n)
-		qsort(*out, *n, sizeof(**out), cmp_u64);
+		qsort(m, *n, sizeof(*m), cmp_marker);
+	*out = m;
 	return 0;
 }
 
 struct taken {
 	uint64_t step;
+	struct timespec made;
 	uint64_t bytes;
 };
 
@@ -473,7 +520,7 @@ static int scan(struct shipper *s, int64_t *failed_step, struct err *e)
 	char src[SPOOL_PATH], done[SPOOL_PATH], dst[SPOOL_PATH];
 	struct taken *taken = NULL;
 	size_t ntaken = 0;
-	uint64_t *steps;
+	struct marker *steps;
 	size_t n;
 	int rc = 0, r;
 
@@ -494,7 +541,7 @@ static int scan(struct shipper *s, int64_t *failed_step, struct err *e)
 		return err_set(e, COMMON_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++) {
-		uint64_t step = steps[i];
+		uint64_t step = steps[i].step;
 		struct stat st;
 		ssize_t at;
 
@@ -559,6 +606,7 @@ moved:
 		if (unlink(done) != 0 && errno != ENOENT)
 			log_warn("cannot remove %s: %s", done, strerror(errno));
 		taken[ntaken].step = step;
+		taken[ntaken].made = steps[i].made;
 		taken[ntaken].bytes = measure(dst);
 		ntaken++;
 		log_debug("took step %llu (%llu bytes) into %s",
@@ -576,16 +624,7 @@ moved:
 
 		if ((int64_t)step > s->st.newest_done)
 			s->st.newest_done = (int64_t)step;
-		if ((int64_t)step < s->st.newest_uploaded) {
-			log_info("step %llu is older than step %lld, already "
-				 "uploaded: dropped", (unsigned long long)step,
-				 (long long)s->st.newest_uploaded);
-			if (step_path(dst, s->spool_dir, step, ""))
-				trash_path(s, dst);
-			s->st.dropped++;
-			continue;
-		}
-		if (insert_entry(s, step, taken[i].bytes)) {
+		if (insert_entry(s, step, &taken[i].made, taken[i].bytes)) {
 			log_error("out of memory: step %llu dropped",
 				  (unsigned long long)step);
 			if (step_path(dst, s->spool_dir, step, ""))
@@ -752,7 +791,8 @@ static void commit_pass(struct shipper *s, struct store *store)
 static void upload_newest(struct shipper *s, struct store *store)
 {
 	struct spool_entry *ent = &s->w[s->nw - 1];
-	uint64_t step = ent->step;
+	uint64_t step = ent->step, seq = ent->seq;
+	struct timespec made = ent->made;
 	unsigned epoch = s->epoch;
 	struct ckpt_save_options o;
 	struct ckpt_save_result res;
@@ -797,15 +837,25 @@ static void upload_newest(struct shipper *s, struct store *store)
 			 (unsigned long long)step, s->part,
 			 rc == CKPT_ECOMMITTED ? " (it was already committed)"
 			 : committed ? "; committed" : "");
-		if ((int64_t)step > s->st.newest_uploaded)
+		if (seq > s->uploaded_seq) {
+			s->uploaded_seq = seq;
 			s->st.newest_uploaded = (int64_t)step;
+		}
 		drop_entry(s, (size_t)at);
-		/* Coalescing: the older waiting steps are not needed. */
-		while (s->nw && s->w[0].step < step && !s->w[0].in_flight) {
+		/* Coalescing: the older waiting steps are not needed, but
+		 * for a flush's those whose order is a guess. */
+		for (size_t i = 0; i < s->nw;) {
+			const struct spool_entry *o = &s->w[i];
+
+			if (o->seq > seq || o->in_flight ||
+			    (s->draining && same_time(&o->made, &made))) {
+				i++;
+				continue;
+			}
 			log_info("step %llu dropped: step %llu is uploaded",
-				 (unsigned long long)s->w[0].step,
+				 (unsigned long long)o->step,
 				 (unsigned long long)step);
-			drop_entry(s, 0);
+			drop_entry(s, i);
 			s->st.dropped++;
 		}
 		s->st.failures = 0;
@@ -813,7 +863,7 @@ static void upload_newest(struct shipper *s, struct store *store)
 		s->retry_at_ms = 0;
 		if (committed)
 			do_prune = saw_commit(s, step);
-		else if (s->prune && (int64_t)step > s->pending_commit) {
+		else if (s->prune && seq == s->uploaded_seq) {
 			s->pending_commit = (int64_t)step;
 			s->next_pass_ms = mono_ms() + s->poll_ms;
 		}
@@ -828,6 +878,7 @@ static void upload_newest(struct shipper *s, struct store *store)
 		s->st.failures++;
 		set_error(s, e.msg);
 		s->error_step = (int64_t)step;
+		s->error_seq = seq;
 		s->error_code = rc;
 		drop_entry(s, (size_t)at);
 		s->st.dropped++;
@@ -1090,7 +1141,7 @@ int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e)
 {
 	int64_t failed_step;
 	struct err scan_err;
-	uint64_t target;
+	struct spool_entry target;
 	unsigned epoch;
 	int scan_rc, rc;
 
@@ -1111,19 +1162,21 @@ int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e)
 		rc = scan_rc;
 		goto out;
 	}
+	/* From now on no step is dropped for one whose marker was made in
+	 * the same tick: which of them is the final one is a guess. */
+	s->draining = true;
 	if (!s->nw) {
 		rc = 0;
-		if (s->st.newest_done > s->st.newest_uploaded &&
-		    s->error_step == s->st.newest_done)
+		if (s->error_seq && s->error_seq == s->last_seq)
 			rc = err_set(e, s->error_code, "step %lld could not "
 				     "be uploaded: %s",
-				     (long long)s->st.newest_done,
+				     (long long)s->error_step,
 				     s->st.last_error);
 		goto out;
 	}
-	/* The newest step first: an older upload in flight gives way, and
-	 * the next attempt is now, with the backoff started afresh. */
-	target = s->w[s->nw - 1].step;
+	/* The newest arrival first: an older upload in flight gives way,
+	 * and the next attempt is now, with the backoff started afresh. */
+	target = s->w[s->nw - 1];
 	for (size_t i = 0; i + 1 < s->nw; i++) {
 		if (s->w[i].in_flight) {
 			s->preempted = true;
@@ -1135,7 +1188,14 @@ int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e)
 	pthread_cond_broadcast(&s->cv);
 	epoch = s->epoch;
 	for (;;) {
-		if (s->st.newest_uploaded >= (int64_t)target) {
+		if (s->error_seq == target.seq) {
+			rc = err_set(e, s->error_code, "step %llu could not be "
+				     "uploaded: %s",
+				     (unsigned long long)target.step,
+				     s->st.last_error);
+			break;
+		}
+		if (!flush_waits(s, &target)) {
 			rc = 0;
 			break;
 		}
@@ -1144,20 +1204,18 @@ int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e)
 				     "shipper was %s before step %llu was "
 				     "uploaded",
 				     s->stop ? "stopped" : "reset",
-				     (unsigned long long)target);
+				     (unsigned long long)target.step);
 			break;
 		}
-		if (s->error_step == (int64_t)target) {
-			rc = err_set(e, s->error_code, "step %llu could not be "
-				     "uploaded: %s",
-				     (unsigned long long)target,
-				     s->st.last_error);
+		if (mono_ms() >= deadline_ms && s->uploaded_seq >= target.seq) {
+			/* Only older steps are left behind. */
+			rc = 0;
 			break;
 		}
 		if (mono_ms() >= deadline_ms) {
 			rc = err_set(e, CLOUD_ETIMEDOUT, "step %llu was not "
 				     "uploaded in time%s%s",
-				     (unsigned long long)target,
+				     (unsigned long long)target.step,
 				     s->st.failures ? "; the last attempt: "
 						    : "",
 				     s->st.failures ? s->st.last_error : "");
@@ -1176,7 +1234,7 @@ void shipper_reset(struct shipper *s)
 {
 	char src[SPOOL_PATH], done[SPOOL_PATH];
 	unsigned dropped = 0;
-	uint64_t *steps;
+	struct marker *steps;
 	size_t n;
 
 	pthread_mutex_lock(&s->scan_mu);
@@ -1195,8 +1253,8 @@ void shipper_reset(struct shipper *s)
 	/* Finished steps the old trainer left behind go too. */
 	if (!list_done(s, &steps, &n)) {
 		for (size_t i = 0; i < n; i++) {
-			if (!step_path(src, s->ckpt_dir, steps[i], "") ||
-			    !step_path(done, s->ckpt_dir, steps[i],
+			if (!step_path(src, s->ckpt_dir, steps[i].step, "") ||
+			    !step_path(done, s->ckpt_dir, steps[i].step,
 				       DONE_SUFFIX))
 				continue;
 			trash_path(s, src);
@@ -1215,6 +1273,8 @@ void shipper_reset(struct shipper *s)
 	s->st.failures = 0;
 	s->pending_commit = -1;
 	s->error_step = -1;
+	s->error_seq = 0;
+	s->draining = false;
 	s->retry_at_ms = 0;
 	s->backoff.attempt = 0;
 	publish(s);

@@ -6,10 +6,11 @@
  * directory for step-N.done. It moves step-N/ into a spool directory at
  * once (a rename: the trainer's directory only ever holds steps in
  * progress), then packs and uploads it as this worker's part of step N
- * (ckpt_save), committing the step when every part is there. When steps
- * come faster than uploads, only the newest waiting step is uploaded and
- * older waiting ones are dropped (coalescing); a step being uploaded is
- * finished first. Uploads that fail (a bucket answering 503 for minutes)
+ * (ckpt_save), committing the step when every part is there. "Newest"
+ * means the step whose .done marker appeared last, whatever its number.
+ * When steps come faster than uploads, only the newest waiting step is
+ * uploaded and older waiting ones are dropped (coalescing); a step being
+ * uploaded is finished first. Uploads that fail (a bucket answering 503 for minutes)
  * are retried with backoff while the spool holds them; the spool is
  * bounded (job spool_mb): when full, the oldest waiting steps go first,
  * never the newest. After each commit worker 0 prunes per keep and
@@ -54,10 +55,14 @@ void shipper_get(struct shipper *s, struct shipper_state *out);
 /* Scans the checkpoint directory now (the trainer just exited). */
 void shipper_kick(struct shipper *s);
 /*
- * The emergency path: scans once more, puts the newest done step ahead
- * of everything, and waits until it is uploaded (and committed if every
- * part is there) or deadline_ms (mono_ms) passes. Returns 0 when uploaded,
- * CLOUD_ETIMEDOUT, or the last upload error.
+ * The emergency path: scans once more, puts the newest step ahead of
+ * everything, and waits until it is uploaded (and committed if every
+ * part is there) or deadline_ms (mono_ms) passes. A trainer told to stop
+ * may save as its final step one older than a step it wrote just before
+ * (the step every peer completed); when the two markers were made in the
+ * same clock tick, which came last is a guess, so from then on both go
+ * out. Returns 0 when the newest is uploaded, CLOUD_ETIMEDOUT, or its
+ * upload error.
  */
 int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e);
 /* Drops every waiting step and forgets in-progress ones (a new

@@ -120,15 +120,18 @@ def final_step():
     if not d:
         return state
     n = int(env["SLICE_NUM_PROCESSES"])
-    with open(os.path.join(d, "g%d-stop-p%d" % (gen, pid)), "w") as f:
+    mine = os.path.join(d, "g%d-stop-p%d" % (gen, pid))
+    # Renamed into place: a peer never reads it half written.
+    with open(mine + ".tmp", "w") as f:
         f.write(str(state["step"]))
+    os.replace(mine + ".tmp", mine)
     steps = {}
     deadline = time.time() + 3
     while len(steps) < n and time.time() < deadline:
         for p in range(n):
             try:
                 with open(os.path.join(d, "g%d-stop-p%d" % (gen, p))) as f:
-                    steps[p] = int(f.read() or state["step"])
+                    steps[p] = int(f.read())
             except (OSError, ValueError):
                 pass
         time.sleep(0.005)
