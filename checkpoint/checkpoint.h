@@ -205,6 +205,19 @@ struct ckpt_prune_result {
 int ckpt_prune(struct store *s, const struct ckpt_prune_options *o,
 	       struct ckpt_prune_result *r, struct err *e);
 
+/*
+ * A new generation resumes from step `after` (0: from the start): this
+ * host's parts of uncommitted steps newer than that were written by an
+ * earlier generation and must not join a later COMMIT of the same step
+ * number, mixed with other hosts' new parts. Deletes each at its listed
+ * generation (part names "PART.tar.zst"); *n tells how many went. Call it
+ * before this host's trainer starts: its peers cannot complete a newer
+ * step without it, so no new part of this host's is deleted and no peer
+ * commits the old one meanwhile.
+ */
+int ckpt_discard_newer(struct store *s, const char *part, uint64_t after,
+		       size_t *n, struct err *e);
+
 /* The `ckpt save|ls|restore|verify|prune` command line, as prog ckpt
  * (argv[0] is "ckpt"). Returns the exit status: 0, 1 failed, 2 bad
  * arguments, 3 verify found a bad part. */

@@ -264,6 +264,7 @@ static void task_restore(struct syncer *s, const struct syncer_request *r,
 {
 	struct ckpt_restore_options o = { .part = s->c.part };
 	uint64_t restored = 0;
+	size_t discarded;
 	int64_t step;
 
 	/* The code first: the trainer of this generation runs in it. */
@@ -279,6 +280,13 @@ static void task_restore(struct syncer *s, const struct syncer_request *r,
 	if (out->rc)
 		return;
 	out->step = step;
+	out->rc = ckpt_discard_newer(s->store, s->c.part,
+				     step > 0 ? (uint64_t)step : 0, &discarded,
+				     e);
+	if (out->rc) {
+		err_prefix(e, "discarding parts of an earlier generation");
+		return;
+	}
 	if (step <= 0)
 		return;
 	o.step = (uint64_t)step;

@@ -295,6 +295,51 @@ Test(ckpt, multiple_parts_commit_when_all_present)
 	store_close(s);
 }
 
+/* A new generation from step 5: worker 1's parts of steps 7 and 9 (never
+ * committed) go; the committed step, an older uncommitted one and
+ * worker 0's parts stay. */
+Test(ckpt, discard_newer_removes_only_this_hosts_uncommitted_parts)
+{
+	char a[PATHLEN], path[PATHLEN * 2];
+	struct store *s = open_store();
+	struct stat st;
+	struct err e;
+	size_t n = 99;
+
+	path_of(a, "a");
+	make_tree(a, "a\n");
+	save_ok(s, a, 3, "slice-0-worker-1", 2, false);
+	save_ok(s, a, 5, "slice-0-worker-0", 2, false);
+	save_ok(s, a, 5, "slice-0-worker-1", 2, true);
+	save_ok(s, a, 7, "slice-0-worker-0", 2, false);
+	save_ok(s, a, 7, "slice-0-worker-1", 2, true);
+	cr_assert_eq(store_delete(s, "checkpoints/step-0000000007/COMMIT",
+				  STORE_ANY_GENERATION, &e),
+		     0, "%s", e.msg);
+	save_ok(s, a, 9, "slice-0-worker-1", 2, false);
+
+	cr_assert_eq(ckpt_discard_newer(s, "slice-0-worker-1", 5, &n, &e), 0,
+		     "%s", e.msg);
+	cr_expect_eq(n, 2);
+	store_file_path(path, 7, "slice-0-worker-1.tar.zst");
+	cr_expect_neq(stat(path, &st), 0, "step 7's part stayed");
+	store_file_path(path, 9, "slice-0-worker-1.tar.zst");
+	cr_expect_neq(stat(path, &st), 0, "step 9's part stayed");
+	store_file_path(path, 7, "slice-0-worker-0.tar.zst");
+	cr_expect_eq(stat(path, &st), 0, "another host's part went");
+	store_file_path(path, 5, "slice-0-worker-1.tar.zst");
+	cr_expect_eq(stat(path, &st), 0, "a committed step's part went");
+	store_file_path(path, 3, "slice-0-worker-1.tar.zst");
+	cr_expect_eq(stat(path, &st), 0, "an older step's part went");
+
+	/* Nothing left to do: a second call deletes nothing. */
+	cr_assert_eq(ckpt_discard_newer(s, "slice-0-worker-1", 5, &n, &e), 0,
+		     "%s", e.msg);
+	cr_expect_eq(n, 0);
+	cr_expect_eq(ckpt_discard_newer(s, "", 5, &n, &e), CKPT_EINVAL);
+	store_close(s);
+}
+
 /* Processes racing to commit one step: one COMMIT, seen by all. */
 Test(ckpt, concurrent_committers)
 {

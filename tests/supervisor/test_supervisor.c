@@ -426,6 +426,44 @@ Test(sup, stalled_trainers_see_a_new_generation_soon)
 		  now_s() - t0);
 }
 
+/* An earlier generation left worker 1's part of step 15, never
+ * committed. The run restarts from the start: that part is discarded
+ * before the trainers run, and step 15 is committed from this
+ * generation's parts only. */
+Test(sup, a_part_an_earlier_generation_left_never_joins_a_commit)
+{
+	const char *bin = getenv("SLICE_SUPERVISOR_BIN");
+	char stale[HARNESS_PATH + 16], dest[HARNESS_PATH + 16];
+	char path[HARNESS_PATH + 64], *log, *state;
+
+	up(2, "", "\"TOY_TOTAL\": \"20\"");
+	snprintf(stale, sizeof(stale), "%s/stale", w.dir);
+	snprintf(dest, sizeof(dest), "%s/dest", w.dir);
+	cr_assert_eq(sh("mkdir -p '%s' && echo old > '%s/stale.txt' && "
+			"'%s' ckpt save '%s' '%s' --step 15 --part "
+			"slice-0-worker-1 --parts-expected 2 >/dev/null",
+			stale, stale, bin, stale, w.run_url),
+		     0);
+	start_all();
+	all_exit_0(60);
+	assert_control(1, "done", "every worker finished");
+	log = sup_log(1);
+	cr_assert(strstr(log, "step 15: slice-0-worker-1.tar.zst of an "
+			      "earlier generation discarded"),
+		  "%s", log);
+	free(log);
+	cr_assert(committed(15));
+	cr_assert_eq(sh("'%s' ckpt restore '%s' '%s' --step 15 --part "
+			"slice-0-worker-1 >/dev/null",
+			bin, w.run_url, dest),
+		     0);
+	snprintf(path, sizeof(path), "%s/state.json", dest);
+	state = read_file(path, NULL);
+	cr_assert_not_null(state, "step 15's part is not this run's");
+	cr_assert(strstr(state, "\"step\": 15"), "%s", state);
+	free(state);
+}
+
 Test(sup, the_restart_budget_ends_the_run_as_failed)
 {
 	up(2, "\"max_restarts\": 2",
