@@ -8,8 +8,6 @@
 
 #include "checkpoint/checkpoint.h"
 
-#include <time.h>
-
 #define CKPT_ROOT "checkpoints/"
 #define CKPT_PART_SUFFIX ".tar.zst"
 #define CKPT_COMMIT "COMMIT"
@@ -48,9 +46,5 @@ int ckpt_read_commit(struct store *s, uint64_t step, struct ckpt_step *st,
 char *ckpt_commit_json(uint64_t step, const struct ckpt_part *parts,
 		       size_t n);
 void ckpt_step_release(struct ckpt_step *st);
-
-void ckpt_now_rfc3339(char *out, size_t cap);
-/* Seconds since the epoch of an RFC 3339 UTC time, or -1. */
-time_t ckpt_parse_time(const char *t);
 
 #endif

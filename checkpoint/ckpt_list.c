@@ -25,31 +25,6 @@ bool ckpt_is_part_leaf(const char *leaf)
 	       !strcmp(leaf + n - sl, CKPT_PART_SUFFIX);
 }
 
-void ckpt_now_rfc3339(char *out, size_t cap)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-
-	if (!gmtime_r(&now, &tm) ||
-	    !strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, cap, "1970-01-01T00:00:00Z");
-}
-
-time_t ckpt_parse_time(const char *t)
-{
-	struct tm tm;
-	int n = 0;
-
-	memset(&tm, 0, sizeof(tm));
-	if (sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
-		   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
-		   &n) != 6 || !n)
-		return (time_t)-1;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	return timegm(&tm);
-}
-
 void ckpt_step_release(struct ckpt_step *st)
 {
 	for (size_t i = 0; i < st->nparts; i++)
@@ -296,7 +271,7 @@ char *ckpt_commit_json(uint64_t step, const struct ckpt_part *parts,
 	char *text = NULL;
 	bool ok = root && arr;
 
-	ckpt_now_rfc3339(now, sizeof(now));
+	rfc3339_now(now, sizeof(now));
 	for (size_t i = 0; ok && i < n; i++) {
 		json_t *p = json_pack("{s:s, s:I, s:I, s:I}",
 				      "name", parts[i].name,

@@ -77,7 +77,7 @@ static time_t last_touched(const struct ckpt_scan_step *sst)
 	time_t newest = 0;
 
 	for (size_t i = 0; i < sst->nobjs; i++) {
-		time_t t = ckpt_parse_time(sst->objs[i].updated);
+		time_t t = rfc3339_parse(sst->objs[i].updated);
 
 		/* Unknown times count as now: never judged stale. */
 		if (t == (time_t)-1)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #define ATTR_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
@@ -72,6 +73,12 @@ int strlist_push(struct strlist *l, const char *s);
 /* clock.c */
 uint64_t mono_ms(void);
 uint64_t mono_us(void);
+/* The current UTC time as "YYYY-MM-DDTHH:MM:SSZ" (the epoch if the clock
+ * cannot be read). */
+void rfc3339_now(char *out, size_t cap);
+/* Seconds since the epoch of an RFC 3339 time ("2025-01-31T12:00:00Z",
+ * fractions and offsets too); (time_t)-1 when t is not one. */
+time_t rfc3339_parse(const char *t);
 
 /* backoff.c: exponential backoff with full jitter. */
 struct backoff {

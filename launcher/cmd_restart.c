@@ -46,15 +46,8 @@ static void print_result(const struct run_options *ro, int64_t old,
 		       ro->run, old, c->generation, c->reason);
 		return;
 	}
-	o = json_object();
-	json_object_set_new(o, "run", run_json_text(ro->run));
-	json_object_set_new(o, "url", run_json_text(ro->url));
+	o = run_control_json(ro, c);
 	json_object_set_new(o, "old_generation", json_integer(old));
-	json_object_set_new(o, "generation", json_integer(c->generation));
-	json_object_set_new(o, "state", run_json_text(c->state));
-	json_object_set_new(o, "reason", run_json_text(c->reason));
-	json_object_set_new(o, "updated_by", run_json_text(c->updated_by));
-	json_object_set_new(o, "time", run_json_text(c->time));
 	run_print_json(o);
 }
 

@@ -85,7 +85,7 @@ struct view {
 
 static long long age_of(const char *t, time_t now)
 {
-	time_t at = run_parse_time(t);
+	time_t at = rfc3339_parse(t);
 
 	if (at == (time_t)-1)
 		return -1;

@@ -137,6 +137,18 @@ static double elapsed_s(const struct lrun *r)
 	return (double)(mono_ms() - r->t0) / 1000.0;
 }
 
+/* j as one NDJSON line on stdout, keys sorted; releases j. */
+static void print_ndjson(json_t *j)
+{
+	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+	if (text)
+		printf("%s\n", text);
+	fflush(stdout);
+	free(text);
+	json_decref(j);
+}
+
 /* One timeline line: text on stderr, or an NDJSON "event" on stdout with
  * the extra members of fields (a json object, taken). */
 static void event(struct lrun *r, const char *kind, json_t *fields,
@@ -157,7 +169,6 @@ static void event(struct lrun *r, const char *kind, json_t *fields,
 	}
 	if (r->o->format == 1) {
 		json_t *j = fields ? fields : json_object();
-		char *text;
 
 		json_object_set_new(j, "type", json_string("event"));
 		json_object_set_new(j, "elapsed_s",
@@ -165,12 +176,7 @@ static void event(struct lrun *r, const char *kind, json_t *fields,
 								  10) / 10));
 		json_object_set_new(j, "event", json_string(kind));
 		json_object_set_new(j, "message", json_string(msg));
-		text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-		if (text)
-			printf("%s\n", text);
-		fflush(stdout);
-		free(text);
-		json_decref(j);
+		print_ndjson(j);
 		return;
 	}
 	json_decref(fields);
@@ -820,7 +826,6 @@ static void summary(struct lrun *r, const char *how, int status)
 {
 	int64_t recomputed = steps_recomputed(r);
 	unsigned total = 0;
-	char *text;
 	json_t *j, *causes = json_object();
 
 	for (int k = 0; k < C_NCAUSES; k++) {
@@ -843,12 +848,7 @@ static void summary(struct lrun *r, const char *how, int status)
 			      (json_int_t)recomputed, "time_lost_s",
 			      (double)r->lost_ms / 1000.0, "generation",
 			      (json_int_t)r->gen, "elapsed_s", elapsed_s(r));
-		text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-		if (text)
-			printf("%s\n", text);
-		fflush(stdout);
-		free(text);
-		json_decref(j);
+		print_ndjson(j);
 		return;
 	}
 	json_decref(causes);

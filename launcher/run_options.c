@@ -80,32 +80,17 @@ static int not_found(const struct run_options *ro, const char *bucket)
 	return EXIT_NOT_FOUND;
 }
 
-int run_command_start(const struct opt *opts, int argc, char **argv,
-		      const char *usage, struct run_options *ro)
+int run_open(struct run_options *ro, const char *run)
 {
-	struct strlist pos;
-	char name[64], *data = NULL;
+	char *data = NULL;
 	const char *bucket;
 	size_t len, blen;
 	bool missing;
 	struct err e;
-	int status, rc;
+	int status = EXIT_USAGE, rc;
 
 	job_init(&ro->job);
-	snprintf(name, sizeof(name), "slicectl %s", argv[0]);
-	strlist_init(&pos);
-	status = opt_parse_command(opts, argc, argv, name, usage, false, &pos);
-	if (status >= 0)
-		goto out;
-	status = EXIT_USAGE;
-	if (pos.n != 1) {
-		log_error("%s (see %s --help)",
-			  pos.n ? "too many arguments: give one RUN"
-				: "missing the run's name (RUN)",
-			  name);
-		goto out;
-	}
-	ro->run = strdup(pos.v[0]);
+	ro->run = strdup(run);
 	if (!ro->run) {
 		log_error("out of memory");
 		status = 1;
@@ -173,6 +158,29 @@ int run_command_start(const struct opt *opts, int argc, char **argv,
 	status = -1;
 out:
 	free(data);
+	return status;
+}
+
+int run_command_start(const struct opt *opts, int argc, char **argv,
+		      const char *usage, struct run_options *ro)
+{
+	struct strlist pos;
+	char name[64];
+	int status;
+
+	job_init(&ro->job);
+	snprintf(name, sizeof(name), "slicectl %s", argv[0]);
+	strlist_init(&pos);
+	status = opt_parse_command(opts, argc, argv, name, usage, false, &pos);
+	if (status < 0 && pos.n != 1) {
+		log_error("%s (see %s --help)",
+			  pos.n ? "too many arguments: give one RUN"
+				: "missing the run's name (RUN)",
+			  name);
+		status = EXIT_USAGE;
+	}
+	if (status < 0)
+		status = run_open(ro, pos.v[0]);
 	strlist_release(&pos);
 	return status;
 }
@@ -286,55 +294,6 @@ static bool run_reason_ok(const char *reason)
 	return true;
 }
 
-static bool two_digits(const char *p, int *v)
-{
-	if (p[0] < '0' || p[0] > '9' || p[1] < '0' || p[1] > '9')
-		return false;
-	*v = (p[0] - '0') * 10 + (p[1] - '0');
-	return true;
-}
-
-time_t run_parse_time(const char *t)
-{
-	struct tm tm;
-	int y1, y2, off_h, off_m, off = 0;
-	const char *p;
-
-	memset(&tm, 0, sizeof(tm));
-	if (!t || strlen(t) < 20 || !two_digits(t, &y1) ||
-	    !two_digits(t + 2, &y2) || t[4] != '-' ||
-	    !two_digits(t + 5, &tm.tm_mon) || t[7] != '-' ||
-	    !two_digits(t + 8, &tm.tm_mday) ||
-	    (t[10] != 'T' && t[10] != 't' && t[10] != ' ') ||
-	    !two_digits(t + 11, &tm.tm_hour) || t[13] != ':' ||
-	    !two_digits(t + 14, &tm.tm_min) || t[16] != ':' ||
-	    !two_digits(t + 17, &tm.tm_sec))
-		return (time_t)-1;
-	p = t + 19;
-	if (*p == '.') {
-		p++;
-		if (*p < '0' || *p > '9')
-			return (time_t)-1;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if ((*p == 'Z' || *p == 'z') && !p[1]) {
-		off = 0;
-	} else if ((*p == '+' || *p == '-') && two_digits(p + 1, &off_h) &&
-		   p[3] == ':' && two_digits(p + 4, &off_m) && !p[6]) {
-		off = (off_h * 60 + off_m) * 60 * (*p == '-' ? -1 : 1);
-	} else {
-		return (time_t)-1;
-	}
-	if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
-	    tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-	    tm.tm_sec > 60)
-		return (time_t)-1;
-	tm.tm_year = y1 * 100 + y2 - 1900;
-	tm.tm_mon -= 1;
-	return timegm(&tm) - off;
-}
-
 json_t *run_json_text(const char *s)
 {
 	struct buf b;
@@ -352,6 +311,21 @@ json_t *run_json_text(const char *s)
 	v = json_loadb(b.data, b.len, JSON_DECODE_ANY, NULL);
 	buf_release(&b);
 	return v;
+}
+
+json_t *run_control_json(const struct run_options *ro,
+			 const struct control *c)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "run", run_json_text(ro->run));
+	json_object_set_new(o, "url", run_json_text(ro->url));
+	json_object_set_new(o, "state", run_json_text(c->state));
+	json_object_set_new(o, "generation", json_integer(c->generation));
+	json_object_set_new(o, "reason", run_json_text(c->reason));
+	json_object_set_new(o, "updated_by", run_json_text(c->updated_by));
+	json_object_set_new(o, "time", run_json_text(c->time));
+	return o;
 }
 
 void run_print_json(json_t *v)

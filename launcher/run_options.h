@@ -48,6 +48,10 @@ void run_options_table(struct run_options *ro, struct opt *opts);
  */
 int run_command_start(const struct opt *opts, int argc, char **argv,
 		      const char *usage, struct run_options *ro);
+/* run_command_start's second half, for a command that parsed its own
+ * arguments: opens run (ro->bucket, else $SLICECTL_BUCKET) and reads its
+ * job.json. Returns -1 to go on, or the exit status. */
+int run_open(struct run_options *ro, const char *run);
 void run_options_release(struct run_options *ro);
 
 /* The exit status for a store error, after logging e's message:
@@ -70,13 +74,14 @@ int run_change_start(int argc, char **argv, const char *usage,
 		     const char *what, struct run_options *ro, char *reason,
 		     size_t cap);
 
-/* Seconds since the epoch of an RFC 3339 time ("2025-01-31T12:00:00Z",
- * fractions and offsets too); (time_t)-1 when t is not one. */
-time_t run_parse_time(const char *t);
-
 /* A JSON string for any bytes (invalid UTF-8 becomes U+FFFD); json_null
  * for NULL. Never NULL unless memory ran out. */
 json_t *run_json_text(const char *s);
+/* {"run", "url", "state", "generation", "reason", "updated_by", "time"}
+ * of the run and its control.json c: what restart and stop print, each
+ * adding what it changed. NULL when memory ran out. */
+json_t *run_control_json(const struct run_options *ro,
+			 const struct control *c);
 /* Prints v on one line on stdout and releases it. */
 void run_print_json(json_t *v);
 

@@ -27,22 +27,17 @@ static const char *flag_or(const char *flag, const char *recorded)
  * resource, project and zone from it. Returns -1 to go on, or the exit
  * status after saying what is wrong.
  */
-static int find_run(struct run_qr *q, const char *command, const char *usage)
+static int find_run(struct run_qr *q)
 {
 	const char *env = getenv("SLICECTL_BUCKET");
 	bool given = q->ro.bucket && *q->ro.bucket;
-	/* run_command_start parses its own argv: hand it only NAME ("--"
-	 * keeps a NAME that starts with '-' a name); --bucket and --format
-	 * are already in q->ro. */
-	char *args[] = { (char *)command, "--", q->name, NULL };
-	const struct opt none[] = { { 0 } };
 	int status;
 
 	q->qr = q->name;
 	if (!given && !(env && *env))
 		return -1;
 	q->ro.quiet_missing = !given;
-	status = run_command_start(none, 3, args, usage, &q->ro);
+	status = run_open(&q->ro, q->name);
 	if (status == EXIT_NOT_FOUND && !given) {
 		/* Only the environment named the bucket: NAME may well be a
 		 * queued resource made without slicectl job. */
@@ -85,7 +80,7 @@ int run_qr_start(const struct opt *opts, int argc, char **argv,
 		status = 1;
 		goto out;
 	}
-	status = find_run(q, argv[0], usage);
+	status = find_run(q);
 	if (status >= 0)
 		goto out;
 	status = tpu_options_open(&q->to, c);

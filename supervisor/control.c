@@ -218,7 +218,7 @@ int control_load(struct store *s, struct control *out, struct err *e)
 		spec_copy_text(out->state, sizeof(out->state), "running");
 		spec_copy_text(out->reason, sizeof(out->reason), "new run");
 		out->restore_step = -1;
-		spec_now_rfc3339(out->time, sizeof(out->time));
+		rfc3339_now(out->time, sizeof(out->time));
 		r = control_write(s, out, STORE_CREATE_ONLY, e);
 		if (r != CLOUD_EPRECONDITION)
 			return r;
@@ -258,7 +258,7 @@ static int control_change(struct store *s, const char *what,
 			*out = cur;
 		if (r)
 			return r;
-		spec_now_rfc3339(next.time, sizeof(next.time));
+		rfc3339_now(next.time, sizeof(next.time));
 		r = control_write(s, &next, cur.object_generation, e);
 		if (!r) {
 			*out = next;

@@ -1,22 +1,11 @@
 /*
- * supervisor/spec_util.c: text and time helpers of control.json and the
+ * supervisor/spec_util.c: text helpers of control.json and the
  * status objects (spec_util.h).
  */
 #include "supervisor/spec_util.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-void spec_now_rfc3339(char *out, size_t cap)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-
-	if (!gmtime_r(&now, &tm) ||
-	    !strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, cap, "1970-01-01T00:00:00Z");
-}
 
 void spec_copy_text(char *dst, size_t cap, const char *src)
 {

@@ -1,7 +1,7 @@
 /*
- * spec_util.h (private to supervisor/): the small text and time helpers
- * that control.json and the status objects share, so that both write
- * times and cut strings the same way.
+ * spec_util.h (private to supervisor/): the small text helpers that
+ * control.json and the status objects share, so that both cut strings
+ * the same way.
  */
 #ifndef SLICECTL_SUPERVISOR_SPEC_UTIL_H
 #define SLICECTL_SUPERVISOR_SPEC_UTIL_H
@@ -10,10 +10,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-
-/* The current UTC time as "YYYY-MM-DDTHH:MM:SSZ" (the epoch if the clock
- * cannot be read). */
-void spec_now_rfc3339(char *out, size_t cap);
 
 /* Copies src (NULL: "") into dst[cap], cut at a UTF-8 character boundary
  * when too long. */

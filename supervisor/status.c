@@ -106,7 +106,7 @@ int status_put(struct store *s, struct worker_status *st, struct err *e)
 			       (long long)st->step,
 			       (long long)st->committed_step,
 			       (unsigned long long)st->restarts);
-	spec_now_rfc3339(st->time, sizeof(st->time));
+	rfc3339_now(st->time, sizeof(st->time));
 	status_name(st->slice, st->worker, name, sizeof(name));
 	buf_init(&b);
 	if (status_text(st, &b)) {

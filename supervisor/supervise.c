@@ -44,6 +44,9 @@ extern char **environ;
 #define STALL_MIN_MS 500
 #define STALL_WATCH_MS 30000
 #define CLOSE_POLL_MS 200
+/* How often the run phase reads SLICE_STEP_FILE and refreshes the
+ * heartbeat: a chatty trainer wakes the loop at every line. */
+#define LOOK_MS 100
 
 enum phase {
 	P_JOIN,      /* waiting for control.json */
@@ -93,6 +96,7 @@ struct sup {
 	uint64_t moved_ms;         /* the same, for stalls */
 	uint64_t gap_ms;           /* usual time between two of them */
 	unsigned moves;            /* of this trainer */
+	uint64_t look_ms;          /* next step file read (LOOK_MS) */
 	int64_t newest_done;
 	int64_t trained;           /* SLICE_STEP_FILE's step, -1 none yet */
 	bool task_pending;
@@ -606,13 +610,17 @@ static void step_run(struct sup *s)
 		s->newest_done = ss.newest_done;
 		moved = now;
 	}
-	if (note_trained(s))
-		moved = now;
+	if (now >= s->look_ms) {
+		s->look_ms = now + LOOK_MS;
+		if (note_trained(s))
+			moved = now;
+		/* Fresh step and committed step for the next regular
+		 * heartbeat. */
+		publish_as(s, false);
+	}
 	if (moved > s->progress_ms)
 		s->progress_ms = moved;
 	watch_stall(s, moved, now);
-	/* Fresh step and committed step for the next regular heartbeat. */
-	publish_as(s, false);
 	if (s->trainer.exited) {
 		char how[64];
 

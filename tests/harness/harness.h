@@ -101,6 +101,12 @@ unsigned processes_mentioning(const char *text);
  * event; *last_step (may be NULL) gets the last match's step. */
 unsigned toy_events(const char *path, int process, long long generation,
 		    const char *what, long long *last_step);
+/* Sleeps ms milliseconds, through signals. */
+void sleep_ms(unsigned ms);
+/* Waits up to s seconds for the child pid; its exit status (128 + N for
+ * signal N), or -1 when it was still running (it is then sent SIGTERM
+ * and reaped). */
+int wait_exit(pid_t pid, unsigned s);
 /* Counts non-overlapping occurrences of needle in haystack. */
 size_t count_substr(const char *haystack, const char *needle);
 

@@ -18,6 +18,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef HARNESS_SLICECTL_BIN
@@ -609,4 +610,27 @@ unsigned processes_mentioning(const char *text)
 	}
 	closedir(d);
 	return n;
+}
+
+void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+int wait_exit(pid_t pid, unsigned s)
+{
+	int st;
+
+	for (unsigned i = 0; i < s * 50; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st)
+					     : 128 + WTERMSIG(st);
+		sleep_ms(20);
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
+	return -1;
 }

@@ -65,13 +65,6 @@ static struct {
 static char env_tpu[128], env_gcs[128], env_home[HARNESS_PATH + 32];
 static const char *env[16];
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 static void up(void)
 {
 	memset(&w, 0, sizeof(w));
@@ -638,23 +631,6 @@ static void set_env(void)
 {
 	for (size_t i = 0; env[i]; i++)
 		cr_assert_eq(putenv((char *)env[i]), 0);
-}
-
-/* Waits up to s seconds for pid; its exit status, or -1 (then killed). */
-static int wait_exit(pid_t pid, unsigned s)
-{
-	int st;
-
-	for (unsigned i = 0; i < s * 50; i++) {
-		pid_t got = waitpid(pid, &st, WNOHANG);
-
-		if (got == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		sleep_ms(20);
-	}
-	kill(pid, SIGTERM);
-	waitpid(pid, &st, 0);
-	return -1;
 }
 
 /* ---- 1. a job whose startup script boots local workers */

@@ -33,13 +33,6 @@ static char dir[HARNESS_PATH];
 static char bucket[HARNESS_PATH + 32];
 static pid_t job_pid; /* a slicectl job --local started in the background */
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 static long long now_ms(void)
 {
 	struct timespec ts;

@@ -183,13 +183,6 @@ static char *node_state(const char *name)
 	return state_of(j, json_object_get(j, "state"));
 }
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 static void wait_qr_state(const char *name, const char *want)
 {
 	for (int i = 0; i < 1500; i++) {
@@ -380,23 +373,6 @@ Test(job, bad_job_specs_fail_before_any_request)
 			"file:///proc/slicectl-no/bucket",
 			"--accelerator-type", "v4-8", "--command", "true", NULL });
 	cr_assert_neq(access(missing, F_OK), 0);
-}
-
-/* Waits up to s seconds for pid; its exit status, or -1 (killed). */
-static int wait_exit(pid_t pid, unsigned s)
-{
-	int st;
-
-	for (unsigned i = 0; i < s * 50; i++) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-
-		if (w == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		sleep_ms(20);
-	}
-	kill(pid, SIGTERM);
-	waitpid(pid, &st, 0);
-	return -1;
 }
 
 static void set_env(void)

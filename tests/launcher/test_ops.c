@@ -855,23 +855,13 @@ static void wait_for_file(const char *path, const char *want)
 	wait_for(path, want, false);
 }
 
-/* Waits for pid to end within 20 s; its exit status. */
-static int wait_exit(pid_t pid)
+/* Waits for slicectl to end within 20 s; its exit status. */
+static int slicectl_ended(pid_t pid)
 {
-	int ws;
+	int rc = wait_exit(pid, 20);
 
-	for (int i = 0; i < 400; i++) {
-		pid_t p = waitpid(pid, &ws, WNOHANG);
-
-		if (p == pid)
-			return WIFEXITED(ws) ? WEXITSTATUS(ws)
-					     : 128 + WTERMSIG(ws);
-		usleep(50 * 1000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &ws, 0);
-	cr_assert_fail("slicectl did not end");
-	return -1;
+	cr_assert_neq(rc, -1, "slicectl did not end");
+	return rc;
 }
 
 /* Numbered lines first..last-1, as a log holds them. */
@@ -941,7 +931,7 @@ Test(logs, follow_prints_what_comes_and_ends_with_the_run)
 	cr_assert_eq(control_set_state(st, "done", "every worker finished",
 				       "slice-0-worker-0", &c, &e), 0, "%s",
 		     e.msg);
-	cr_assert_eq(wait_exit(pid), 0);
+	cr_assert_eq(slicectl_ended(pid), 0);
 	got = read_file(out, NULL);
 	cr_assert_str_eq(got, wanted);
 	free(got);
@@ -989,7 +979,7 @@ Test(logs, follow_waits_for_a_log_and_ends_on_ctrl_c)
 	wait_for(out, "hello", true);
 	usleep(300 * 1000);
 	cr_assert_eq(kill(pid, SIGINT), 0);
-	cr_assert_eq(wait_exit(pid), 130);
+	cr_assert_eq(slicectl_ended(pid), 130);
 
 	got = read_file(out, NULL);
 	line = strtok_r(got, "\n", &save);

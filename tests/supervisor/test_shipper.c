@@ -87,14 +87,6 @@ static void clear_faults(void)
 				   NULL), 200);
 }
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
 /* Bytes that do not compress, the same for the same seed, so a test can
  * write a step again to compare it with what was restored. */
 static void write_random(const char *path, size_t len, uint64_t seed)
