@@ -82,15 +82,15 @@ static int cmd_run(int argc, char **argv)
 			  "--help)");
 		goto out;
 	}
+	if (o.pod && (slice_arg || worker_arg)) {
+		log_error("--pod takes the slice and worker from the pod's "
+			  "environment: leave out --slice and --worker");
+		goto out;
+	}
 	if ((slice_arg && sscanf(slice_arg, "%u", &slice) != 1) ||
 	    (worker_arg && sscanf(worker_arg, "%u", &worker) != 1) ||
 	    (!slice_arg != !worker_arg)) {
 		log_error("--slice and --worker go together, as numbers");
-		goto out;
-	}
-	if (o.pod && slice_arg) {
-		log_error("--pod takes the slice and worker from the pod's "
-			  "environment: leave out --slice and --worker");
 		goto out;
 	}
 	o.no_metadata = o.no_metadata || o.pod;
