@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -962,8 +963,26 @@ static void drain_pipe(struct sup *s)
 	}
 }
 
+/* As a container's first process (a pod), the supervisor inherits every
+ * orphan of the trainer's tree: reaped here, the trainer itself left to
+ * trainer_reap (waitid's WNOWAIT only looks). */
+static void reap_orphans(struct sup *s)
+{
+	for (int i = 0; i < 64; i++) {
+		siginfo_t info;
+
+		memset(&info, 0, sizeof(info));
+		if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) ||
+		    !info.si_pid || info.si_pid == s->trainer.pid)
+			return;
+		waitpid(info.si_pid, NULL, WNOHANG);
+	}
+}
+
 static void loop(struct sup *s)
 {
+	bool init = getpid() == 1;
+
 	while (s->phase != P_END) {
 		struct pollfd p[2] = { { s->pipe[0], POLLIN, 0 },
 				       { s->trainer.out_fd, POLLIN, 0 } };
@@ -976,6 +995,8 @@ static void loop(struct sup *s)
 			trainer_drain(&s->trainer);
 			trainer_reap(&s->trainer);
 		}
+		if (init)
+			reap_orphans(s);
 		step(s);
 	}
 }
