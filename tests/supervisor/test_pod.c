@@ -9,9 +9,9 @@
  * step, and the one restart budget ending the run (exit 3).
  */
 #include "tests/harness/harness.h"
+#include "tests/supervisor/run_check.h"
 
 #include <criterion/criterion.h>
-#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,7 +19,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAXP 4
@@ -46,24 +45,12 @@ static void down(void)
 			waitpid(w.pid[i], NULL, 0);
 		}
 	/* Trainers of supervisors killed above. */
-	sh("for f in '%s'/pod*/state.json; do [ -f \"$f\" ] || continue; "
-	   "g=$(sed -n 's/.*\"trainer_pgid\":\\([0-9]*\\).*/\\1/p' \"$f\"); "
-	   "[ -n \"$g\" ] && [ \"$g\" -gt 1 ] && kill -9 -\"$g\" 2>/dev/null; "
-	   "done; true", w.dir);
+	kill_left_trainers(w.dir, "pod*");
 	rm_rf(w.dir);
 	memset(&w, 0, sizeof(w));
 }
 
 TestSuite(pod, .fini = down, .timeout = 300);
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	fputs(text, f);
-	fclose(f);
-}
 
 /* A run of 2 slices of 1 worker whose job.json has these extra fields and
  * TOY_* variables (JSON object members, without braces). */
@@ -88,7 +75,7 @@ static void up(const char *fields, const char *toy_env)
 		 src ? src : ".", GRACE_S, *fields ? ", " : "", fields,
 		 w.events, w.sync_dir, *toy_env ? ", " : "", toy_env);
 	snprintf(path, sizeof(path), "%s/job.json", w.run_dir);
-	write_file(path, job);
+	write_text(path, job);
 }
 
 /* Starts pod i (index into w.pid) as the kubelet starts the worker
@@ -148,22 +135,6 @@ static void start_attempt(unsigned attempt)
 	}
 }
 
-/* Waits for pod i to exit: its exit status, or -1 after timeout_s. */
-static int wait_pod(unsigned i, unsigned timeout_s)
-{
-	int st;
-
-	for (unsigned t = 0; t < timeout_s * 20; t++) {
-		if (waitpid(w.pid[i], &st, WNOHANG) == w.pid[i]) {
-			w.pid[i] = 0;
-			return WIFEXITED(st) ? WEXITSTATUS(st)
-					     : 128 + WTERMSIG(st);
-		}
-		usleep(50000);
-	}
-	return -1;
-}
-
 static char *pod_log(unsigned i)
 {
 	char path[HARNESS_PATH + 32];
@@ -177,7 +148,7 @@ static char *pod_log(unsigned i)
 static void pods_exit(unsigned n, int want, unsigned timeout_s)
 {
 	for (unsigned i = 0; i < n; i++) {
-		int st = wait_pod(i, timeout_s);
+		int st = wait_child(&w.pid[i], timeout_s);
 		char *log = pod_log(i);
 
 		cr_assert_eq(st, want, "pod %u exited %d, not %d\n%s", i, st,
@@ -186,59 +157,15 @@ static void pods_exit(unsigned n, int want, unsigned timeout_s)
 	}
 }
 
-static json_t *control(void)
-{
-	char path[HARNESS_PATH + 32];
-	json_t *j;
-
-	snprintf(path, sizeof(path), "%s/control.json", w.run_dir);
-	j = json_load_file(path, 0, NULL);
-	cr_assert_not_null(j, "no control.json");
-	return j;
-}
-
 static void assert_control(long long generation, const char *state,
 			   const char *reason_has, long long jobset_restart)
 {
-	json_t *c = control();
-	char *text = json_dumps(c, 0);
-	const char *st = json_string_value(json_object_get(c, "state"));
-	const char *reason = json_string_value(json_object_get(c, "reason"));
+	json_t *c = run_control(w.run_dir);
 
-	cr_assert_eq(json_integer_value(json_object_get(c, "generation")),
-		     generation, "%s", text);
-	cr_assert_str_eq(st, state, "%s", text);
-	if (reason_has)
-		cr_assert(reason && strstr(reason, reason_has), "%s", text);
+	assert_run_control(w.run_dir, generation, state, reason_has);
 	cr_assert_eq(json_integer_value(json_object_get(c, "jobset_restart")),
-		     jobset_restart, "%s", text);
-	free(text);
+		     jobset_restart, "jobset_restart");
 	json_decref(c);
-}
-
-static bool committed(long long step)
-{
-	char path[HARNESS_PATH + 64];
-
-	snprintf(path, sizeof(path), "%s/checkpoints/step-%010lld/COMMIT",
-		 w.run_dir, step);
-	return access(path, F_OK) == 0;
-}
-
-static void wait_committed(long long step, unsigned timeout_s)
-{
-	for (unsigned t = 0; t < timeout_s * 20 && !committed(step); t++)
-		usleep(50000);
-	cr_assert(committed(step), "step %lld not committed in %u s", step,
-		  timeout_s);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Attempt 0's pods run until SIGTERM (an eviction): each saves the same
@@ -250,17 +177,17 @@ static long long run_and_evict(void)
 	double t0, took;
 
 	start_attempt(0);
-	wait_committed(10, 60);
-	t0 = now_s();
+	run_wait_committed(w.run_dir, 10, 60);
+	t0 = mono_s();
 	kill(w.pid[0], SIGTERM);
 	kill(w.pid[1], SIGTERM);
 	pods_exit(2, 143, GRACE_S + 30);
-	took = now_s() - t0;
+	took = mono_s() - t0;
 	cr_assert_eq(toy_events(w.events, 0, 1, "final", &final0), 1);
 	cr_assert_eq(toy_events(w.events, 1, 1, "final", &final1), 1);
 	cr_assert_eq(final0, final1, "the workers stepped together");
-	cr_assert(committed(final0), "the emergency step %lld is committed",
-		  final0);
+	cr_assert(run_committed(w.run_dir, final0),
+		  "the emergency step %lld is committed", final0);
 	cr_assert_lt(took, GRACE_S, "took %.1f s, more than the grace", took);
 	return final0;
 }
@@ -311,7 +238,7 @@ static void refused(const char *const *env, const char *extra_arg, int want,
 	char *log;
 
 	start_pod(0, env, extra_arg);
-	cr_assert_eq(wait_pod(0, 30), want);
+	cr_assert_eq(wait_child(&w.pid[0], 30), want);
 	log = pod_log(0);
 	cr_assert(strstr(log, says), "'%s' not in:\n%s", says, log);
 	free(log);
