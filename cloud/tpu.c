@@ -1014,6 +1014,77 @@ out:
 	return rc;
 }
 
+/* {"nodeNames": [full names]} for the ids or names in nodes; "{}" for
+ * none (every node with maintenance announced). */
+static int maintenance_body(const struct tpu_client *c,
+			    const struct strlist *nodes, char **out,
+			    struct err *e)
+{
+	json_t *root = json_object(), *names = json_array();
+	int rc = 0;
+
+	*out = NULL;
+	if (!root || !names || json_object_set(root, "nodeNames", names))
+		rc = nomem(e);
+	for (size_t i = 0; !rc && nodes && i < nodes->n; i++) {
+		const char *n = nodes->v[i];
+		struct buf b;
+
+		buf_init(&b);
+		if (strchr(n, '/') ? buf_appends(&b, n)
+				   : buf_appendf(&b, "%s/nodes/%s", c->parent,
+						 n))
+			rc = nomem(e);
+		else if (json_array_append_new(names, json_string(b.data)))
+			rc = err_set(e, CLOUD_EINVAL,
+				     "node name %.80s is not UTF-8 text", n);
+		buf_release(&b);
+	}
+	if (!rc && !json_array_size(names))
+		json_object_del(root, "nodeNames");
+	if (!rc && !(*out = json_dumps(root, JSON_COMPACT)))
+		rc = nomem(e);
+	json_decref(names);
+	json_decref(root);
+	return rc;
+}
+
+int tpu_qr_perform_maintenance(struct tpu_client *c, const char *id,
+			       const struct strlist *nodes, bool wait,
+			       unsigned timeout_ms, struct err *e)
+{
+	struct http_response resp;
+	struct poller p;
+	struct buf url, what;
+	char *body = NULL;
+	int rc;
+
+	if (!given(id))
+		return err_set(e, CLOUD_EINVAL, "no queued resource named");
+	poller_init(&p, c, mono_ms(), timeout_ms);
+	http_response_init(&resp);
+	buf_init(&url);
+	buf_init(&what);
+	rc = maintenance_body(c, nodes, &body, e);
+	if (!rc && (url_for(c, &url, "queuedResources", id,
+			    ":performMaintenanceQueuedResource") ||
+		    buf_appendf(&what, "maintenance of queued resource %s",
+				id)))
+		rc = nomem(e);
+	/* Repeated after a lost answer, it finds the maintenance started
+	 * and says none is pending: an error that names the state, never
+	 * a second maintenance. */
+	if (!rc)
+		rc = call(c, "POST", url.data, body, true, &resp, e);
+	if (!rc && wait)
+		rc = op_wait(c, &resp, what.data, &p, e);
+	free(body);
+	buf_release(&url);
+	buf_release(&what);
+	http_response_release(&resp);
+	return rc;
+}
+
 /* ---- nodes ---- */
 
 static int node_answer(const struct http_response *resp, void *out,
