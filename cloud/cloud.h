@@ -297,8 +297,8 @@ int tpu_node_get(struct tpu_client *c, const char *id, struct tpu_node *out,
 		 struct err *e);
 
 /* Starts the maintenance announced on the queued resource's nodes
- * (performMaintenanceQueuedResource, v2alpha1): those named in nodes (ids
- * or full names), or every node with maintenance announced when nodes is
+ * (performMaintenanceQueuedResource, v2alpha1): those named in nodes (ids,
+ * sent as given), or every node with maintenance announced when nodes is
  * NULL or empty. wait: until the operation is done (timeout_ms 0: no
  * limit). */
 int tpu_qr_perform_maintenance(struct tpu_client *c, const char *id,

@@ -1014,34 +1014,26 @@ out:
 	return rc;
 }
 
-/* {"nodeNames": [full names]} for the ids or names in nodes; "{}" for
- * none (every node with maintenance announced). */
-static int maintenance_body(const struct tpu_client *c,
-			    const struct strlist *nodes, char **out,
+/* {"nodeNames": [...]} with the names as given, ids or full names (gcloud
+ * 528's perform-maintenance sends the ids it is given); "{}" for none
+ * (every node with maintenance announced). */
+static int maintenance_body(const struct strlist *nodes, char **out,
 			    struct err *e)
 {
 	json_t *root = json_object(), *names = json_array();
 	int rc = 0;
 
 	*out = NULL;
-	if (!root || !names || json_object_set(root, "nodeNames", names))
+	if (!root || !names)
 		rc = nomem(e);
-	for (size_t i = 0; !rc && nodes && i < nodes->n; i++) {
-		const char *n = nodes->v[i];
-		struct buf b;
-
-		buf_init(&b);
-		if (strchr(n, '/') ? buf_appends(&b, n)
-				   : buf_appendf(&b, "%s/nodes/%s", c->parent,
-						 n))
-			rc = nomem(e);
-		else if (json_array_append_new(names, json_string(b.data)))
+	for (size_t i = 0; !rc && nodes && i < nodes->n; i++)
+		if (json_array_append_new(names, json_string(nodes->v[i])))
 			rc = err_set(e, CLOUD_EINVAL,
-				     "node name %.80s is not UTF-8 text", n);
-		buf_release(&b);
-	}
-	if (!rc && !json_array_size(names))
-		json_object_del(root, "nodeNames");
+				     "node name %.80s is not UTF-8 text",
+				     nodes->v[i]);
+	if (!rc && json_array_size(names) &&
+	    json_object_set(root, "nodeNames", names))
+		rc = nomem(e);
 	if (!rc && !(*out = json_dumps(root, JSON_COMPACT)))
 		rc = nomem(e);
 	json_decref(names);
@@ -1065,7 +1057,7 @@ int tpu_qr_perform_maintenance(struct tpu_client *c, const char *id,
 	http_response_init(&resp);
 	buf_init(&url);
 	buf_init(&what);
-	rc = maintenance_body(c, nodes, &body, e);
+	rc = maintenance_body(nodes, &body, e);
 	if (!rc && (url_for(c, &url, "queuedResources", id,
 			    ":performMaintenanceQueuedResource") ||
 		    buf_appendf(&what, "maintenance of queued resource %s",

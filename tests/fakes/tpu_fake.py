@@ -45,7 +45,8 @@ nodeCount must be > 1 (the discovery document says so; one node is
 nodeId); a non-JSON Content-Type on a body is read as form fields (an
 error); unknown query parameters are refused. Stricter than the real API:
 requestId must be a UUID, enum values must be names (not numbers), bools
-true or false. Looser: "fields" (partial responses) is accepted and
+in bodies true or false (in queries also True and False, which gcloud
+sends and the API takes). Looser: "fields" (partial responses) is accepted and
 ignored.
 
 Control endpoints (no auth; JSON in and out; errors in Google's shape):
@@ -681,6 +682,14 @@ def check_query(disco, method, query):
 	query parameter of the method (or a global one), of its type."""
 	errors = []
 	for k, v in query.items():
+		if k == "$alt":
+			# The system parameter Google's REST clients send
+			# (google-gax: "json;enum-encoding=int"). The fake
+			# still answers enums by name, which those clients
+			# read as well.
+			if v not in ("json", "json;enum-encoding=int"):
+				errors.append(("", "Invalid $alt: \"%s\"" % v))
+			continue
 		p = method.params.get(k)
 		if p is None or p.get("location") != "query":
 			p = None
@@ -694,7 +703,8 @@ def check_query(disco, method, query):
 		spec = p or gp
 		t = spec.get("type")
 		bad = None
-		if t == "boolean" and v not in ("true", "false"):
+		# Google binds "True" too: gcloud (apitools) sends str(bool).
+		if t == "boolean" and v.lower() not in ("true", "false"):
 			bad = "TYPE_BOOL"
 		elif t == "integer" and _integer(v) is None:
 			bad = "TYPE_INT32"
@@ -1571,7 +1581,7 @@ class Handler(fake_common.Handler):
 			raise failed_precondition(qr.name, "The queued resource "
 						  "%s is already being deleted." %
 						  qr.name)
-		force = self.query.get("force") == "true"
+		force = self.query.get("force", "").lower() == "true"
 		if not force and qr.nodes and qr.state not in DELETABLE:
 			raise failed_precondition(qr.name, (
 				"Cannot delete queued resource %s in state %s: its "
