@@ -152,6 +152,15 @@ enum tpu_capacity {
 int tpu_provisioning_model(const char *name, enum tpu_capacity *out,
 			   struct err *e);
 
+/* The capacity of a command line: --provisioning-model `model` (NULL: not
+ * given) over `chosen`, what the older flags chose (flag: the one that
+ * chose it, like "--spot"; NULL for none). The same capacity twice is a
+ * synonym (--spot with spot); two different ones are CLOUD_EINVAL naming
+ * both, as is a model name that is none of the four. */
+int tpu_capacity_choose(const char *model, enum tpu_capacity chosen,
+			const char *flag, enum tpu_capacity *out,
+			struct err *e);
+
 /* What `slicectl create` asks for. NULL strings and empty lists are left
  * out of the request body. */
 struct tpu_qr_spec {

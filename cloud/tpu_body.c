@@ -327,6 +327,27 @@ int tpu_provisioning_model(const char *name, enum tpu_capacity *out,
 		       "reservation-bound and flex-start", name ? name : "");
 }
 
+int tpu_capacity_choose(const char *model, enum tpu_capacity chosen,
+			const char *flag, enum tpu_capacity *out,
+			struct err *e)
+{
+	enum tpu_capacity named;
+
+	*out = chosen;
+	if (!model)
+		return 0;
+	if (tpu_provisioning_model(model, &named, e)) {
+		err_prefix(e, "--provisioning-model");
+		return CLOUD_EINVAL;
+	}
+	if (flag && named != chosen)
+		return err_set(e, CLOUD_EINVAL,
+			       "%s contradicts --provisioning-model %s; give "
+			       "one of them", flag, model);
+	*out = named;
+	return 0;
+}
+
 int tpu_qr_spec_check(const struct tpu_qr_spec *s, struct err *e)
 {
 	if (!given(s->id))

@@ -178,32 +178,6 @@ static const char *default_user(void)
 	return u && *u ? u : "root";
 }
 
-/* --provisioning-model over the capacity the older flags chose: the same
- * capacity twice (--spot with spot) is a synonym, two different ones are
- * refused. */
-static int apply_provisioning_model(struct create_options *co,
-				    struct err *e)
-{
-	enum tpu_capacity model;
-	const char *flag = co->spot ? "--spot"
-			   : co->spec.reservation ? "--reservation"
-			   : co->reserved ? "--reserved"
-			   : co->best_effort ? "--best-effort" : NULL;
-
-	if (!co->provisioning_model)
-		return 0;
-	if (tpu_provisioning_model(co->provisioning_model, &model, e)) {
-		err_prefix(e, "--provisioning-model");
-		return COMMON_EUSAGE;
-	}
-	if (flag && model != co->spec.capacity)
-		return err_set(e, COMMON_EUSAGE,
-			       "%s contradicts --provisioning-model %s; give "
-			       "one of them", flag, co->provisioning_model);
-	co->spec.capacity = model;
-	return 0;
-}
-
 /* From flags to the request; every check that needs no server. */
 static int build_spec(struct create_options *co, const char *name,
 		      struct err *e)
@@ -228,7 +202,13 @@ static int build_spec(struct create_options *co, const char *name,
 		      : co->reserved || s->reservation ? TPU_CAPACITY_RESERVED
 		      : co->best_effort ? TPU_CAPACITY_BEST_EFFORT
 					: TPU_CAPACITY_ON_DEMAND;
-	rc = apply_provisioning_model(co, e);
+	rc = tpu_capacity_choose(co->provisioning_model, s->capacity,
+				 co->spot		? "--spot"
+				 : s->reservation	? "--reservation"
+				 : co->reserved		? "--reserved"
+				 : co->best_effort	? "--best-effort"
+							: NULL,
+				 &s->capacity, e);
 	if (rc)
 		return rc;
 	if (co->valid_until_ms % 1000 || co->valid_after_ms % 1000 ||

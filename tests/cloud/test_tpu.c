@@ -485,6 +485,38 @@ Test(tpu_body, provisioning_model_names)
 	cr_assert_eq(tpu_provisioning_model(NULL, &c, &e), CLOUD_EINVAL);
 }
 
+Test(tpu_body, capacity_choose_flags_and_model)
+{
+	enum tpu_capacity c;
+	struct err e;
+
+	err_init(&e);
+	cr_assert_eq(tpu_capacity_choose(NULL, TPU_CAPACITY_SPOT, "--spot", &c,
+					 &e), 0);
+	cr_assert_eq(c, TPU_CAPACITY_SPOT);
+	cr_assert_eq(tpu_capacity_choose("flex-start", TPU_CAPACITY_ON_DEMAND,
+					 NULL, &c, &e), 0);
+	cr_assert_eq(c, TPU_CAPACITY_FLEX_START);
+	/* --spot stays a synonym of the spot model. */
+	cr_assert_eq(tpu_capacity_choose("spot", TPU_CAPACITY_SPOT, "--spot",
+					 &c, &e), 0);
+	cr_assert_eq(c, TPU_CAPACITY_SPOT);
+	cr_assert_eq(tpu_capacity_choose("reservation-bound",
+					 TPU_CAPACITY_RESERVED, "--reserved",
+					 &c, &e), 0);
+	cr_assert_eq(c, TPU_CAPACITY_RESERVED);
+	cr_assert_eq(tpu_capacity_choose("flex-start", TPU_CAPACITY_SPOT,
+					 "--spot", &c, &e), CLOUD_EINVAL);
+	cr_assert_str_eq(e.msg, "--spot contradicts --provisioning-model "
+				"flex-start; give one of them");
+	cr_assert_eq(tpu_capacity_choose("standard", TPU_CAPACITY_BEST_EFFORT,
+					 "--best-effort", &c, &e),
+		     CLOUD_EINVAL);
+	cr_assert_eq(tpu_capacity_choose("preemptible", TPU_CAPACITY_ON_DEMAND,
+					 NULL, &c, &e), CLOUD_EINVAL);
+	cr_assert(!strncmp(e.msg, "--provisioning-model: ", 22), "%s", e.msg);
+}
+
 Test(tpu_body, capacity_combinations_refused)
 {
 	struct tpu_qr_spec s;
@@ -2026,8 +2058,8 @@ Test(tpu, perform_maintenance_named_nodes_and_all)
 	assert_line(&f, 0, "POST /v2alpha1/" QR_NAME
 			   ":performMaintenanceQueuedResource");
 	body = request_body(&f, 0);
-	cr_assert_str_eq(body, "{\"nodeNames\":[\"" PARENT "/nodes/qr1-1\",\""
-			       PARENT "/nodes/qr1-0\"]}");
+	cr_assert_str_eq(body, "{\"nodeNames\":[\"qr1-1\",\"" PARENT
+			       "/nodes/qr1-0\"]}");
 	free(body);
 	stop(&f);
 
