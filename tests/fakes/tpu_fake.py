@@ -1595,15 +1595,21 @@ class Handler(fake_common.Handler):
 			st.request_ids[(parent, rid)] = op
 		return 200, op.resource(self.disco.package), None
 
-	def qr_reset(self, p, body, now):
-		st = self.store
-		qr = st.find_qr(p["projectsId"], p["locationsId"],
-				p["queuedResourcesId"])
+	def active_qr(self, p, what):
+		"""The queued resource of the path, which must be ACTIVE for
+		what ("reset") to be done to it."""
+		qr = self.store.find_qr(p["projectsId"], p["locationsId"],
+					p["queuedResourcesId"])
 		if qr.state != "ACTIVE":
 			raise failed_precondition(qr.name, "Queued resource %s "
-						  "cannot be reset in state %s; "
+						  "cannot be %s in state %s; "
 						  "only an ACTIVE one can." %
-						  (qr.name, qr.state))
+						  (qr.name, what, qr.state))
+		return qr
+
+	def qr_reset(self, p, body, now):
+		st = self.store
+		qr = self.active_qr(p, "reset")
 		op = st.new_op(qr.parent, "reset", qr.name, now)
 		st.reset_nodes(qr, now, op)
 		return 200, op.resource(self.disco.package), None
@@ -1613,13 +1619,7 @@ class Handler(fake_common.Handler):
 		node of the queued resource with maintenance announced, when
 		none is named). Node names may be full names or ids."""
 		st = self.store
-		qr = st.find_qr(p["projectsId"], p["locationsId"],
-				p["queuedResourcesId"])
-		if qr.state != "ACTIVE":
-			raise failed_precondition(qr.name, "Queued resource %s is "
-						  "%s; maintenance is performed on "
-						  "an ACTIVE one." % (qr.name,
-								      qr.state))
+		qr = self.active_qr(p, "maintained")
 		by_id = {n.id: n for n in qr.nodes}
 		names = body.get("nodeNames", [])
 		nodes = []
