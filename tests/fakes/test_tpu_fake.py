@@ -1145,6 +1145,22 @@ class TpuFakeTest(unittest.TestCase):
 		self.control("POST", "/_fake/node", {"name": "un", "state": None})
 		self.assertEqual(self.get("nodes", "un")["state"], "READY")
 
+	def test_rest_client_query_parameters(self):
+		"""What Google's REST clients put in the query: google-gax's
+		$alt (enum encoding) and apitools' bools as "True"."""
+		self.create("ra", qr_body("ra"), want=200)
+		status, doc, _ = self.call("POST", API + "/queuedResources?"
+					   "queuedResourceId=rb&%24alt=json%3B"
+					   "enum-encoding%3Dint", qr_body("rb"))
+		self.assertEqual(status, 200, doc)
+		status, doc, _ = self.call("GET", API + "/queuedResources?"
+					   "%24alt=xml")
+		self.assertEqual(status, 400, doc)
+		self.wait_state("ra", "ACTIVE")
+		status, doc, _ = self.call("DELETE", API + "/queuedResources/ra?"
+					   "force=True")
+		self.assertEqual(status, 200, doc)
+
 	def test_every_served_method_is_routed(self):
 		disco = tpu_fake.Discovery(DISCOVERY, tpu_fake.DEFAULT_SCHEMAS)
 		seen = set()
