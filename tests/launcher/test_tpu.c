@@ -663,6 +663,42 @@ Test(tpu, suspended_spot_ends_the_wait)
 	run_result_release(&r);
 }
 
+Test(tpu, flex_start_runs_until_its_end_then_is_suspended)
+{
+	struct run_result r;
+	json_t *qr, *run;
+
+	SLICECTL(&r, "create", "fx", "--accelerator-type", "v6e-8",
+		 "--runtime-version", "rt", "--no-ssh-key",
+		 "--provisioning-model", "flex-start", "--max-run-duration",
+		 "2h", "--wait", "--format", "json");
+	ok(&r);
+	qr = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(qr, "not JSON: %s", r.out);
+	run = json_object_get(qr, "runDuration");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 run, "maxRunDuration")), "7200s");
+	cr_assert(json_is_string(json_object_get(run, "terminationTime")),
+		  "no end once ACTIVE: %s", r.out);
+	json_decref(qr);
+	run_result_release(&r);
+	/* The end of the run: the VMs go, the queued resource is
+	 * SUSPENDED, which a wait for anything else reports. */
+	cr_assert_eq(fake_tpu_call(&tpu, "POST", "/_fake/end_run",
+				   "{\"name\": \"fx\"}", NULL), 200);
+	SLICECTL(&r, "wait", "fx", "--timeout", "20");
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	ASSERT_HAS(r.err, "SUSPEND");
+	run_result_release(&r);
+	SLICECTL(&r, "wait", "fx", "--state", "SUSPENDED");
+	ok(&r);
+	run_result_release(&r);
+	SLICECTL(&r, "describe", "fx");
+	ok(&r);
+	ASSERT_HAS(r.out, "capacity:     flex-start");
+	run_result_release(&r);
+}
+
 Test(tpu, wait_gives_up_at_the_timeout)
 {
 	struct run_result r;
