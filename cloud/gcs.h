@@ -40,6 +40,13 @@ int gcs_put(struct gcs_client *c, const char *bucket, const char *name,
 int gcs_get(struct gcs_client *c, const char *bucket, const char *name,
 	    int64_t generation, store_sink_fn sink, void *ud,
 	    struct store_object *out, struct err *e);
+/* len bytes of the generation meta describes, from byte start, resumed after
+ * any fault the policy forgives; *got and *crc (CRC32C) say what reached
+ * sink, whatever the outcome. */
+int gcs_get_range(struct gcs_client *c, const char *bucket,
+		  const struct store_object *meta, uint64_t start,
+		  uint64_t len, store_sink_fn sink, void *ud, uint64_t *got,
+		  uint32_t *crc, struct err *e);
 /* max_results 0 lets the server choose the page size. */
 int gcs_list(struct gcs_client *c, const char *bucket, const char *prefix,
 	     const char *delimiter, unsigned max_results, store_list_fn fn,
