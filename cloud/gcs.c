@@ -651,8 +651,9 @@ int gcs_list(struct gcs_client *c, const char *bucket, const char *prefix,
 	return rc;
 }
 
-int gcs_delete(struct gcs_client *c, const char *bucket, const char *name,
-	       int64_t if_generation_match, struct err *e)
+static int delete_object(struct gcs_client *c, const char *bucket,
+			 const char *name, int64_t if_generation_match,
+			 bool repeatable, struct err *e)
 {
 	struct http_request req = { .method = "DELETE" };
 	struct http_response resp;
@@ -668,7 +669,7 @@ int gcs_delete(struct gcs_client *c, const char *bucket, const char *name,
 		goto out;
 	}
 	req.url = url.data;
-	req.not_idempotent = true;
+	req.not_idempotent = !repeatable;
 	req.precondition = if_generation_match >= 0;
 	rc = gcs_send(c, &req, NULL, &resp, e);
 	if (rc)
@@ -676,6 +677,25 @@ int gcs_delete(struct gcs_client *c, const char *bucket, const char *name,
 out:
 	buf_release(&url);
 	http_response_release(&resp);
+	return rc;
+}
+
+int gcs_delete(struct gcs_client *c, const char *bucket, const char *name,
+	       int64_t if_generation_match, struct err *e)
+{
+	return delete_object(c, bucket, name, if_generation_match, false, e);
+}
+
+int gcs_delete_own(struct gcs_client *c, const char *bucket,
+		   const char *name, struct err *e)
+{
+	int rc = delete_object(c, bucket, name, STORE_ANY_GENERATION, true,
+			       e);
+
+	if (rc == CLOUD_ENOTFOUND) {
+		err_init(e);
+		rc = 0;
+	}
 	return rc;
 }
 

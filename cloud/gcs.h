@@ -53,6 +53,10 @@ int gcs_list(struct gcs_client *c, const char *bucket, const char *prefix,
 	     void *ud, struct err *e);
 int gcs_delete(struct gcs_client *c, const char *bucket, const char *name,
 	       int64_t if_generation_match, struct err *e);
+/* Deletes an object only the caller ever writes (a temporary piece), so
+ * repeating the request is harmless: retried like a read; gone is fine. */
+int gcs_delete_own(struct gcs_client *c, const char *bucket,
+		   const char *name, struct err *e);
 int gcs_compose(struct gcs_client *c, const char *bucket, const char *dest,
 		const char *const *sources, size_t n,
 		int64_t if_generation_match, struct store_object *out,

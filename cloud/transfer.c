@@ -514,9 +514,8 @@ static void *delete_worker(void *arg)
 		if (!name)
 			break;
 		err_init(&e);
-		rc = gcs_delete(j->c, u->bucket, name, STORE_ANY_GENERATION,
-				&e);
-		if (rc && rc != CLOUD_ENOTFOUND)
+		rc = gcs_delete_own(j->c, u->bucket, name, &e);
+		if (rc)
 			log_warn("%s; `slicectl ckpt prune` removes it later",
 				 e.msg);
 		free((char *)name);

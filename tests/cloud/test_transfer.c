@@ -1,0 +1,382 @@
+/*
+ * tests/cloud/test_transfer.c: parallel composite uploads and ranged
+ * downloads (cloud/transfer.c) against tests/fakes/gcs_fake.py, with 1 MiB
+ * pieces so that a few MiB make many: round trips around the size where
+ * one stream turns into pieces and past one round of compose, every fault
+ * the fake injects during a piece, a compose and a range with the data
+ * compared afterwards, no temporary piece left after success, failure or
+ * abort, and the pieces really on several connections at once.
+ */
+#include "cloud/transfer.h"
+#include "tests/cloud/fake_gcs.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB (1024u * 1024)
+#define BUCKET "bkt"
+
+static struct fake_gcs fake;
+static struct gcs_client client;
+
+static void setup(void)
+{
+	struct http_policy p;
+	struct err e;
+
+	unsetenv("SLICECTL_ACCESS_TOKEN");
+	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+	setenv("GCE_METADATA_HOST", "127.0.0.1:9", 1);
+	setenv("HOME", "/nonexistent", 1);
+	setenv("SLICECTL_XFER_PIECE_MIB", "1", 1);
+	setenv("SLICECTL_XFER_STREAMS", "4", 1);
+	cr_assert_eq(fake_gcs_start(&fake, NULL), 0);
+	setenv("STORAGE_EMULATOR_HOST", fake.base, 1);
+	http_policy_default(&p);
+	p.backoff_base_ms = 5;
+	p.backoff_max_ms = 50;
+	p.max_attempts = 6;
+	p.stall_ms = 1000;
+	p.connect_timeout_ms = 2000;
+	cr_assert_eq(gcs_client_init(&client, &p, &e), 0, "%s", e.msg);
+}
+
+static void teardown(void)
+{
+	gcs_client_release(&client);
+	fake_gcs_stop(&fake);
+}
+
+TestSuite(transfer, .init = setup, .fini = teardown, .timeout = 300);
+
+static unsigned char *pattern(size_t len, unsigned seed)
+{
+	unsigned char *d = malloc(len ? len : 1);
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+
+	cr_assert(d);
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		d[i] = (unsigned char)x;
+	}
+	return d;
+}
+
+static void fault(const char *rules)
+{
+	cr_assert_eq(fake_gcs_faults(&fake, rules), 0, "%s", rules);
+}
+
+static void no_faults_left(void)
+{
+	char *log;
+
+	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/faults", NULL, &log),
+		     200);
+	cr_assert(!strstr(log, "\"times\": 1"), "unused fault: %s", log);
+	free(log);
+	cr_assert_eq(fake_gcs_call(&fake, "DELETE", "/_fake/faults", NULL,
+				   NULL), 200);
+}
+
+static json_t *requests(void)
+{
+	char *log;
+	json_t *arr;
+
+	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/requests", NULL,
+				   &log), 200);
+	arr = json_loads(log, 0, NULL);
+	cr_assert(json_is_array(arr));
+	free(log);
+	return arr;
+}
+
+static int count_cb(void *ud, const struct store_object *o, bool is_prefix)
+{
+	(void)is_prefix;
+	if (store_is_piece(o->name))
+		++*(unsigned *)ud;
+	return 0;
+}
+
+static void no_pieces_left(void)
+{
+	unsigned n = 0;
+	struct err e;
+
+	cr_assert_eq(gcs_list(&client, BUCKET, NULL, NULL, 0, count_cb, &n,
+			      &e), 0, "%s", e.msg);
+	cr_assert_eq(n, 0, "%u temporary pieces left", n);
+}
+
+/* Writes data in uneven slices, as pack_tree does. */
+static int upload(const char *name, const unsigned char *data, size_t len,
+		  int64_t if_gen, struct store_object *out, struct err *e)
+{
+	struct xfer_config cfg;
+	struct xfer_upload *u;
+	size_t off = 0, step = 333333;
+	int rc;
+
+	xfer_config_default(&cfg);
+	rc = xfer_upload_begin(&client, BUCKET, name, if_gen, &cfg, &u, e);
+	if (rc)
+		return rc;
+	while (off < len && !rc) {
+		size_t n = len - off < step ? len - off : step;
+
+		rc = xfer_upload_write(u, data + off, n, e);
+		off += n;
+	}
+	if (rc) {
+		xfer_upload_abort(u);
+		return rc;
+	}
+	return xfer_upload_finish(u, out, e);
+}
+
+static int to_buf(void *ud, const void *data, size_t len, struct err *e)
+{
+	(void)e;
+	return buf_append(ud, data, len) ? CLOUD_ENOMEM : 0;
+}
+
+static void expect_object(const char *name, const void *want, size_t len)
+{
+	struct buf got;
+	struct store_object o;
+	struct err e;
+
+	buf_init(&got);
+	cr_assert_eq(gcs_get(&client, BUCKET, name, 0, to_buf, &got, &o, &e),
+		     0, "%s", e.msg);
+	cr_assert_eq(got.len, len);
+	cr_assert(len == 0 || memcmp(got.data, want, len) == 0,
+		  "%s differs", name);
+	cr_assert_eq(o.crc32c, crc32c_update(0, want, len));
+	store_object_release(&o);
+	buf_release(&got);
+}
+
+static void round_trip(size_t len, unsigned seed)
+{
+	unsigned char *data = pattern(len, seed);
+	struct store_object o;
+	char name[64];
+	struct err e;
+
+	snprintf(name, sizeof(name), "rt/%zu", len);
+	cr_assert_eq(upload(name, data, len, STORE_CREATE_ONLY, &o, &e), 0,
+		     "%zu: %s", len, e.msg);
+	cr_assert_eq(o.size, len);
+	cr_assert_eq(o.crc32c, crc32c_update(0, data, len));
+	store_object_release(&o);
+	expect_object(name, data, len);
+	free(data);
+}
+
+Test(transfer, round_trips_from_one_stream_to_two_compose_rounds)
+{
+	json_t *log, *v;
+	size_t i;
+	unsigned composes = 0, sessions = 0;
+
+	round_trip(0, 1);
+	round_trip(MiB, 2);
+	log = requests();
+	json_array_foreach(log, i, v) {
+		const char *path = json_string_value(json_object_get(v,
+								     "path"));
+		json_t *q = json_object_get(v, "query");
+		const char *ut = json_string_value(json_object_get(q,
+							"uploadType"));
+
+		const char *method = json_string_value(json_object_get(v,
+								      "method"));
+
+		composes += strstr(path, "/compose") != NULL;
+		sessions += ut && !strcmp(ut, "resumable") &&
+			    !strcmp(method, "POST");
+	}
+	json_decref(log);
+	/* Within one piece: one resumable session each, no pieces. */
+	cr_assert_eq(composes, 0);
+	cr_assert_eq(sessions, 2);
+	round_trip(MiB + 1, 3);
+	round_trip(5 * MiB + 12345, 4);
+	/* 41 pieces: two rounds of compose. */
+	round_trip(40 * MiB + 7, 5);
+	no_pieces_left();
+}
+
+Test(transfer, pieces_and_ranges_go_on_several_connections)
+{
+	size_t len = 8 * MiB;
+	unsigned char *data = pattern(len, 6);
+	unsigned long ports_put[64], ports_get[64];
+	size_t nput = 0, nget = 0, i;
+	json_t *log, *v;
+	struct err e;
+
+	cr_assert_eq(upload("conn", data, len, STORE_CREATE_ONLY, NULL, &e),
+		     0, "%s", e.msg);
+	expect_object("conn", data, len);
+	log = requests();
+	json_array_foreach(log, i, v) {
+		json_t *q = json_object_get(v, "query");
+		const char *ut = json_string_value(json_object_get(q,
+							"uploadType"));
+		const char *alt = json_string_value(json_object_get(q, "alt"));
+		unsigned long port = (unsigned long)json_integer_value(
+			json_object_get(v, "connection"));
+		unsigned long *ports = NULL;
+		size_t *n = NULL;
+		bool seen = false;
+
+		if (ut && !strcmp(ut, "media")) {
+			ports = ports_put;
+			n = &nput;
+		} else if (alt && !strcmp(alt, "media")) {
+			ports = ports_get;
+			n = &nget;
+		}
+		if (!ports)
+			continue;
+		for (size_t k = 0; k < *n; k++)
+			seen |= ports[k] == port;
+		if (!seen && *n < 64)
+			ports[(*n)++] = port;
+	}
+	json_decref(log);
+	cr_assert_eq(nput, 4, "pieces went on %zu connections", nput);
+	cr_assert_eq(nget, 4, "ranges went on %zu connections", nget);
+	no_pieces_left();
+	free(data);
+}
+
+static const char *const piece_faults[] = {
+	"{\"method\": \"POST\", \"path\": \"uploadType=media\", \"action\": "
+	"\"status\", \"status\": 408}",
+	"{\"method\": \"POST\", \"path\": \"uploadType=media\", \"action\": "
+	"\"status\", \"status\": 429}",
+	"{\"method\": \"POST\", \"path\": \"uploadType=media\", \"action\": "
+	"\"status\", \"status\": 503, \"times\": 3}",
+	"{\"method\": \"POST\", \"path\": \"uploadType=media\", \"action\": "
+	"\"reset\"}",
+	"{\"method\": \"POST\", \"path\": \"uploadType=media\", \"action\": "
+	"\"cut\", \"after_bytes\": 300000}",
+	"{\"method\": \"POST\", \"path\": \"uploadType=media\", \"action\": "
+	"\"stall\", \"seconds\": 3}",
+	"{\"method\": \"POST\", \"path\": \"uploadType=media\", \"action\": "
+	"\"reset\", \"processed\": true}",
+	"{\"method\": \"POST\", \"path\": \"/compose\", \"action\": "
+	"\"status\", \"status\": 503}",
+	"{\"method\": \"POST\", \"path\": \"/compose\", \"action\": "
+	"\"reset\"}",
+	/* The final compose lands but its answer is lost. */
+	"{\"method\": \"POST\", \"path\": \"/compose\", \"action\": "
+	"\"reset\", \"processed\": true}",
+	"{\"method\": \"DELETE\", \"path\": \"xfer-piece\", \"action\": "
+	"\"status\", \"status\": 503}",
+};
+
+Test(transfer, faults_during_pieces_and_compose)
+{
+	size_t len = 5 * MiB + 777;
+	unsigned char *data = pattern(len, 7);
+
+	for (size_t i = 0; i < sizeof(piece_faults) / sizeof(*piece_faults);
+	     i++) {
+		char name[32];
+		struct store_object o;
+		struct err e;
+
+		snprintf(name, sizeof(name), "f/%zu", i);
+		fault(piece_faults[i]);
+		cr_assert_eq(upload(name, data, len, STORE_CREATE_ONLY, &o,
+				    &e), 0, "%s: %s", piece_faults[i], e.msg);
+		cr_assert_eq(o.crc32c, crc32c_update(0, data, len));
+		store_object_release(&o);
+		no_faults_left();
+		expect_object(name, data, len);
+		no_pieces_left();
+	}
+	free(data);
+}
+
+Test(transfer, faults_during_ranges)
+{
+	static const char *const rules[] = {
+		"{\"method\": \"GET\", \"path\": \"alt=media\", \"action\": "
+		"\"status\", \"status\": 408}",
+		"{\"method\": \"GET\", \"path\": \"alt=media\", \"action\": "
+		"\"status\", \"status\": 429}",
+		"{\"method\": \"GET\", \"path\": \"alt=media\", \"action\": "
+		"\"status\", \"status\": 503, \"times\": 3}",
+		"{\"method\": \"GET\", \"path\": \"alt=media\", \"action\": "
+		"\"reset\"}",
+		"{\"method\": \"GET\", \"path\": \"alt=media\", \"action\": "
+		"\"cut\", \"after_bytes\": 300000, \"times\": 3}",
+		"{\"method\": \"GET\", \"path\": \"alt=media\", \"action\": "
+		"\"stall\", \"seconds\": 3}",
+		"{\"method\": \"GET\", \"path\": \"alt=media\", \"action\": "
+		"\"stall\", \"seconds\": 3, \"after_bytes\": 500000}",
+	};
+	size_t len = 6 * MiB + 3;
+	unsigned char *data = pattern(len, 8);
+	struct err e;
+
+	cr_assert_eq(upload("dl", data, len, STORE_CREATE_ONLY, NULL, &e), 0,
+		     "%s", e.msg);
+	for (size_t i = 0; i < sizeof(rules) / sizeof(*rules); i++) {
+		fault(rules[i]);
+		expect_object("dl", data, len);
+		no_faults_left();
+	}
+	free(data);
+}
+
+Test(transfer, a_failed_or_abandoned_upload_leaves_no_piece)
+{
+	size_t len = 6 * MiB;
+	unsigned char *data = pattern(len, 9);
+	struct xfer_config cfg;
+	struct xfer_upload *u;
+	struct store_object o;
+	struct err e;
+
+	/* A piece refused for good fails the upload. */
+	fault("{\"method\": \"POST\", \"path\": \"uploadType=media\", "
+	      "\"action\": \"status\", \"status\": 403, \"times\": 100}");
+	cr_assert_neq(upload("fail", data, len, STORE_CREATE_ONLY, NULL, &e),
+		      0);
+	cr_assert(strstr(e.msg, "403"), "%s", e.msg);
+	cr_assert_eq(fake_gcs_call(&fake, "DELETE", "/_fake/faults", NULL,
+				   NULL), 200);
+	no_pieces_left();
+	cr_assert_eq(gcs_stat(&client, BUCKET, "fail", 0, NULL, &e),
+		     CLOUD_ENOTFOUND);
+	/* Abandoned after some pieces went. */
+	xfer_config_default(&cfg);
+	cr_assert_eq(xfer_upload_begin(&client, BUCKET, "gone",
+				       STORE_CREATE_ONLY, &cfg, &u, &e), 0);
+	cr_assert_eq(xfer_upload_write(u, data, len, &e), 0, "%s", e.msg);
+	xfer_upload_abort(u);
+	no_pieces_left();
+	/* The precondition holds for the composed object as a whole. */
+	cr_assert_eq(upload("once", data, len, STORE_CREATE_ONLY, &o, &e), 0,
+		     "%s", e.msg);
+	cr_assert_eq(upload("once", data + 1, len - 1, STORE_CREATE_ONLY,
+			    NULL, &e), CLOUD_EPRECONDITION, "%s", e.msg);
+	cr_assert_eq(upload("once", data + 1, len - 1, o.generation, NULL,
+			    &e), 0, "%s", e.msg);
+	expect_object("once", data + 1, len - 1);
+	no_pieces_left();
+	store_object_release(&o);
+	free(data);
+}
