@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Pieces of one size before it doubles: GCS allows 1024 components in a
- * composite, so 4 sizes of 256 pieces reach 60 GiB at the defaults. */
-#define PIECES_PER_SIZE 256
+/* Pieces of one size before it doubles (up to half the memory bound):
+ * GCS allows 1024 components in a composite, which reach 50 GiB at the
+ * defaults, while parts of a few hundred MiB still get small pieces and
+ * so every stream. */
+#define PIECES_PER_SIZE 128
 #define COMPONENTS_MAX 1024
 #define COMPOSE_MAX 32
 
@@ -173,7 +175,6 @@ struct xfer_upload {
 	pthread_cond_t cv;
 	struct piece *head, *tail; /* full pieces waiting for a worker */
 	size_t inflight;          /* bytes of pieces queued or being sent */
-	size_t budget;
 	bool closing;
 	int rc;                   /* the first worker's failure, and why */
 	struct err err;
@@ -181,7 +182,7 @@ struct xfer_upload {
 };
 
 /* Piece k's size: doubling every PIECES_PER_SIZE pieces keeps a large
- * part within the component limit, and the cap keeps two in memory. */
+ * part within the component limit; fewer fit in memory at once then. */
 static size_t piece_size(const struct xfer_upload *u, size_t k)
 {
 	unsigned shift = (unsigned)(k / PIECES_PER_SIZE);
@@ -323,7 +324,7 @@ static int next_fill(struct xfer_upload *u, struct err *e)
 	if (u->parallel) {
 		pthread_mutex_lock(&u->mu);
 		while (!u->rc && u->inflight &&
-		       u->inflight + cap > u->budget)
+		       u->inflight + cap > XFER_MEMORY_MAX)
 			pthread_cond_wait(&u->cv, &u->mu);
 		if (u->rc) {
 			rc = u->rc;
@@ -356,9 +357,6 @@ int xfer_upload_begin(struct gcs_client *c, const char *bucket,
 	u->c = c;
 	u->if_gen = if_generation_match;
 	u->cfg = *cfg;
-	u->budget = (cfg->streams + 1) * cfg->piece;
-	if (u->budget > XFER_MEMORY_MAX)
-		u->budget = XFER_MEMORY_MAX;
 	strlist_init(&u->temps);
 	pthread_mutex_init(&u->mu, NULL);
 	pthread_cond_init(&u->cv, NULL);

@@ -14,13 +14,13 @@
 #include "cloud/gcs.h"
 
 /* Bytes held in piece buffers by one transfer, at most. */
-#define XFER_MEMORY_MAX ((size_t)192 << 20)
-#define XFER_STREAMS_DEFAULT 8
-#define XFER_PIECE_DEFAULT ((size_t)16 << 20)
+#define XFER_MEMORY_MAX ((size_t)160 << 20)
+#define XFER_STREAMS_DEFAULT 16
+#define XFER_PIECE_DEFAULT ((size_t)8 << 20)
 
 struct xfer_config {
 	unsigned streams; /* connections at once; 1: one stream always */
-	size_t piece;     /* bytes a piece (the first 256 pieces) */
+	size_t piece;     /* bytes a piece (uploads: the first 128) */
 };
 
 /* The defaults, with SLICECTL_XFER_STREAMS and SLICECTL_XFER_PIECE_MIB
