@@ -162,8 +162,13 @@ struct xfer_upload {
 	int64_t if_gen;
 	struct xfer_config cfg;
 	char nonce[17];
-	struct gcs_upload single; /* streams == 1: one session throughout */
+	/* The session the upload goes to while it fits in one piece (all
+	 * along with one stream): started at once, as a single-stream
+	 * upload always was, so that its faults come where they always
+	 * came; cancelled when the pieces start. */
+	struct gcs_upload single;
 	bool has_single;
+	bool passthrough;         /* streams == 1: writes go straight to it */
 	char *fill;               /* the piece being written */
 	size_t fill_len, fill_cap;
 	uint64_t total;
@@ -288,8 +293,13 @@ static int submit(struct xfer_upload *u, struct err *e)
 			       "(%" PRIu64 " bytes); set SLICECTL_XFER_PIECE_MIB "
 			       "higher", u->bucket, u->name, COMPONENTS_MAX,
 			       u->total);
-	if (!u->parallel && (rc = go_parallel(u, e)))
-		return rc;
+	if (!u->parallel) {
+		gcs_upload_release(&u->single);
+		u->has_single = false;
+		rc = go_parallel(u, e);
+		if (rc)
+			return rc;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
@@ -370,15 +380,14 @@ int xfer_upload_begin(struct gcs_client *c, const char *bucket,
 		xfer_upload_abort(u);
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
 	}
-	if (cfg->streams <= 1) {
-		rc = gcs_upload_begin(c, bucket, name, if_generation_match, 0,
-				      &u->single, e);
-		if (rc) {
-			xfer_upload_abort(u);
-			return rc;
-		}
-		u->has_single = true;
+	rc = gcs_upload_begin(c, bucket, name, if_generation_match, 0,
+			      &u->single, e);
+	if (rc) {
+		xfer_upload_abort(u);
+		return rc;
 	}
+	u->has_single = true;
+	u->passthrough = cfg->streams <= 1;
 	*out = u;
 	return 0;
 }
@@ -389,7 +398,7 @@ int xfer_upload_write(struct xfer_upload *u, const void *data, size_t len,
 	const char *p = data;
 	int rc = 0;
 
-	if (u->has_single)
+	if (u->passthrough)
 		return gcs_upload_write(&u->single, data, len, e);
 	while (len && !rc) {
 		size_t n;
@@ -575,13 +584,8 @@ int xfer_upload_finish(struct xfer_upload *u, struct store_object *out,
 {
 	int rc = 0;
 
-	if (u->has_single) {
-		rc = gcs_upload_finish(&u->single, out, e);
-	} else if (!u->parallel) {
-		rc = gcs_upload_begin(u->c, u->bucket, u->name, u->if_gen, 0,
-				      &u->single, e);
-		u->has_single = !rc;
-		if (!rc)
+	if (!u->parallel) {
+		if (!u->passthrough)
 			rc = gcs_upload_write(&u->single, u->fill, u->fill_len,
 					      e);
 		if (!rc)

@@ -28,9 +28,10 @@ struct xfer_config {
 void xfer_config_default(struct xfer_config *cfg);
 
 /*
- * A streaming upload of name. The first piece is held: when the upload
- * ends within it, it goes as one resumable upload, as before; once more
- * comes, pieces go to temporary objects named "NAME" STORE_PIECE_MARK
+ * A streaming upload of name. A resumable session starts at once and the
+ * first piece is held: when the upload ends within it, the piece goes to
+ * that session, one stream as before; once more comes, the session is
+ * cancelled and pieces go to temporary objects named "NAME" STORE_PIECE_MARK
  * "NONCE.K" on cfg->streams connections and finish composes them into
  * name under if_generation_match, checks the composite's size and CRC32C
  * against the bytes written, and deletes every temporary object. A failed

@@ -189,6 +189,7 @@ static void publish_as(struct sup *s, bool now)
 	st.step = s->trained > ss.newest_done ? s->trained : ss.newest_done;
 	st.committed_step = ss.newest_committed;
 	st.restarts = s->starts;
+	st.upload_bps = ss.upload_bps;
 	snprintf(st.message, sizeof(st.message), "%s", s->message);
 	if (ss.last_error[0] && ss.failures)
 		snprintf(st.message, sizeof(st.message),

@@ -119,6 +119,11 @@ struct worker_status {
 	char message[256];
 	char time[40];           /* RFC 3339, set by status_put */
 	char boot_id[40];
+	/* Bytes a second of this worker's newest checkpoint upload (part
+	 * size over the save's wall time); 0 none yet. Written as
+	 * "upload_bytes_per_s" only when > 0: older readers ignore it and
+	 * older writers leave it out. */
+	uint64_t upload_bps;
 };
 
 /* Every worker's status, in name order (*out malloc'd). */
