@@ -66,13 +66,86 @@ void gcs_client_release(struct gcs_client *c)
 	c->base = NULL;
 }
 
+int gcs_client_init_worker(struct gcs_client *w, struct gcs_client *parent,
+			   pthread_mutex_t *mu, struct err *e)
+{
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	auth_init_none(&w->auth);
+	w->base = strdup(parent->base);
+	if (!w->base)
+		return err_set(e, CLOUD_ENOMEM, "out of memory");
+	rc = http_client_init(&w->http, &parent->http.policy, e);
+	if (rc) {
+		free(w->base);
+		w->base = NULL;
+		return rc;
+	}
+	w->lender = parent;
+	w->lender_mu = mu;
+	return 0;
+}
+
+/* A worker's token: the lender's current one (fetched through the
+ * worker's connection when due), held as a fixed token of its own. */
+static int borrow_token(struct gcs_client *c, struct err *e)
+{
+	struct auth *a = &c->lender->auth;
+	const char *tok;
+	int rc;
+
+	pthread_mutex_lock(c->lender_mu);
+	rc = auth_token(a, &c->http, &tok, e);
+	if (!rc && a->kind != AUTH_NONE &&
+	    (!c->auth.token || strcmp(c->auth.token, tok))) {
+		char *copy = strdup(tok);
+
+		if (!copy) {
+			rc = err_set(e, CLOUD_ENOMEM, "out of memory");
+		} else {
+			free(c->auth.token);
+			c->auth.token = copy;
+			c->auth.kind = AUTH_STATIC;
+			c->auth.refresh_at_ms = UINT64_MAX;
+		}
+	}
+	pthread_mutex_unlock(c->lender_mu);
+	return rc;
+}
+
 /* Sends req with the caller's headers and the Authorization header (see
  * auth_send). */
 static int gcs_send(struct gcs_client *c, struct http_request *req,
 		const char *const *headers, struct http_response *resp,
 		struct err *e)
 {
-	return auth_send(&c->auth, &c->http, req, headers, resp, e);
+	int rc;
+
+	if (!c->lender)
+		return auth_send(&c->auth, &c->http, req, headers, resp, e);
+	rc = borrow_token(c, e);
+	if (rc)
+		return rc;
+	rc = auth_send(&c->auth, &c->http, req, headers, resp, e);
+	if (rc == CLOUD_EAUTH && resp->status == 401 &&
+	    auth_renewable(&c->lender->auth)) {
+		/* Revoked or expired early: the lender fetches a new one for
+		 * everybody, and this request goes once more. */
+		pthread_mutex_lock(c->lender_mu);
+		if (c->lender->auth.token &&
+		    !strcmp(c->lender->auth.token, c->auth.token))
+			auth_invalidate(&c->lender->auth);
+		pthread_mutex_unlock(c->lender_mu);
+		err_init(e);
+		http_response_release(resp);
+		http_response_init(resp);
+		rc = borrow_token(c, e);
+		if (!rc)
+			rc = auth_send(&c->auth, &c->http, req, headers, resp,
+				       e);
+	}
+	return rc;
 }
 
 /* base + "/storage/v1/b/BUCKET/o/NAME" (or the upload path), escaped. */

@@ -13,6 +13,8 @@
 #include "cloud/auth.h"
 #include "cloud/http.h"
 
+#include <pthread.h>
+
 /* GCS refuses non-final resumable chunks of other sizes. */
 #define GCS_CHUNK_ALIGN (256u * 1024)
 #define GCS_CHUNK_DEFAULT (8u << 20)
@@ -21,6 +23,11 @@ struct gcs_client {
 	struct http_client http;
 	struct auth auth;
 	char *base; /* "https://storage.googleapis.com" or the emulator */
+	/* A worker's client (gcs_client_init_worker): its tokens come from
+	 * lender's, under lender_mu, so that N connections cost one token
+	 * fetch, not N. */
+	struct gcs_client *lender;
+	pthread_mutex_t *lender_mu;
 };
 
 /* p may be NULL for the defaults. Credentials are looked up now (see
@@ -29,6 +36,11 @@ struct gcs_client {
 int gcs_client_init(struct gcs_client *c, const struct http_policy *p,
 		    struct err *e);
 void gcs_client_release(struct gcs_client *c);
+/* A client for another thread, with its own connection and parent's
+ * policy, borrowing parent's tokens under mu (shared by every worker of
+ * parent; parent itself must not send while the workers do). */
+int gcs_client_init_worker(struct gcs_client *w, struct gcs_client *parent,
+			   pthread_mutex_t *mu, struct err *e);
 
 /* if_generation_match: a generation, STORE_CREATE_ONLY (0) or
  * STORE_ANY_GENERATION (-1). out may be NULL where it is a result. */

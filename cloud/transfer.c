@@ -57,6 +57,7 @@ struct pool {
 	struct gcs_client *parent;
 	struct gcs_client *wc;
 	unsigned n;
+	pthread_mutex_t auth_mu; /* the parent's tokens, lent to all */
 	atomic_bool abort; /* a failure or the caller's cancel: stop now */
 };
 
@@ -77,11 +78,13 @@ static int pool_open(struct pool *p, struct gcs_client *parent, unsigned n,
 	p->parent = parent;
 	p->n = 0;
 	atomic_init(&p->abort, false);
+	pthread_mutex_init(&p->auth_mu, NULL);
 	p->wc = calloc(n, sizeof(*p->wc));
 	if (!p->wc)
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
 	while (p->n < n && !rc) {
-		rc = gcs_client_init(&p->wc[p->n], &parent->http.policy, e);
+		rc = gcs_client_init_worker(&p->wc[p->n], parent, &p->auth_mu,
+					    e);
 		if (!rc) {
 			p->wc[p->n].http.cancelled = pool_cancelled;
 			p->wc[p->n].http.cancel_ud = p;
@@ -98,6 +101,7 @@ static void pool_close(struct pool *p)
 	free(p->wc);
 	p->wc = NULL;
 	p->n = 0;
+	pthread_mutex_destroy(&p->auth_mu);
 }
 
 struct pool_job {

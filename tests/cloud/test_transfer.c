@@ -5,15 +5,18 @@
  * one stream turns into pieces and past one round of compose, every fault
  * the fake injects during a piece, a compose and a range with the data
  * compared afterwards, no temporary piece left after success, failure or
- * abort, and the pieces really on several connections at once.
+ * abort, the pieces really on several connections at once, and one
+ * token fetch shared by every connection.
  */
 #include "cloud/transfer.h"
 #include "tests/cloud/fake_gcs.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MiB (1024u * 1024)
 #define BUCKET "bkt"
@@ -379,4 +382,81 @@ Test(transfer, a_failed_or_abandoned_upload_leaves_no_piece)
 	no_pieces_left();
 	store_object_release(&o);
 	free(data);
+}
+
+Test(transfer, every_connection_borrows_one_token)
+{
+	char dir[] = "/tmp/slicectl-xfer-token-XXXXXX";
+	char cmd[512], pub[64], key[64], sa[64], uri[128];
+	const char *args[] = { "--jwt-public-key", pub, NULL };
+	size_t len = 6 * MiB, i;
+	unsigned char *data = pattern(len, 10);
+	unsigned tokens = 0, bearer = 0, media = 0;
+	struct fake_gcs locked;
+	struct http_policy p;
+	char *pem, *text;
+	json_t *o, *log, *v;
+	FILE *f;
+	struct err e;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(key, sizeof(key), "%s/k.pem", dir);
+	snprintf(pub, sizeof(pub), "%s/k.pub", dir);
+	snprintf(sa, sizeof(sa), "%s/sa.json", dir);
+	snprintf(cmd, sizeof(cmd), "openssl genpkey -algorithm RSA -pkeyopt "
+		 "rsa_keygen_bits:2048 -out %s 2>/dev/null && openssl pkey "
+		 "-in %s -pubout -out %s", key, key, pub);
+	cr_assert_eq(system(cmd), 0);
+	pem = calloc(1, 8192);
+	f = fopen(key, "r");
+	cr_assert(pem && f);
+	cr_assert_gt(fread(pem, 1, 8191, f), 100);
+	fclose(f);
+	cr_assert_eq(fake_gcs_start(&locked, args), 0);
+	snprintf(uri, sizeof(uri), "%s/token", locked.base);
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type",
+		      "service_account", "private_key_id", "kid",
+		      "private_key", pem, "client_email", "sa@p.iam",
+		      "client_id", "1", "token_uri", uri);
+	cr_assert_eq(json_dump_file(o, sa, 0), 0);
+	json_decref(o);
+	gcs_client_release(&client);
+	setenv("GOOGLE_APPLICATION_CREDENTIALS", sa, 1);
+	setenv("STORAGE_EMULATOR_HOST", locked.base, 1);
+	http_policy_default(&p);
+	cr_assert_eq(gcs_client_init(&client, &p, &e), 0, "%s", e.msg);
+
+	cr_assert_eq(upload("tok", data, len, STORE_CREATE_ONLY, NULL, &e), 0,
+		     "%s", e.msg);
+	expect_object("tok", data, len);
+	cr_assert_eq(fake_gcs_call(&locked, "GET", "/_fake/requests", NULL,
+				   &text), 200);
+	log = json_loads(text, 0, NULL);
+	free(text);
+	json_array_foreach(log, i, v) {
+		const char *path = json_string_value(json_object_get(v,
+								     "path"));
+		const char *auth = json_string_value(json_object_get(
+			json_object_get(v, "headers"), "authorization"));
+		json_t *q = json_object_get(v, "query");
+
+		tokens += !strcmp(path, "/token");
+		if (json_object_get(q, "uploadType") ||
+		    json_object_get(q, "alt")) {
+			media++;
+			bearer += auth && !strncmp(auth, "Bearer ya29.", 12);
+		}
+	}
+	json_decref(log);
+	cr_assert_gt(media, 8);
+	cr_assert_eq(bearer, media, "%u of %u without the token",
+		     media - bearer, media);
+	cr_assert_eq(tokens, 1, "%u token fetches", tokens);
+	fake_gcs_stop(&locked);
+	setenv("STORAGE_EMULATOR_HOST", fake.base, 1);
+	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+	free(pem);
+	free(data);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
 }
