@@ -282,6 +282,30 @@ int gcs_parse_object(const char *json, size_t len, struct store_object *out,
 	return rc;
 }
 
+int gcs_written_as(struct store_object *o, uint64_t size, uint32_t crc,
+		   const char *bucket, const char *name,
+		   struct store_object *out, struct err *e)
+{
+	int rc;
+
+	if (o->size != size || o->crc32c != crc) {
+		rc = err_set(e, CLOUD_ECORRUPT,
+			     "gs://%s/%s: the stored object (generation %"
+			     PRId64 ", %" PRIu64 " bytes, crc32c %08x) is not "
+			     "what was sent (%" PRIu64 " bytes, crc32c %08x); "
+			     "it was damaged on the way: write it again",
+			     bucket, name, o->generation, o->size, o->crc32c,
+			     size, crc);
+		store_object_release(o);
+		return rc;
+	}
+	if (out)
+		*out = *o;
+	else
+		store_object_release(o);
+	return 0;
+}
+
 /* The result of a write, checked against what was sent. */
 static int check_written(const struct http_response *resp, uint64_t size,
 			 uint32_t crc, const char *bucket, const char *name,
@@ -294,22 +318,7 @@ static int check_written(const struct http_response *resp, uint64_t size,
 		err_prefix(e, "gs://%s/%s", bucket, name);
 		return rc;
 	}
-	if (o.size != size || o.crc32c != crc) {
-		rc = err_set(e, CLOUD_ECORRUPT,
-			     "gs://%s/%s: the stored object (generation %"
-			     PRId64 ", %" PRIu64 " bytes, crc32c %08x) is not "
-			     "what was sent (%" PRIu64 " bytes, crc32c %08x); "
-			     "it was damaged on the way: write it again",
-			     bucket, name, o.generation, o.size, o.crc32c,
-			     size, crc);
-		store_object_release(&o);
-		return rc;
-	}
-	if (out)
-		*out = o;
-	else
-		store_object_release(&o);
-	return 0;
+	return gcs_written_as(&o, size, crc, bucket, name, out, e);
 }
 
 int gcs_stat(struct gcs_client *c, const char *bucket, const char *name,

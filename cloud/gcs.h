@@ -101,6 +101,12 @@ int gcs_upload_finish(struct gcs_upload *u, struct store_object *out,
 /* Frees u's contents; cancels the session when it was not finished. */
 void gcs_upload_release(struct gcs_upload *u);
 
+/* Takes o, what a write stored, and checks it is size bytes of CRC32C
+ * crc (CLOUD_ECORRUPT otherwise); then hands it to out, or releases it. */
+int gcs_written_as(struct store_object *o, uint64_t size, uint32_t crc,
+		   const char *bucket, const char *name,
+		   struct store_object *out, struct err *e);
+
 /* The object metadata of a GCS JSON resource (CLOUD_ECORRUPT when it is
  * malformed). */
 int gcs_parse_object(const char *json, size_t len, struct store_object *out,

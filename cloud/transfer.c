@@ -490,22 +490,8 @@ static int compose_all(struct xfer_upload *u, struct store_object *out,
 	free(cur);
 	if (rc)
 		return rc;
-	if (o.size != u->total || o.crc32c != u->crc) {
-		rc = err_set(e, CLOUD_ECORRUPT,
-			     "gs://%s/%s: the composed object (generation %"
-			     PRId64 ", %" PRIu64 " bytes, crc32c %08x) is not "
-			     "what was sent (%" PRIu64 " bytes, crc32c %08x); "
-			     "write it again", u->bucket, u->name,
-			     o.generation, o.size, o.crc32c, u->total,
-			     u->crc);
-		store_object_release(&o);
-		return rc;
-	}
-	if (out)
-		*out = o;
-	else
-		store_object_release(&o);
-	return 0;
+	return gcs_written_as(&o, u->total, u->crc, u->bucket, u->name, out,
+			      e);
 }
 
 static void *delete_worker(void *arg)

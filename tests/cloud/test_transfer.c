@@ -9,7 +9,7 @@
  * token fetch shared by every connection.
  */
 #include "cloud/transfer.h"
-#include "tests/cloud/fake_gcs.h"
+#include "tests/cloud/gcs_check.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -29,20 +29,12 @@ static void setup(void)
 	struct http_policy p;
 	struct err e;
 
-	unsetenv("SLICECTL_ACCESS_TOKEN");
-	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
-	setenv("GCE_METADATA_HOST", "127.0.0.1:9", 1);
-	setenv("HOME", "/nonexistent", 1);
+	gcs_check_clean_env();
 	setenv("SLICECTL_XFER_PIECE_MIB", "1", 1);
 	setenv("SLICECTL_XFER_STREAMS", "4", 1);
 	cr_assert_eq(fake_gcs_start(&fake, NULL), 0);
 	setenv("STORAGE_EMULATOR_HOST", fake.base, 1);
-	http_policy_default(&p);
-	p.backoff_base_ms = 5;
-	p.backoff_max_ms = 50;
-	p.max_attempts = 6;
-	p.stall_ms = 1000;
-	p.connect_timeout_ms = 2000;
+	gcs_check_policy(&p);
 	cr_assert_eq(gcs_client_init(&client, &p, &e), 0, "%s", e.msg);
 }
 
@@ -53,51 +45,6 @@ static void teardown(void)
 }
 
 TestSuite(transfer, .init = setup, .fini = teardown, .timeout = 300);
-
-static unsigned char *pattern(size_t len, unsigned seed)
-{
-	unsigned char *d = malloc(len ? len : 1);
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-
-	cr_assert(d);
-	for (size_t i = 0; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		d[i] = (unsigned char)x;
-	}
-	return d;
-}
-
-static void fault(const char *rules)
-{
-	cr_assert_eq(fake_gcs_faults(&fake, rules), 0, "%s", rules);
-}
-
-static void no_faults_left(void)
-{
-	char *log;
-
-	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/faults", NULL, &log),
-		     200);
-	cr_assert(!strstr(log, "\"times\": 1"), "unused fault: %s", log);
-	free(log);
-	cr_assert_eq(fake_gcs_call(&fake, "DELETE", "/_fake/faults", NULL,
-				   NULL), 200);
-}
-
-static json_t *requests(void)
-{
-	char *log;
-	json_t *arr;
-
-	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/requests", NULL,
-				   &log), 200);
-	arr = json_loads(log, 0, NULL);
-	cr_assert(json_is_array(arr));
-	free(log);
-	return arr;
-}
 
 static int count_cb(void *ud, const struct store_object *o, bool is_prefix)
 {
@@ -143,32 +90,9 @@ static int upload(const char *name, const unsigned char *data, size_t len,
 	return xfer_upload_finish(u, out, e);
 }
 
-static int to_buf(void *ud, const void *data, size_t len, struct err *e)
-{
-	(void)e;
-	return buf_append(ud, data, len) ? CLOUD_ENOMEM : 0;
-}
-
-static void expect_object(const char *name, const void *want, size_t len)
-{
-	struct buf got;
-	struct store_object o;
-	struct err e;
-
-	buf_init(&got);
-	cr_assert_eq(gcs_get(&client, BUCKET, name, 0, to_buf, &got, &o, &e),
-		     0, "%s", e.msg);
-	cr_assert_eq(got.len, len);
-	cr_assert(len == 0 || memcmp(got.data, want, len) == 0,
-		  "%s differs", name);
-	cr_assert_eq(o.crc32c, crc32c_update(0, want, len));
-	store_object_release(&o);
-	buf_release(&got);
-}
-
 static void round_trip(size_t len, unsigned seed)
 {
-	unsigned char *data = pattern(len, seed);
+	unsigned char *data = gcs_check_pattern(len, seed);
 	struct store_object o;
 	char name[64];
 	struct err e;
@@ -179,7 +103,7 @@ static void round_trip(size_t len, unsigned seed)
 	cr_assert_eq(o.size, len);
 	cr_assert_eq(o.crc32c, crc32c_update(0, data, len));
 	store_object_release(&o);
-	expect_object(name, data, len);
+	gcs_check_object(&client, BUCKET, name, data, len);
 	free(data);
 }
 
@@ -191,7 +115,7 @@ Test(transfer, round_trips_from_one_stream_to_two_compose_rounds)
 
 	round_trip(0, 1);
 	round_trip(MiB, 2);
-	log = requests();
+	log = gcs_check_requests(&fake);
 	json_array_foreach(log, i, v) {
 		const char *path = json_string_value(json_object_get(v,
 								     "path"));
@@ -220,7 +144,7 @@ Test(transfer, round_trips_from_one_stream_to_two_compose_rounds)
 Test(transfer, pieces_and_ranges_go_on_several_connections)
 {
 	size_t len = 8 * MiB;
-	unsigned char *data = pattern(len, 6);
+	unsigned char *data = gcs_check_pattern(len, 6);
 	unsigned long ports_put[64], ports_get[64];
 	size_t nput = 0, nget = 0, i;
 	json_t *log, *v;
@@ -228,8 +152,8 @@ Test(transfer, pieces_and_ranges_go_on_several_connections)
 
 	cr_assert_eq(upload("conn", data, len, STORE_CREATE_ONLY, NULL, &e),
 		     0, "%s", e.msg);
-	expect_object("conn", data, len);
-	log = requests();
+	gcs_check_object(&client, BUCKET, "conn", data, len);
+	log = gcs_check_requests(&fake);
 	json_array_foreach(log, i, v) {
 		json_t *q = json_object_get(v, "query");
 		const char *ut = json_string_value(json_object_get(q,
@@ -291,7 +215,7 @@ static const char *const piece_faults[] = {
 Test(transfer, faults_during_pieces_and_compose)
 {
 	size_t len = 5 * MiB + 777;
-	unsigned char *data = pattern(len, 7);
+	unsigned char *data = gcs_check_pattern(len, 7);
 
 	for (size_t i = 0; i < sizeof(piece_faults) / sizeof(*piece_faults);
 	     i++) {
@@ -300,13 +224,13 @@ Test(transfer, faults_during_pieces_and_compose)
 		struct err e;
 
 		snprintf(name, sizeof(name), "f/%zu", i);
-		fault(piece_faults[i]);
+		gcs_check_fault(&fake, piece_faults[i]);
 		cr_assert_eq(upload(name, data, len, STORE_CREATE_ONLY, &o,
 				    &e), 0, "%s: %s", piece_faults[i], e.msg);
 		cr_assert_eq(o.crc32c, crc32c_update(0, data, len));
 		store_object_release(&o);
-		no_faults_left();
-		expect_object(name, data, len);
+		gcs_check_no_faults_left(&fake);
+		gcs_check_object(&client, BUCKET, name, data, len);
 		no_pieces_left();
 	}
 	free(data);
@@ -331,15 +255,15 @@ Test(transfer, faults_during_ranges)
 		"\"stall\", \"seconds\": 3, \"after_bytes\": 500000}",
 	};
 	size_t len = 6 * MiB + 3;
-	unsigned char *data = pattern(len, 8);
+	unsigned char *data = gcs_check_pattern(len, 8);
 	struct err e;
 
 	cr_assert_eq(upload("dl", data, len, STORE_CREATE_ONLY, NULL, &e), 0,
 		     "%s", e.msg);
 	for (size_t i = 0; i < sizeof(rules) / sizeof(*rules); i++) {
-		fault(rules[i]);
-		expect_object("dl", data, len);
-		no_faults_left();
+		gcs_check_fault(&fake, rules[i]);
+		gcs_check_object(&client, BUCKET, "dl", data, len);
+		gcs_check_no_faults_left(&fake);
 	}
 	free(data);
 }
@@ -347,14 +271,14 @@ Test(transfer, faults_during_ranges)
 Test(transfer, a_failed_or_abandoned_upload_leaves_no_piece)
 {
 	size_t len = 6 * MiB;
-	unsigned char *data = pattern(len, 9);
+	unsigned char *data = gcs_check_pattern(len, 9);
 	struct xfer_config cfg;
 	struct xfer_upload *u;
 	struct store_object o;
 	struct err e;
 
 	/* A piece refused for good fails the upload. */
-	fault("{\"method\": \"POST\", \"path\": \"uploadType=media\", "
+	gcs_check_fault(&fake, "{\"method\": \"POST\", \"path\": \"uploadType=media\", "
 	      "\"action\": \"status\", \"status\": 403, \"times\": 100}");
 	cr_assert_neq(upload("fail", data, len, STORE_CREATE_ONLY, NULL, &e),
 		      0);
@@ -378,7 +302,7 @@ Test(transfer, a_failed_or_abandoned_upload_leaves_no_piece)
 			    NULL, &e), CLOUD_EPRECONDITION, "%s", e.msg);
 	cr_assert_eq(upload("once", data + 1, len - 1, o.generation, NULL,
 			    &e), 0, "%s", e.msg);
-	expect_object("once", data + 1, len - 1);
+	gcs_check_object(&client, BUCKET, "once", data + 1, len - 1);
 	no_pieces_left();
 	store_object_release(&o);
 	free(data);
@@ -390,7 +314,7 @@ Test(transfer, every_connection_borrows_one_token)
 	char cmd[512], pub[64], key[64], sa[64], uri[128];
 	const char *args[] = { "--jwt-public-key", pub, NULL };
 	size_t len = 6 * MiB, i;
-	unsigned char *data = pattern(len, 10);
+	unsigned char *data = gcs_check_pattern(len, 10);
 	unsigned tokens = 0, bearer = 0, media = 0;
 	struct fake_gcs locked;
 	struct http_policy p;
@@ -428,7 +352,7 @@ Test(transfer, every_connection_borrows_one_token)
 
 	cr_assert_eq(upload("tok", data, len, STORE_CREATE_ONLY, NULL, &e), 0,
 		     "%s", e.msg);
-	expect_object("tok", data, len);
+	gcs_check_object(&client, BUCKET, "tok", data, len);
 	cr_assert_eq(fake_gcs_call(&locked, "GET", "/_fake/requests", NULL,
 				   &text), 200);
 	log = json_loads(text, 0, NULL);

@@ -5,7 +5,7 @@
  * upload's young pieces and every real part alone. Against the GCS fake.
  */
 #include "checkpoint/checkpoint.h"
-#include "tests/cloud/fake_gcs.h"
+#include "tests/cloud/gcs_check.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -22,10 +22,7 @@ static void setup(void)
 	char path[sizeof(dir) + 16];
 	FILE *f;
 
-	unsetenv("SLICECTL_ACCESS_TOKEN");
-	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
-	setenv("GCE_METADATA_HOST", "127.0.0.1:9", 1);
-	setenv("HOME", "/nonexistent", 1);
+	gcs_check_clean_env();
 	cr_assert_eq(fake_gcs_start(&fake, NULL), 0);
 	setenv("STORAGE_EMULATOR_HOST", fake.base, 1);
 	cr_assert(mkdtemp(dir));
