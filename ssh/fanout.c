@@ -12,6 +12,7 @@
 #include "ssh/loop.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -181,6 +182,15 @@ static void on_cancel(struct loop *l, int fd, void *ud, int fired)
 	} else {
 		cancel_all(f, FANOUT_CANCELLED, true);
 	}
+}
+
+/* Whether an interrupt is waiting on cancel_fd (it stays there for the
+ * loop to read). */
+static bool cancel_pending(const struct fanout *f)
+{
+	struct pollfd p = { .fd = f->cfg->cancel_fd, .events = POLLIN };
+
+	return p.fd >= 0 && poll(&p, 1, 0) == 1;
 }
 
 static void schedule(struct fanout *f)
@@ -357,7 +367,14 @@ static int setup(struct fanout *f, const struct fanout_target *targets,
 				  e)))
 		return rc;
 	f->have_kh = true;
-	if ((rc = load_keys(f, e)))
+	rc = load_keys(f, e);
+	/* Keys may come from an agent that kept slicectl waiting until the
+	 * interrupt: the interrupt is the answer, whatever the keys did. */
+	if (cancel_pending(f))
+		return err_set(e, SSH_EINTR,
+			       "interrupted while starting: no host was "
+			       "contacted");
+	if (rc)
 		return rc;
 	f->hosts = calloc(n, sizeof(*f->hosts));
 	f->queue = calloc(n, sizeof(*f->queue));

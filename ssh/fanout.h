@@ -25,6 +25,7 @@ enum ssh_error {
 	SSH_EHOSTKEY,    /* a host key is unknown or changed, or known_hosts bad */
 	SSH_ELIMIT,      /* a process limit (open files) is too low */
 	SSH_ESYS,        /* the event loop itself failed */
+	SSH_EINTR,       /* cancel_fd fired before any host was contacted */
 };
 
 enum fanout_stream { FANOUT_STDOUT = 0, FANOUT_STDERR = 1 };

@@ -9,10 +9,13 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +61,14 @@ static void hosts_and_keys(unsigned count)
 {
 	cr_assert_eq(sshd_write_hosts(&sshd, hosts, 1, count), 0);
 	cr_assert_eq(sshd_write_known_hosts(&sshd, kh, 1, count), 0);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static bool pid_alive(pid_t pid)
@@ -474,11 +485,22 @@ Test(run, bad_arguments_exit_2)
 		{ "run", "--env", "1BAD=x", "--host", "127.0.0.1", "--", "true" },
 		{ "run", "--bogus", NULL },
 		{ "run", "--hosts", "/nonexistent/hosts", "--", "true", NULL },
+		{ "run", "--keepalive", "1", "--host", "127.0.0.1", "--",
+		  "true", NULL },
+		{ "run", "--hosts", "/tmp", "--", "true", NULL },
+		{ "run", "--log-dir", "/dev/null", "--host", "127.0.0.1", "--",
+		  "true", NULL },
 	};
 	static const char *const messages[] = {
 		"no hosts", "port must be 1 to 65535", "no command given",
 		"is not NAME=VALUE", "unknown option '--bogus'",
 		"cannot read hosts file /nonexistent/hosts",
+		"slicectl: error: --keepalive must be 2 seconds or more (or 0 for "
+		"none)\n",
+		"slicectl: error: hosts file /tmp is a directory: name a file of "
+		"hosts, one a line\n",
+		"slicectl: error: --log-dir /dev/null is not a directory: name a "
+		"directory (it is created when missing)\n",
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -489,6 +511,75 @@ Test(run, bad_arguments_exit_2)
 		cr_assert(strstr(r.err, messages[i]), "case %zu: %s", i, r.err);
 		run_result_release(&r);
 	}
+}
+
+/* Files that would block open() or never end are refused at once. */
+Test(run, fifo_key_and_endless_known_hosts_refused_at_once, .timeout = 30)
+{
+	char fifo[HARNESS_PATH + 16], spec[128];
+	struct run_result r;
+	uint64_t start;
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", tmp);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	snprintf(spec, sizeof(spec), "%s@127.0.0.1:%u", sshd.user, sshd.port);
+	const char *fifo_key[] = { "run", "-i", fifo, "--known-hosts", kh,
+				   "--host", spec, "--", "true", NULL };
+	const char *urandom[] = { "run", "-i", sshd.key, "--known-hosts",
+				  "/dev/urandom", "--host", spec, "--", "true",
+				  NULL };
+
+	start = now_ms();
+	cr_assert_eq(run_slicectl(&r, fifo_key, NULL), 0);
+	cr_assert_eq(r.status, 255, "%s", r.err);
+	cr_assert(strstr(r.err, "is a FIFO (pipe), not a key file: name a "
+				"regular file"), "%s", r.err);
+	run_result_release(&r);
+	cr_assert_eq(run_slicectl(&r, urandom, NULL), 0);
+	cr_assert_eq(r.status, 255, "%s", r.err);
+	cr_assert(strstr(r.err, "known_hosts file /dev/urandom is a character "
+				"device, not a known_hosts file"), "%s", r.err);
+	run_result_release(&r);
+	cr_assert_lt(now_ms() - start, 10000);
+}
+
+/* An ssh-agent that accepts the connection and never answers holds
+ * slicectl while it starts; SIGTERM ends it there, not 30 s later. */
+Test(run, interrupt_while_starting_ends_at_once, .timeout = 60)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	pid_t child;
+	uint64_t start;
+	int fd, status;
+
+	hosts_and_keys(1);
+	cr_assert_lt((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path),
+				      "%s/agent", tmp), sizeof(sa.sun_path));
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(fd, 4), 0);
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	const char *args[] = { "run", "--known-hosts", kh, "--hosts", hosts,
+			       "--", "echo ok", NULL };
+
+	setenv("SSH_AUTH_SOCK", sa.sun_path, 1);
+	child = spawn_slicectl(args, out, err);
+	unsetenv("SSH_AUTH_SOCK");
+	cr_assert_gt(child, 0);
+	sleep_ms(1000);
+	start = now_ms();
+	kill(child, SIGTERM);
+	status = wait_exit(child, 10);
+	close(fd);
+	cr_assert_eq(status, 130, "exit %d", status);
+	cr_assert_lt(now_ms() - start, 3000);
+	char *e = read_file(err, NULL);
+	cr_assert(strstr(e, "slicectl: error: interrupted while starting: no host "
+			    "was contacted\n"), "%s", e);
+	free(e);
 }
 
 Test(run, keepalive_holds_silent_commands_and_finds_frozen_hosts)
