@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -212,13 +214,18 @@ Test(run, listener_without_banner_times_out)
 	snprintf(spec, sizeof(spec), "%s@127.0.0.20:%u", sshd.user,
 		 ntohs(sa.sin_port));
 	const char *args[] = { "run", "--hosts", hosts, "--host", spec,
-			       "--connect-timeout", "1.5", "--", "echo ok",
-			       NULL };
+			       "--connect-timeout", "1.5", "--retries", "1",
+			       "--format", "json", "--", "echo ok", NULL };
 
 	cr_assert_eq(run(&r, args), 255, "stderr: %s", r.err);
-	cr_assert(strstr(r.err, "connection timed out after 1.5 s (in "
-				"HANDSHAKE)"), "%s", r.err);
-	cr_assert(strstr(r.out, "127.0.0.1: ok\n"), "%s", r.out);
+	/* Nothing ran: the timed-out handshake was tried again. */
+	cr_assert(strstr(r.out, "\"error\":\"127.0.0.20: connection timed "
+				"out after 1.5 s (in HANDSHAKE)\""), "%s", r.out);
+	cr_assert(strstr(r.out, "\"attempts\":2}"), "%s", r.out);
+	cr_assert(strstr(r.err, "slicectl: servers are dropping or delaying "
+				"SSH handshakes (127.0.0.20:"), "%s", r.err);
+	cr_assert(strstr(r.out, "\"host\":\"127.0.0.1\",\"stream\":"
+				"\"stdout\",\"text\":\"ok\""), "%s", r.out);
 	close(fd);
 	run_result_release(&r);
 }
@@ -619,6 +626,128 @@ Test(run, keepalive_holds_silent_commands_and_finds_frozen_hosts)
 	cr_assert(strstr(r.out, "\"outcome\":\"lost\""), "%s", r.out);
 	cr_assert(strstr(r.out, "no answer for "), "%s", r.out);
 	free(r.out);
+}
+
+/* Listens on a free loopback port and returns it, or 0. */
+static unsigned free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned port = 0;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
+	    !getsockname(fd, (struct sockaddr *)&sa, &len))
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Whether port answers with an SSH banner within a second. */
+static bool banner_on(unsigned port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char buf[64] = "";
+	ssize_t n = 0;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { .tv_sec = 1 };
+
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 && !strncmp(buf, "SSH-2.0-", 8);
+}
+
+/*
+ * Overload: one sshd serving 256 addresses lets only 2 handshakes in at a
+ * time and drops every other connection at once (MaxStartups 2:100:2),
+ * while slicectl may start 256. Handshakes are paced down to what it
+ * answers, the dropped ones retried: every host answers.
+ */
+Test(run, overloaded_sshd_loses_no_host, .timeout = 240)
+{
+	struct test_sshd slow = sshd;
+	char config[HARNESS_PATH + 32];
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	const char *sshd_argv[] = { "/usr/sbin/sshd", "-D", "-e", "-f", config,
+				    NULL };
+	uint64_t start, took;
+	pid_t pid, child;
+	int status, tries = 0;
+	char *text, *line, *save = NULL;
+	FILE *f;
+
+	/* The harness's configuration with another port, pid file and
+	 * MaxStartups (sshd keeps the first value it reads, even over -o). */
+	slow.port = free_port();
+	cr_assert_gt(slow.port, 0);
+	snprintf(config, sizeof(config), "%s/sshd_config", sshd.dir);
+	text = read_file(config, NULL);
+	cr_assert_not_null(text);
+	snprintf(config, sizeof(config), "%s/slow_config", tmp);
+	f = fopen(config, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "Port %u\nPidFile %s/slow.pid\nMaxStartups 2:100:2\n",
+		slow.port, tmp);
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (strncmp(line, "Port ", 5) && strncmp(line, "PidFile ", 8) &&
+		    strncmp(line, "MaxStartups ", 12))
+			fprintf(f, "%s\n", line);
+	cr_assert_eq(fclose(f), 0);
+	free(text);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		execv(sshd_argv[0], (char *const *)sshd_argv);
+		_exit(127);
+	}
+	while (!banner_on(slow.port) && ++tries < 100)
+		sleep_ms(100);
+	cr_assert_eq(sshd_write_hosts(&slow, hosts, 1, 256), 0);
+	cr_assert_eq(sshd_write_known_hosts(&slow, kh, 1, 256), 0);
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	const char *args[] = { "run", "--identity", sshd.key, "--known-hosts",
+			       kh, "--hosts", hosts, "--connect-concurrency",
+			       "256", "--format", "json", "--",
+			       "echo $SLICE_PROCESS_ID", NULL };
+
+	start = now_ms();
+	child = spawn_slicectl(args, out, err);
+	cr_assert_gt(child, 0);
+	status = wait_exit(child, 200);
+	took = now_ms() - start;
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	char *o = read_file(out, NULL), *e = read_file(err, NULL);
+	const char *summary = strstr(o, "\"type\":\"summary\"");
+
+	cr_log_warn("256 hosts against MaxStartups 2:100:2 in %.1f s; "
+		    "attempts 1: %zu, 2: %zu, 3: %zu, 4: %zu", took / 1000.0,
+		    count_substr(o, "\"attempts\":1}"),
+		    count_substr(o, "\"attempts\":2}"),
+		    count_substr(o, "\"attempts\":3}"),
+		    count_substr(o, "\"attempts\":4}"));
+	cr_assert_eq(status, 0, "exit %d\n%s\n%s", status, summary, e);
+	cr_assert(strstr(o, "\"hosts\":256,\"ok\":256,"), "%s", summary);
+	cr_assert(strstr(o, "\"text\":\"255\""), "%s", summary);
+	/* The server did drop handshakes, and slicectl said it slowed down. */
+	cr_assert(strstr(o, "\"attempts\":2}"), "no host was retried: %s", e);
+	cr_assert(strstr(e, "slicectl: servers are dropping or delaying SSH "
+			    "handshakes ("), "%s", e);
+	free(o);
+	free(e);
 }
 
 /* A thousand hosts from one process, with a soft open-file limit far
