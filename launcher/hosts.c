@@ -60,7 +60,8 @@ void host_options_table(struct host_options *ho, struct opt *opts)
 		{ .name = "connect-concurrency", .short_name = 'f',
 		  .kind = OPT_UINT, .value = &ho->concurrency, .arg = "N",
 		  .min = 1, .max = 65535,
-		  .help = "handshakes in flight at once (default 64); started "
+		  .help = "handshakes in flight at once, at most (default 64; "
+			  "fewer while servers drop or delay them); started "
 			  "commands never wait for each other" },
 		{ .name = "connect-timeout", .kind = OPT_SECONDS,
 		  .value = &ho->connect_timeout_ms, .arg = "S",
@@ -76,8 +77,8 @@ void host_options_table(struct host_options *ho, struct opt *opts)
 			  "intervals is lost (default 15, 0: off)" },
 		{ .name = "retries", .kind = OPT_UINT, .value = &ho->retries,
 		  .arg = "N", .min = 0, .max = 100,
-		  .help = "reconnects when refused or reset before login "
-			  "(default 3)" },
+		  .help = "reconnects when refused, reset or timed out before "
+			  "login (default 3)" },
 		{ .name = "env", .short_name = 'e', .kind = OPT_LIST,
 		  .value = &ho->env, .arg = "NAME=VALUE",
 		  .help = "export to every command (repeatable)" },

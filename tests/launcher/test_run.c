@@ -520,6 +520,34 @@ Test(run, bad_arguments_exit_2)
 	}
 }
 
+/* An accelerator type is GENERATION-SIZE: anything else is refused
+ * before the API (here: nothing listening) is asked. */
+Test(run, create_refuses_a_malformed_accelerator_type)
+{
+	static const char *const bad[] = { "v4-32;rm", "v4-32 ", "V4-32",
+					   "v4-", "-32", "v4-032", "v4" };
+	const char *env[] = { "SLICECTL_TPU_ENDPOINT=http://127.0.0.1:1/",
+			      "SLICECTL_ACCESS_TOKEN=t", NULL };
+	char want[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *args[] = { "create", "q1", "--accelerator-type",
+				       bad[i], "--runtime-version", "rt",
+				       "--project", "p", "--zone", "z",
+				       "--no-ssh-key", NULL };
+		struct run_result r;
+
+		cr_assert_eq(run_slicectl(&r, args, env), 0);
+		snprintf(want, sizeof(want),
+			 "slicectl: error: --accelerator-type '%s' is not an "
+			 "accelerator type: GENERATION-SIZE, such as v4-32, "
+			 "v5litepod-16, v5p-8 or v6e-8\n", bad[i]);
+		cr_assert_eq(r.status, 2, "%s: %s", bad[i], r.err);
+		cr_assert_str_eq(r.err, want);
+		run_result_release(&r);
+	}
+}
+
 /* Files that would block open() or never end are refused at once. */
 Test(run, fifo_key_and_endless_known_hosts_refused_at_once, .timeout = 30)
 {
