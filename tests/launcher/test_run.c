@@ -548,6 +548,66 @@ Test(run, create_refuses_a_malformed_accelerator_type)
 	}
 }
 
+/* An API that does not answer: describe, list and wait say they are still
+ * trying after a few attempts instead of staying silent for a minute. */
+Test(run, api_commands_say_they_are_still_trying)
+{
+	static const char *const cmds[][3] = {
+		{ "describe", "q1", NULL }, { "list", NULL }, { "wait", "q1", NULL },
+	};
+	const char *env[] = { "SLICECTL_TPU_ENDPOINT=http://127.0.0.1:1/",
+			      "SLICECTL_ACCESS_TOKEN=t",
+			      "SLICECTL_HTTP_RETRY_BASE_MS=10", NULL };
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		const char *args[8] = { 0 };
+		struct run_result r;
+		size_t n = 0;
+
+		for (size_t j = 0; cmds[i][j]; j++)
+			args[n++] = cmds[i][j];
+		args[n++] = "--project";
+		args[n++] = "p";
+		args[n++] = "--zone";
+		args[n++] = "z";
+		cr_assert_eq(run_slicectl(&r, args, env), 0);
+		cr_assert_eq(r.status, 1, "%s: %s", cmds[i][0], r.err);
+		cr_assert(strstr(r.err, "slicectl: still trying: Failed to "
+					"connect to 127.0.0.1 port 1 "),
+			  "%s: %s", cmds[i][0], r.err);
+		cr_assert(strstr(r.err, "(attempt 3 of 8)\n"), "%s", r.err);
+		cr_assert_eq(count_substr(r.err, "still trying"), 6, "%s",
+			     r.err);
+		run_result_release(&r);
+	}
+}
+
+/* SIGTERM ends a command waiting between attempts at once. */
+Test(run, api_command_ends_on_sigterm_while_retrying, .timeout = 60)
+{
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	const char *args[] = { "describe", "q1", "--project", "p", "--zone",
+			       "z", NULL };
+	uint64_t start;
+	pid_t child;
+	int status;
+
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	setenv("SLICECTL_TPU_ENDPOINT", "http://127.0.0.1:1/", 1);
+	setenv("SLICECTL_ACCESS_TOKEN", "t", 1);
+	child = spawn_slicectl(args, out, err);
+	unsetenv("SLICECTL_TPU_ENDPOINT");
+	unsetenv("SLICECTL_ACCESS_TOKEN");
+	cr_assert_gt(child, 0);
+	sleep_ms(1500);
+	start = now_ms();
+	kill(child, SIGTERM);
+	status = wait_exit(child, 10);
+	cr_assert_eq(status, 128 + SIGTERM, "exit %d", status);
+	cr_assert_lt(now_ms() - start, 2000);
+}
+
 /* Files that would block open() or never end are refused at once. */
 Test(run, fifo_key_and_endless_known_hosts_refused_at_once, .timeout = 30)
 {
