@@ -77,8 +77,9 @@ void host_options_table(struct host_options *ho, struct opt *opts)
 			  "intervals is lost (default 15, 0: off)" },
 		{ .name = "retries", .kind = OPT_UINT, .value = &ho->retries,
 		  .arg = "N", .min = 0, .max = 100,
-		  .help = "reconnects when refused, reset or timed out before "
-			  "login (default 3)" },
+		  .help = "reconnects when refused, reset or dropped, or when "
+			  "the SSH handshake times out, before login "
+			  "(default 3)" },
 		{ .name = "env", .short_name = 'e', .kind = OPT_LIST,
 		  .value = &ho->env, .arg = "NAME=VALUE",
 		  .help = "export to every command (repeatable)" },
@@ -335,9 +336,8 @@ static int read_hosts_file(struct entries *es, const char *path,
 	char *line = NULL;
 	size_t cap = 0;
 	unsigned lineno = 0;
-	int rc = 0;
-
 	struct stat st;
+	int rc = 0;
 
 	if (!f)
 		return err_errno(e, COMMON_EUSAGE, errno,

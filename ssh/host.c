@@ -786,14 +786,19 @@ void host_tick(struct fanout *f, struct host *h, uint64_t now)
 	if (h->deadline_ms && now >= h->deadline_ms) {
 		h->deadline_ms = 0;
 		if (!h->started) {
-			/* Before a channel is opened nothing runs remotely:
-			 * another attempt is as safe as after a refusal. A
-			 * server this slow is most likely overloaded. */
-			fail(h, h->state <= HS_AUTH,
+			/* A server that took the connection but not the
+			 * handshake is busy, most likely overloaded, and
+			 * before login nothing runs remotely: another attempt
+			 * is as safe as after a refusal. One that never
+			 * answered TCP is most likely down: trying again
+			 * would cost another timeout, and would slow the
+			 * others for nothing. */
+			h->overload = h->state >= HS_HANDSHAKE &&
+				      h->state <= HS_AUTH;
+			fail(h, h->overload,
 			     "%s: connection timed out after %.1f s (in %s)",
 			     h->target->label, c->connect_timeout_ms / 1000.0,
 			     host_state_name(h->state));
-			h->overload = true;
 			on_error(f, h);
 		} else if (h->state >= HS_CLOSE) {
 			/* The command ended but the close stalled: keep the
