@@ -238,7 +238,7 @@ Test(client, error_404_jobset_not_installed)
 	/* What an API server without the JobSet CRD answers. */
 	cr_assert_eq(fails("[{\"status\": 404, \"body\": \"404 page not "
 			   "found\\n\"}]", "POST", NS, &e), KUBE_ENOTFOUND);
-	assert_msg(&e, "POST " NS ": 404 Not Found: 404 page not found");
+	assert_msg(&e, "POST " NS ": 404 Not Found: 404 page not found; ");
 	assert_msg(&e, "; JobSet is not installed on this cluster: kubectl "
 		   "apply --server-side -f https://github.com/kubernetes-sigs/"
 		   "jobset/releases/download/v0.10.1/manifests.yaml");
@@ -268,7 +268,7 @@ Test(client, error_404_missing_objects)
 				      "\"jobsets\"}") "]", "GET", NS "/r9", &e),
 		     KUBE_ENOTFOUND);
 	assert_msg(&e, "404 Not Found: jobsets.jobset.x-k8s.io \"r9\" not "
-		   "found; there is no jobsets \"r9\" in namespace "
+		   "found; there is no \"r9\" among the jobsets in namespace "
 		   "\"default\"");
 	kstub_stop(&stub);
 	cr_assert_eq(fails("[" STATUS(404, "NotFound", "localqueues.kueue.x-"
@@ -301,9 +301,9 @@ Test(client, error_409_already_exists)
 				      "\"jobsets\"}") "]", "POST", NS, &e),
 		     KUBE_ECONFLICT);
 	assert_msg(&e, "409 Conflict: jobsets.jobset.x-k8s.io \"r1\" already "
-		   "exists; a jobsets named \"r1\" already exists in "
-		   "namespace \"default\": choose another name, or delete it "
-		   "first");
+		   "exists; the name \"r1\" is taken among the jobsets in "
+		   "namespace \"default\": choose another name, or delete that "
+		   "one first");
 	cr_assert_null(strstr(e.msg, "earlier attempt"), "%s", e.msg);
 }
 

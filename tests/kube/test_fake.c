@@ -124,8 +124,8 @@ Test(fake, create_get_list_delete_and_their_errors)
 	json_decref(out);
 	cr_assert_eq(kube_get(k, FLAVORS "/f1", &out, &e), KUBE_ENOTFOUND,
 		     "a dry run creates nothing");
-	cr_assert(strstr(e.msg, "; there is no resourceflavors \"f1\""), "%s",
-		  e.msg);
+	cr_assert(strstr(e.msg, "; there is no \"f1\" among the "
+			 "resourceflavors"), "%s", e.msg);
 	cr_assert_eq(kube_create(k, FLAVORS, o, false, NULL, &e), 0, "%s",
 		     e.msg);
 	cr_assert_eq(kube_get(k, FLAVORS "/f1", &out, &e), 0, "%s", e.msg);
@@ -133,8 +133,8 @@ Test(fake, create_get_list_delete_and_their_errors)
 	cr_assert_eq(kube_create(k, FLAVORS, o, false, NULL, &e),
 		     KUBE_ECONFLICT);
 	cr_assert(strstr(e.msg, "409 Conflict: ") &&
-		  strstr(e.msg, "already exists; a resourceflavors named "
-			 "\"f1\" already exists"), "%s", e.msg);
+		  strstr(e.msg, "already exists; the name \"f1\" is taken "
+			 "among the resourceflavors: "), "%s", e.msg);
 
 	/* Strict field validation: an unknown field is refused. */
 	json_object_set_new(o, "spec", json_pack("{s:s}", "bogus", "x"));
