@@ -162,6 +162,13 @@ static void rbac_verb(const char *method, const char *path,
 		snprintf(out, len, "%s", method);
 }
 
+/* " in namespace \"NS\"" when the path has one. */
+static void in_namespace(struct buf *h, const struct api_path *p)
+{
+	if (p->ns[0])
+		buf_appendf(h, " in namespace \"%s\"", p->ns);
+}
+
 static void hint_403(struct buf *h, const char *method, const char *path,
 		     const struct api_path *p, const struct status *st)
 {
@@ -205,9 +212,9 @@ static void hint_404(struct buf *h, const struct api_path *p,
 		buf_appendf(h, "; there is no ClusterQueue \"%s\": see "
 			    "`kubectl get clusterqueues`", st->name);
 	} else if (object) {
-		buf_appendf(h, "; there is no \"%s\" among the %s%s%s%s",
-			    st->name, p->resource, p->ns[0] ? " in namespace "
-			    "\"" : "", p->ns, p->ns[0] ? "\"" : "");
+		buf_appendf(h, "; there is no \"%s\" among the %s", st->name,
+			    p->resource);
+		in_namespace(h, p);
 	} else {
 		buf_appendf(h, "; the API server does not serve %s%s%s: is "
 			    "this the right cluster?", p->resource,
@@ -290,15 +297,16 @@ static void hint(struct buf *h, const struct kube_client *k,
 				    "may have deleted it)");
 		break;
 	case 409:
-		if (has(st->reason, "AlreadyExists"))
+		if (has(st->reason, "AlreadyExists")) {
 			buf_appendf(h, "; the name \"%s\" is taken among the "
-				    "%s%s%s%s: choose another name, or delete "
-				    "that one first", st->name ? st->name : "",
-				    p.resource, p.ns[0] ? " in namespace \""
-				    : "", p.ns, p.ns[0] ? "\"" : "");
-		else
+				    "%s", st->name ? st->name : "", p.resource);
+			in_namespace(h, &p);
+			buf_appends(h, ": choose another name, or delete that "
+				    "one first");
+		} else {
 			buf_appends(h, "; the object changed meanwhile: read "
 				    "it again and retry");
+		}
 		if (retried && strcmp(c->method, "POST") == 0)
 			buf_appends(h, " (an earlier attempt of this request "
 				    "may have created it)");
