@@ -21,6 +21,15 @@ void ckpt_object_name(char *out, size_t cap, uint64_t step,
 /* Whether leaf (what follows the step's folder) names a part. */
 bool ckpt_is_part_leaf(const char *leaf);
 
+/* The empty object telling committers a part's unpacked size (see
+ * checkpoint.h), named for the part's leaf, CRC32C and size. */
+#define CKPT_UNPACKED_TAG ".unpacked-"
+#define CKPT_UNPACKED_LEAF_MAX (CKPT_NAME_MAX + 64)
+void ckpt_unpacked_leaf(char *out, size_t cap, const char *part_leaf,
+			uint32_t crc32c, uint64_t size, uint64_t unpacked);
+/* Fills p's unpacked from leaf when leaf is such an object for p. */
+void ckpt_match_unpacked_leaf(const char *leaf, struct ckpt_part *p);
+
 /* The objects of one step's folder as listed. */
 struct ckpt_scan_step {
 	uint64_t step;
