@@ -196,10 +196,14 @@ int ckpt_restore(struct store *s, const char *dest,
  * symlink escapes, into a temporary sibling directory that replaces dest
  * only once the whole object has arrived and its CRC32C checked. On any
  * failure dest is as it was. *generation (may be NULL) gets the object's
- * generation that was unpacked. Returns CLOUD_ENOTFOUND when there is no
- * such object, CLOUD_ECORRUPT when it is not a tar+zstd stream,
- * CKPT_EUNSAFE when an entry would land outside dest, CLOUD_ENOSPACE on a
- * full disk. */
+ * generation that was unpacked. The same entries are refused as by
+ * ckpt_restore, and with no COMMIT to say what it unpacks to, the object
+ * may expand to CKPT_RESTORE_RATIO times the bytes received plus
+ * CKPT_RESTORE_FLOOR. Returns CLOUD_ENOTFOUND when there is no such
+ * object, CLOUD_ECORRUPT when it is not a tar+zstd stream or cannot be
+ * unpacked for what it holds, CKPT_EUNSAFE when an entry would land
+ * outside dest or is a device, fifo or socket, CLOUD_ENOSPACE on a full
+ * disk. */
 int ckpt_unpack_object(struct store *s, const char *name, const char *dest,
 		       int64_t *generation, struct err *e);
 

@@ -319,7 +319,7 @@ static int too_big(struct unpacker *u, const char *path, uint64_t n,
 		   const char *how, struct err *e)
 {
 	return err_set(e, CLOUD_ECORRUPT,
-		       "%s expands beyond %s: at \"%s\" it %s %llu bytes, "
+		       "%s expands beyond %s: at \"%s\", %s %llu bytes, "
 		       "more than the %llu it may unpack to; refused",
 		       u->what, u->exact ? "the size COMMIT records for it"
 					 : "any plausible compression ratio",
@@ -333,7 +333,8 @@ static int check_read(struct unpacker *u, const char *path, struct err *e)
 	la_int64_t n = archive_filter_bytes(u->a, 0);
 
 	if (n > 0 && (uint64_t)n > unpack_limit(u))
-		return too_big(u, path, (uint64_t)n, "has read", e);
+		return too_big(u, path, (uint64_t)n, "its tar stream reached",
+			       e);
 	return 0;
 }
 
@@ -510,7 +511,7 @@ static int check_claim(struct unpacker *u, const char *path, struct err *e)
 			       "size", u->what, path);
 	if ((uint64_t)size > limit || u->claimed > limit - (uint64_t)size)
 		return too_big(u, path, u->claimed + (uint64_t)size,
-			       "claims", e);
+			       "its entries claim", e);
 	u->claimed += (uint64_t)size;
 	return check_read(u, path, e);
 }
@@ -689,7 +690,7 @@ static int unpack_stream(struct store *s, struct unpack_source *src,
 		r = b.r;
 	} else if (!r && p) {
 		r = match_commit(s, name, p, b.bytes, b.crc, e);
-	} else if (r == CKPT_EUNSAFE || (r == CLOUD_ECORRUPT && !p)) {
+	} else if (r == CKPT_EUNSAFE || r == CLOUD_ECORRUPT) {
 		/* The unpacker's: say which object. */
 		err_prefix(e, "%s", store_url(s, name));
 	}
