@@ -74,6 +74,11 @@ static struct store *open_backend(bool gcs)
 	return s;
 }
 
+/* The same test through file:// and through the GCS fake. */
+#define ON_BOTH_STORES(name, fn)                                         \
+	Test(safety, name##_file) { fn(false); }                          \
+	Test(safety, name##_gcs_fake) { fn(true); }
+
 /* ---- crafted parts ---- */
 
 struct mem {
@@ -294,6 +299,14 @@ static void refused_then_fell_back(struct store *s, int code,
 	nothing_outside();
 }
 
+/* Commits m as step 2, which restore must refuse (see above). */
+static void commit_refused_step(struct store *s, struct mem *m,
+				uint64_t unpacked, int code, const char *entry)
+{
+	commit_part(s, 2, m, unpacked);
+	refused_then_fell_back(s, code, entry);
+}
+
 static void make_outside(void)
 {
 	char p[PATHLEN];
@@ -303,6 +316,63 @@ static void make_outside(void)
 }
 
 /* ---- item 1: devices, fifos, sockets, modes ---- */
+
+/*
+ * In a child set up by prepare (another user, a file size limit), through
+ * file://: step 2 is refused with code, naming entry and advising nothing
+ * about limits, and restore then falls back to step 1.
+ */
+static void in_child(bool (*prepare)(void), int code, const char *entry)
+{
+	pid_t pid = fork();
+	int st;
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		struct ckpt_restore_options o = { 2, NULL };
+		char dest[PATHLEN];
+		uint64_t restored = 0;
+		struct store *s;
+		struct err e;
+		int r;
+
+		if (!prepare() || store_open(&s, file_url, &e))
+			_exit(90);
+		path_of(dest, "dest");
+		r = ckpt_restore(s, dest, &o, &restored, &e);
+		if (r != code || !strstr(e.msg, entry) ||
+		    strstr(e.msg, "raise")) {
+			fprintf(stderr, "step 2 gave %d: %s\n", r, e.msg);
+			_exit(91);
+		}
+		o.step = 0;
+		r = ckpt_restore(s, dest, &o, &restored, &e);
+		if (r || restored != 1) {
+			fprintf(stderr, "fallback gave %d: %s\n", r, e.msg);
+			_exit(92);
+		}
+		store_close(s);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st));
+	cr_expect_eq(WEXITSTATUS(st), 0);
+	nothing_outside();
+}
+
+static bool become_nobody(void)
+{
+	return !setgid(65534) && !setuid(65534);
+}
+
+static bool limit_file_size(void)
+{
+	struct rlimit rl = { 1 << 20, 1 << 20 };
+
+	signal(SIGXFSZ, SIG_IGN);
+	return !setrlimit(RLIMIT_FSIZE, &rl);
+}
+
 
 static void crafted_special(struct store *s, uint64_t step, mode_t type,
 			    const char *name)
@@ -349,15 +419,7 @@ static void specials(bool gcs)
 	store_close(s);
 }
 
-Test(safety, devices_fifos_sockets_refused_file)
-{
-	specials(false);
-}
-
-Test(safety, devices_fifos_sockets_refused_gcs_fake)
-{
-	specials(true);
-}
+ON_BOTH_STORES(devices_fifos_sockets_refused, specials)
 
 /* As a non-root restorer (nobody), a device node is refused the same way
  * (before mknod could fail with "Can't create"), and restore falls back.
@@ -365,8 +427,6 @@ Test(safety, devices_fifos_sockets_refused_gcs_fake)
 Test(safety, device_node_as_non_root_falls_back)
 {
 	struct store *s;
-	pid_t pid;
-	int st;
 
 	if (geteuid() != 0) {
 		cr_skip_test("needs root to become another user");
@@ -378,37 +438,7 @@ Test(safety, device_node_as_non_root_falls_back)
 	crafted_special(s, 2, AE_IFBLK, "disk");
 	store_close(s);
 	cr_assert_eq(sh("chown -R 65534:65534 '%s'", root), 0);
-	pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		struct ckpt_restore_options o = { 2, NULL };
-		char dest[PATHLEN];
-		uint64_t restored = 0;
-		struct err e;
-		int r;
-
-		if (setgid(65534) || setuid(65534) ||
-		    store_open(&s, file_url, &e))
-			_exit(90);
-		path_of(dest, "dest");
-		r = ckpt_restore(s, dest, &o, &restored, &e);
-		if (r != CKPT_EUNSAFE || !strstr(e.msg, "disk")) {
-			fprintf(stderr, "step 2 gave %d: %s\n", r, e.msg);
-			_exit(91);
-		}
-		o.step = 0;
-		r = ckpt_restore(s, dest, &o, &restored, &e);
-		if (r || restored != 1) {
-			fprintf(stderr, "fallback gave %d: %s\n", r, e.msg);
-			_exit(92);
-		}
-		store_close(s);
-		_exit(0);
-	}
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st));
-	cr_expect_eq(WEXITSTATUS(st), 0);
-	nothing_outside();
+	in_child(become_nobody, CKPT_EUNSAFE, "disk");
 }
 
 /* Setuid, setgid and sticky bits and owners do not come back, even for
@@ -491,20 +521,11 @@ static void sparse_and_bombs(bool gcs)
 	add_zeros(a, "zeros", (uint64_t)3 << 29);
 	part_end(a);
 	cr_assert_lt(m.len, 1 << 20, "%zu", m.len);
-	commit_part(s, 2, &m, 0);
-	refused_then_fell_back(s, CLOUD_ECORRUPT, "zeros");
+	commit_refused_step(s, &m, 0, CLOUD_ECORRUPT, "zeros");
 	store_close(s);
 }
 
-Test(safety, sparse_and_ratio_bombs_fall_back_file)
-{
-	sparse_and_bombs(false);
-}
-
-Test(safety, sparse_and_ratio_bombs_fall_back_gcs_fake)
-{
-	sparse_and_bombs(true);
-}
+ON_BOTH_STORES(sparse_and_ratio_bombs_fall_back, sparse_and_bombs)
 
 /* A part that expands beyond the "unpacked" its COMMIT records is
  * refused, by what an entry claims and by the tar bytes it reads. */
@@ -522,8 +543,7 @@ Test(safety, part_beyond_recorded_size_falls_back)
 	add_file(a, "tag", "two");
 	add(a, "big", AE_IFREG, 0644, big, sizeof(big), NULL, NULL, 0);
 	part_end(a);
-	commit_part(s, 2, &m, 4096);
-	refused_then_fell_back(s, CLOUD_ECORRUPT, "big");
+	commit_refused_step(s, &m, 4096, CLOUD_ECORRUPT, "big");
 	store_close(s);
 	sh("rm -rf '%s/store'", root);
 
@@ -539,8 +559,7 @@ Test(safety, part_beyond_recorded_size_falls_back)
 		add(a, name, AE_IFREG, 0644, NULL, 0, NULL, NULL, 0);
 	}
 	part_end(a);
-	commit_part(s, 2, &m, 8192);
-	refused_then_fell_back(s, CLOUD_ECORRUPT, "empty-");
+	commit_refused_step(s, &m, 8192, CLOUD_ECORRUPT, "empty-");
 	store_close(s);
 }
 
@@ -550,47 +569,12 @@ Test(safety, part_beyond_recorded_size_falls_back)
 Test(safety, file_size_limit_and_lying_parts)
 {
 	struct store *s = open_backend(false);
-	char dest[PATHLEN], status[PATHLEN];
-	pid_t pid;
-	int st;
 
 	make_outside();
 	save_good_step(s);
 	sparse_part(s, 0);
 	store_close(s);
-	path_of(dest, "dest");
-	path_of(status, "status");
-	pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		struct rlimit rl = { 1 << 20, 1 << 20 };
-		struct ckpt_restore_options o = { 2, NULL };
-		uint64_t restored = 0;
-		struct err e;
-		int r;
-
-		signal(SIGXFSZ, SIG_IGN);
-		if (setrlimit(RLIMIT_FSIZE, &rl) ||
-		    store_open(&s, file_url, &e))
-			_exit(90);
-		r = ckpt_restore(s, dest, &o, &restored, &e);
-		if (r != CLOUD_ECORRUPT || strstr(e.msg, "raise") ||
-		    !strstr(e.msg, "huge")) {
-			fprintf(stderr, "step 2 gave %d: %s\n", r, e.msg);
-			_exit(91);
-		}
-		o.step = 0;
-		r = ckpt_restore(s, dest, &o, &restored, &e);
-		if (r || restored != 1) {
-			fprintf(stderr, "fallback gave %d: %s\n", r, e.msg);
-			_exit(92);
-		}
-		_exit(0);
-	}
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st));
-	cr_expect_eq(WEXITSTATUS(st), 0);
-	nothing_outside();
+	in_child(limit_file_size, CLOUD_ECORRUPT, "huge");
 }
 
 /* ---- item 6: a hard link carrying data onto an in-tree symlink ---- */
@@ -677,20 +661,11 @@ static void hardlink_on_symlink(bool gcs)
 	raw_header(&t, "carrier", '1', 5, "link");
 	raw_data(&t, "hello", 5);
 	raw_compress(&t, &m);
-	commit_part(s, 2, &m, 0);
-	refused_then_fell_back(s, CLOUD_ECORRUPT, "carrier");
+	commit_refused_step(s, &m, 0, CLOUD_ECORRUPT, "carrier");
 	store_close(s);
 }
 
-Test(safety, hardlink_with_data_onto_symlink_file)
-{
-	hardlink_on_symlink(false);
-}
-
-Test(safety, hardlink_with_data_onto_symlink_gcs_fake)
-{
-	hardlink_on_symlink(true);
-}
+ON_BOTH_STORES(hardlink_with_data_onto_symlink, hardlink_on_symlink)
 
 /* ---- item 5: leftovers ---- */
 
