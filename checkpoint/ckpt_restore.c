@@ -10,6 +10,13 @@
  * failure leaves dest as it was. The newest committed step is tried
  * first; a missing, corrupt or unsafe part falls back to the one before.
  *
+ * A part is checked entry by entry before anything of the entry is
+ * written: its type (files, directories, symlinks, hard links only), its
+ * mode (no setuid, setgid or sticky bit), and what it claims to write
+ * against what the part may expand to. A failure writing it counts as
+ * the disk's only when the disk says so (full, over quota, failing);
+ * anything else is the part's, which makes it a bad part like any other.
+ *
  * ckpt_unpack_object uses the same machinery for any one object (a run's
  * code bundle): the same streaming, the same checks on names, the same
  * atomic swap; only COMMIT's size and CRC32C are not there to match.
@@ -21,9 +28,9 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -371,9 +378,16 @@ static int disk_error(struct unpacker *u, const char *path, struct err *e)
 			       "unchanged)", u->dest, path, u->dest);
 	case EFBIG:
 		fsize = fsize_limit();
-		/* Honest only when the entry itself claims more than the
-		 * limit; writing past its own claim is the part's fault. */
-		if (fsize && (uint64_t)archive_entry_size(u->entry) > fsize)
+		if (!fsize)
+			return err_set(e, CLOUD_ENOSPACE,
+				       "restoring into %s: its filesystem "
+				       "cannot hold %s, of %lld bytes (%s is "
+				       "unchanged)", u->dest, path,
+				       (long long)archive_entry_size(u->entry),
+				       u->dest);
+		/* The limit is to blame only when the entry itself claims
+		 * more; writing past its own claim is the part's fault. */
+		if ((uint64_t)archive_entry_size(u->entry) > fsize)
 			return err_set(e, CLOUD_ENOSPACE,
 				       "restoring into %s: %s holds %lld "
 				       "bytes, over the file size limit of "

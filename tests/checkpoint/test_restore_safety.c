@@ -667,6 +667,56 @@ static void hardlink_on_symlink(bool gcs)
 
 ON_BOTH_STORES(hardlink_with_data_onto_symlink, hardlink_on_symlink)
 
+/* A hard link (with data or without) through an in-tree symlink to a
+ * file outside is refused, and the file outside keeps its one name and
+ * its contents. */
+Test(safety, hardlink_through_a_symlink_to_outside)
+{
+	struct store *s = open_backend(false);
+	char outside[PATHLEN], victim[PATHLEN + 16];
+	struct stat st;
+
+	make_outside();
+	path_of(outside, "outside");
+	snprintf(victim, sizeof(victim), "%s/victim", outside);
+	save_good_step(s);
+	for (size_t data = 0; data <= 5; data += 5) {
+		struct mem t = { 0 }, m;
+		char name[256];
+		struct err e;
+
+		cr_assert_eq(sh("printf precious > '%s'", victim), 0);
+		raw_header(&t, "tag", '0', 3, NULL);
+		raw_data(&t, "two", 3);
+		raw_header(&t, "out", '2', 0, outside);
+		raw_pax_path(&t, "h");
+		raw_header(&t, "h", '1', data, "out/victim");
+		raw_data(&t, "hello", data);
+		raw_compress(&t, &m);
+		commit_part(s, 2, &m, 0);
+		{
+			char dest[PATHLEN];
+			struct ckpt_restore_options o = { 2, NULL };
+			int r;
+
+			path_of(dest, "dest");
+			r = ckpt_restore(s, dest, &o, NULL, &e);
+			cr_expect_eq(r, CKPT_EUNSAFE, "%d: %s", r, e.msg);
+			cr_expect(strstr(e.msg, " h "), "%s", e.msg);
+		}
+		cr_assert_eq(stat(victim, &st), 0);
+		cr_expect_eq(st.st_nlink, 1);
+		cr_expect_eq(st.st_size, 8);
+		cr_assert_eq(unlink(victim), 0);
+		snprintf(name, sizeof(name), "checkpoints/step-%010llu/COMMIT",
+			 2ULL);
+		cr_assert_eq(store_delete(s, name, STORE_ANY_GENERATION, &e),
+			     0, "%s", e.msg);
+	}
+	nothing_outside();
+	store_close(s);
+}
+
 /* ---- item 5: leftovers ---- */
 
 /* Replacing a tree deeper than PATH_MAX leaves no hidden
