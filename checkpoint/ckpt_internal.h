@@ -27,8 +27,9 @@ bool ckpt_is_part_leaf(const char *leaf);
 #define CKPT_UNPACKED_LEAF_MAX (CKPT_NAME_MAX + 64)
 void ckpt_unpacked_leaf(char *out, size_t cap, const char *part_leaf,
 			uint32_t crc32c, uint64_t size, uint64_t unpacked);
-/* Fills p's unpacked from leaf when leaf is such an object for p. */
-void ckpt_match_unpacked_leaf(const char *leaf, struct ckpt_part *p);
+/* Sets p's unpacked from the first of n leaves naming such an object for
+ * p (its name, CRC32C and size); leaves it alone when none does. */
+void ckpt_find_unpacked(struct ckpt_part *p, char *const *leaves, size_t n);
 
 /* The objects of one step's folder as listed. */
 struct ckpt_scan_step {

@@ -33,25 +33,27 @@ void ckpt_unpacked_leaf(char *out, size_t cap, const char *part_leaf,
 		 (unsigned long long)unpacked);
 }
 
-void ckpt_match_unpacked_leaf(const char *leaf, struct ckpt_part *p)
+void ckpt_find_unpacked(struct ckpt_part *p, char *const *leaves, size_t n)
 {
 	char want[CKPT_UNPACKED_LEAF_MAX];
-	size_t n;
-	const char *v;
-	char *end;
-	unsigned long long u;
+	size_t len;
 
 	ckpt_unpacked_leaf(want, sizeof(want), p->name, p->crc32c, p->size, 0);
-	n = strlen(want) - 1; /* all but the trailing "0" */
-	if (strncmp(leaf, want, n))
-		return;
-	v = leaf + n;
-	if (*v < '1' || *v > '9')
-		return;
-	errno = 0;
-	u = strtoull(v, &end, 10);
-	if (!errno && !*end && u <= INT64_MAX)
-		p->unpacked = u;
+	len = strlen(want) - 1; /* all but the trailing "0" */
+	for (size_t i = 0; i < n; i++) {
+		const char *v = leaves[i] + len;
+		char *end;
+		unsigned long long u;
+
+		if (strncmp(leaves[i], want, len) || *v < '1' || *v > '9')
+			continue;
+		errno = 0;
+		u = strtoull(v, &end, 10);
+		if (!errno && !*end && u <= INT64_MAX) {
+			p->unpacked = u;
+			return;
+		}
+	}
 }
 
 void ckpt_step_release(struct ckpt_step *st)

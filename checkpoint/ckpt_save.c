@@ -7,8 +7,8 @@
  */
 #include "checkpoint/ckpt_internal.h"
 
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CKPT_PART_NAME_MAX 200
@@ -285,9 +285,8 @@ int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 			 parts.n, parts_expected);
 	} else if (!r) {
 		for (size_t i = 0; i < parts.n; i++)
-			for (size_t k = 0; k < parts.ntags; k++)
-				ckpt_match_unpacked_leaf(parts.tags[k],
-							 &parts.v[i]);
+			ckpt_find_unpacked(&parts.v[i], parts.tags,
+					   parts.ntags);
 		json = ckpt_commit_json(step, parts.v, parts.n);
 		if (!json) {
 			r = err_set(e, CKPT_ENOMEM, "out of memory");
