@@ -127,8 +127,8 @@ static void part_end(struct archive *a)
 	archive_write_free(a);
 }
 
-/* One entry: type AE_IF*, perm, data (len bytes) or a symlink or hard
- * link target, rdev for devices. */
+/* One entry, owned by uid and gid 4242: type AE_IF*, perm, data (len
+ * bytes) or a symlink or hard link target, rdev for devices. */
 static void add(struct archive *a, const char *name, mode_t type,
 		mode_t perm, const char *data, size_t len, const char *symlink,
 		const char *hardlink, dev_t rdev)
@@ -139,8 +139,9 @@ static void add(struct archive *a, const char *name, mode_t type,
 	if (type)
 		archive_entry_set_filetype(e, type);
 	archive_entry_set_perm(e, perm);
-	archive_entry_set_uid(e, 0);
-	archive_entry_set_gid(e, 0);
+	/* Someone else's: restore must not hand files to them. */
+	archive_entry_set_uid(e, 4242);
+	archive_entry_set_gid(e, 4242);
 	archive_entry_set_mtime(e, 1700000000, 0);
 	if (symlink)
 		archive_entry_set_symlink(e, symlink);
@@ -468,6 +469,7 @@ Test(safety, modes_masked_owners_not_restored)
 	cr_assert_eq(stat(p, &st), 0);
 	cr_expect_eq(st.st_mode & 07777, 0755, "%o", st.st_mode & 07777);
 	cr_expect_eq(st.st_uid, geteuid());
+	cr_expect_eq(st.st_gid, getegid());
 	snprintf(p, sizeof(p), "%s/sgid-dir", dest);
 	cr_assert_eq(stat(p, &st), 0);
 	cr_expect_eq(st.st_mode & 07777, 0775, "%o", st.st_mode & 07777);
