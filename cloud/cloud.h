@@ -54,7 +54,8 @@ struct store_object {
 
 void store_object_release(struct store_object *o);
 
-/* Opens gs://BUCKET[/PREFIX] or file:///DIR (DIR created if missing). */
+/* Opens gs://BUCKET[/PREFIX] or file:///DIR (DIR created at the first
+ * write: reads, lists and deletes of a missing DIR create nothing). */
 int store_open(struct store **out, const char *url, struct err *e);
 void store_close(struct store *s);
 /* The URL of an object, for messages: "gs://b/p/name". Valid until the
