@@ -6,8 +6,9 @@
  * reports. Teardown is states too when a command ends or is ended (a
  * timeout, a cancel). A connection is dropped on the spot on an abort and
  * on an error (on_error): after a failed libssh2 call the session cannot
- * be trusted to carry a close, and a peer that stopped answering (connect
- * or keepalive timeout) would only make the teardown wait out its own
+ * be trusted to carry a close, a server whose host key or login failed is
+ * told nothing more, and a peer that stopped answering (connect or
+ * keepalive timeout) would only make the teardown wait out its own
  * timeout; before login, a retry needs the socket and the slot back.
  */
 #include "ssh/host.h"
@@ -677,6 +678,8 @@ static state_fn *const handlers[HS_LAST] = {
 	[HS_SESSION_FREE] = st_session_free,
 };
 
+/* The connection is dropped whatever failed (see the top of this file);
+ * then the host is retried or finished. */
 static void on_error(struct fanout *f, struct host *h)
 {
 	const struct fanout_config *c = fanout_config(f);
