@@ -108,9 +108,11 @@ static struct fleet {
 	 * cancel_w, as slicectl's signal handler writes them. */
 	int cancel_w;
 	unsigned cancel_when, cancels, printed;
-	bool seen[HS_LAST][HS_LAST];
+	bool seen[HS_LAST][HS_LAST]; /* transitions logged in this test */
 } fl;
 
+/* Hosts 0..n-1 at 127.0.0.1..n, all served by sshd, each with N=its index
+ * and the test's tag (to find its remote processes) in its environment. */
 static void fleet(size_t n)
 {
 	cr_assert_leq(n, MAXH);
