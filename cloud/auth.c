@@ -29,12 +29,23 @@ static void clear(struct auth *a)
 	strlist_init(&a->subject_headers);
 }
 
-/* Frees a secret after overwriting it, so no copy lingers in the heap. */
-static void free_secret(char *s)
+void auth_free_secret(char *s)
 {
 	if (s)
 		memset(s, 0, strlen(s));
 	free(s);
+}
+
+void auth_wipe_exchange(struct buf *form, struct http_response *resp)
+{
+	if (form) {
+		if (form->data)
+			memset(form->data, 0, form->len);
+		buf_release(form);
+	}
+	if (resp->body.data)
+		memset(resp->body.data, 0, resp->body.len);
+	http_response_release(resp);
 }
 
 void auth_init_none(struct auth *a)
@@ -49,11 +60,11 @@ void auth_release(struct auth *a)
 	free(a->client_email);
 	free(a->private_key_id);
 	free(a->client_id);
-	free_secret(a->client_secret);
-	free_secret(a->refresh_token);
+	auth_free_secret(a->client_secret);
+	auth_free_secret(a->refresh_token);
 	free(a->token_uri);
 	free(a->metadata_host);
-	free_secret(a->token);
+	auth_free_secret(a->token);
 	EVP_PKEY_free(a->key);
 	if (a->inner) {
 		auth_release(a->inner);
@@ -67,7 +78,7 @@ void auth_release(struct auth *a)
 	free(a->subject_file);
 	free(a->subject_url);
 	for (size_t i = 0; i < a->subject_headers.n; i++)
-		free_secret(a->subject_headers.v[i]);
+		auth_free_secret(a->subject_headers.v[i]);
 	a->subject_headers.n = 0;
 	strlist_release(&a->subject_headers);
 	free(a->subject_field);
@@ -133,7 +144,7 @@ int auth_load_key_json(struct auth *a, json_t *root, const char *path,
 			if (rc)
 				err_prefix(e, "credentials file %s", path);
 		}
-		free_secret(pem);
+		auth_free_secret(pem);
 	} else if (type && strcmp(type, "authorized_user") == 0) {
 		a->kind = AUTH_AUTHORIZED_USER;
 		rc = auth_dup_field(root, "client_id", true, &a->client_id,
@@ -272,7 +283,7 @@ void auth_invalidate(struct auth *a)
 {
 	if (!auth_renewable(a))
 		return;
-	free_secret(a->token);
+	auth_free_secret(a->token);
 	a->token = NULL;
 }
 
@@ -296,7 +307,7 @@ int auth_keep_token(struct auth *a, const char *tok, int64_t life_s,
 
 	if (life_s <= 0)
 		life_s = 1;
-	free_secret(a->token);
+	auth_free_secret(a->token);
 	a->token = strdup(tok);
 	if (!a->token)
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
@@ -424,14 +435,9 @@ static int fetch(struct auth *a, struct http_client *h, struct err *e)
 					   ? "the metadata server"
 					   : a->token_uri, e);
 out:
-	free_secret(jwt);
-	if (form.data)
-		memset(form.data, 0, form.len);
-	buf_release(&form);
+	auth_free_secret(jwt);
+	auth_wipe_exchange(&form, &resp);
 	buf_release(&url);
-	if (resp.body.data)
-		memset(resp.body.data, 0, resp.body.len);
-	http_response_release(&resp);
 	return rc;
 }
 

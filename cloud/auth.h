@@ -107,6 +107,11 @@ int auth_parse_token(struct auth *a, const struct http_response *resp,
  * (at most half its life) before it ends. */
 int auth_keep_token(struct auth *a, const char *tok, int64_t life_s,
 		    struct err *e);
+/* Frees a secret after overwriting it, so no copy lingers in the heap. */
+void auth_free_secret(char *s);
+/* Overwrites and releases a token request's form (may be NULL) and its
+ * answer, which both hold secrets. */
+void auth_wipe_exchange(struct buf *form, struct http_response *resp);
 /* root's string member field into *out (NULL when absent and not
  * required); a message naming path, the field and fix otherwise. */
 int auth_dup_field(json_t *root, const char *field, bool required,

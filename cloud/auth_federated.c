@@ -392,9 +392,7 @@ static int fetch_subject_url(struct auth *a, struct http_client *h,
 			      resp.body.len)) {
 		rc = err_set(e, CLOUD_ENOMEM, "out of memory");
 	}
-	if (resp.body.data)
-		memset(resp.body.data, 0, resp.body.len);
-	http_response_release(&resp);
+	auth_wipe_exchange(NULL, &resp);
 	return rc;
 }
 
@@ -503,17 +501,9 @@ static int sts_exchange(struct auth *a, struct http_client *h, struct err *e)
 	}
 	rc = auth_parse_token(a, &resp, a->sts_url, e);
 out:
-	if (subject) {
-		memset(subject, 0, strlen(subject));
-		free(subject);
-	}
-	if (form.data)
-		memset(form.data, 0, form.len);
-	buf_release(&form);
+	auth_free_secret(subject);
+	auth_wipe_exchange(&form, &resp);
 	buf_release(&options);
-	if (resp.body.data)
-		memset(resp.body.data, 0, resp.body.len);
-	http_response_release(&resp);
 	return rc;
 }
 
@@ -613,23 +603,18 @@ int auth_fetch_federated(struct auth *a, struct http_client *h,
 				break;
 		}
 		rc = impersonate(a, h, src, &resp, e);
-		if (bearer) {
-			memset(bearer, 0, strlen(bearer));
-			free(bearer);
-			bearer = NULL;
-		}
+		auth_free_secret(bearer);
+		bearer = NULL;
 		/* A source token revoked or expired early: once more with a
 		 * fresh one. */
 		if (rc != CLOUD_EAUTH || resp.status != 401)
 			break;
 		if (a->inner)
 			auth_invalidate(a->inner);
-		http_response_release(&resp);
+		auth_wipe_exchange(NULL, &resp);
 		http_response_init(&resp);
 	}
-	if (resp.body.data)
-		memset(resp.body.data, 0, resp.body.len);
-	http_response_release(&resp);
+	auth_wipe_exchange(NULL, &resp);
 	if (rc) {
 		err_prefix(e, "cannot get an access token with the "
 			   "credentials in %s", a->source);

@@ -10,6 +10,7 @@ matching and the connection reset; Python standard library otherwise.
 """
 
 import http.server
+import json
 import os
 import re
 import signal
@@ -144,6 +145,46 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		if fault.status is not None:
 			self.send_fault(fault)
 			raise gcs_fake._Dropped()
+
+
+	def faults_and_log(self, make_fault, bad_request):
+		"""The control endpoints that are the same in every fake:
+		/_fake/faults (POST a rule or a list, each made by
+		make_fault(rule); GET them with the count left; DELETE) and
+		/_fake/requests (GET the log, DELETE it). Answers (status,
+		doc), or None for any other path; bad_request(text) is the
+		fake's exception for a 400."""
+		p, m = self.raw_path, self.command
+		st = self.store
+		if p == "/_fake/faults" and m == "POST":
+			try:
+				rules = json.loads(self.body or b"null")
+				if isinstance(rules, dict):
+					rules = [rules]
+				if not isinstance(rules, list):
+					raise ValueError("a rule or a list of rules")
+				faults = [make_fault(r) for r in rules]
+			except (ValueError, TypeError, re.error) as err:
+				raise bad_request("bad fault rules: %s" % err)
+			with st.lock:
+				st.faults.extend(faults)
+				return 200, {"rules": len(st.faults)}
+		if p == "/_fake/faults" and m == "GET":
+			with st.lock:
+				return 200, [dict(f.rule, count=f.times)
+					     for f in st.faults]
+		if p == "/_fake/faults" and m == "DELETE":
+			with st.lock:
+				st.faults = []
+			return 200, {"rules": 0}
+		if p == "/_fake/requests" and m == "GET":
+			with st.lock:
+				return 200, [dict(e) for e in st.requests]
+		if p == "/_fake/requests" and m == "DELETE":
+			with st.lock:
+				st.requests = []
+			return 200, {}
+		return None
 
 
 for _verb in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):

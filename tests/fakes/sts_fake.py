@@ -511,34 +511,9 @@ class Handler(fake_common.Handler):
 		if p == "/_fake/config" and m == "GET":
 			with st.lock:
 				return 200, dict(st.config)
-		if p == "/_fake/faults" and m == "POST":
-			rules = self.json_body()
-			if isinstance(rules, dict):
-				rules = [rules]
-			try:
-				if not isinstance(rules, list):
-					raise ValueError("a rule or a list of rules")
-				faults = [Fault(r) for r in rules]
-			except (ValueError, TypeError, re.error) as err:
-				raise BadRequest("bad fault rules: %s" % err)
-			with st.lock:
-				st.faults.extend(faults)
-				return 200, {"rules": len(st.faults)}
-		if p == "/_fake/faults" and m == "GET":
-			with st.lock:
-				return 200, [dict(f.rule, count=f.times)
-					     for f in st.faults]
-		if p == "/_fake/faults" and m == "DELETE":
-			with st.lock:
-				st.faults = []
-			return 200, {"rules": 0}
-		if p == "/_fake/requests" and m == "GET":
-			with st.lock:
-				return 200, [dict(e) for e in st.requests]
-		if p == "/_fake/requests" and m == "DELETE":
-			with st.lock:
-				st.requests = []
-			return 200, {}
+		common = self.faults_and_log(Fault, BadRequest)
+		if common is not None:
+			return common
 		if p == "/_fake/tokens" and m == "GET":
 			now = time.monotonic()
 			with st.lock:
