@@ -85,7 +85,6 @@ import secrets
 import sys
 import threading
 import time
-import traceback
 import urllib.parse
 
 import fake_common
@@ -138,8 +137,7 @@ def default_config():
 	}
 
 
-class BadRequest(Exception):
-	pass
+BadRequest = fake_common.BadRequest
 
 
 class Store:
@@ -480,25 +478,6 @@ class Handler(fake_common.Handler):
 
 	# ---- /_fake control endpoints
 
-	def control(self):
-		try:
-			status, doc = self.route_fake()
-		except BadRequest as err:
-			status, doc = 400, {"error": {"code": 400,
-						      "message": str(err)}}
-		except Exception as err:
-			# A bug of the fake: say so rather than drop the line.
-			traceback.print_exc()
-			status, doc = 500, {"error": {
-				"code": 500, "message": "sts_fake.py: %r" % err}}
-		self.send(status, doc)
-
-	def json_body(self):
-		try:
-			return json.loads(self.body or b"{}")
-		except ValueError as err:
-			raise BadRequest("not JSON: %s" % err)
-
 	def route_fake(self):
 		p, m = self.raw_path, self.command
 		st = self.store
@@ -511,7 +490,7 @@ class Handler(fake_common.Handler):
 		if p == "/_fake/config" and m == "GET":
 			with st.lock:
 				return 200, dict(st.config)
-		common = self.faults_and_log(Fault, BadRequest)
+		common = self.faults_and_log(Fault)
 		if common is not None:
 			return common
 		if p == "/_fake/tokens" and m == "GET":
