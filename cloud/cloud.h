@@ -321,8 +321,10 @@ int gcloud_config_get(const char *section, const char *key, char *out,
 
 /* A gcloud property in gcloud's order: flag when non-empty, else the
  * environment variable CLOUDSDK_SECTION_KEY (upper case: for [core]
- * project, CLOUDSDK_CORE_PROJECT), else gcloud_config_get. "" when none. */
-int gcloud_property(const char *flag, const char *section, const char *key,
-		    char *out, size_t len, struct err *e);
+ * project, CLOUDSDK_CORE_PROJECT), else gcloud_config_get into buf (cap
+ * len). *out is flag, the variable's value or buf; NULL when none gives
+ * one. Errors as gcloud_config_get's. */
+int gcloud_default(const char *flag, const char *section, const char *key,
+		   char *buf, size_t len, const char **out, struct err *e);
 
 #endif

@@ -286,29 +286,27 @@ out:
 	return rc;
 }
 
-int gcloud_property(const char *flag, const char *section, const char *key,
-		    char *out, size_t len, struct err *e)
+int gcloud_default(const char *flag, const char *section, const char *key,
+		   char *buf, size_t len, const char **out, struct err *e)
 {
 	char var[128];
 	const char *v;
-	size_t n;
+	int rc;
 
-	if (!len)
-		return err_set(e, CLOUD_EINVAL, "gcloud_property: no room");
-	n = (size_t)snprintf(var, sizeof(var), "CLOUDSDK_%s_%s", section,
-			     key);
-	if (n >= sizeof(var))
+	*out = NULL;
+	if ((size_t)snprintf(var, sizeof(var), "CLOUDSDK_%s_%s", section,
+			     key) >= sizeof(var))
 		return err_set(e, CLOUD_EINVAL, "gcloud property [%s] %s: "
 			       "name too long", section, key);
 	for (char *p = var; *p; p++)
 		*p = (char)toupper((unsigned char)*p);
 	v = flag && *flag ? flag : getenv(var);
-	if (!v || !*v)
-		return gcloud_config_get(section, key, out, len, e);
-	if (strlen(v) >= len)
-		return err_set(e, CLOUD_EINVAL, "%s is longer than %zu bytes",
-			       flag && *flag ? "the flag's value" : var,
-			       len - 1);
-	memcpy(out, v, strlen(v) + 1);
-	return 0;
+	if (v && *v) {
+		*out = v;
+		return 0;
+	}
+	rc = gcloud_config_get(section, key, buf, len, e);
+	if (!rc && *buf)
+		*out = buf;
+	return rc;
 }

@@ -78,22 +78,25 @@ static const char *get(const char *section, const char *key)
 	return out;
 }
 
+/* gcloud_default's answer, "(none)" for NULL. */
 static const char *prop(const char *flag, const char *section,
 			const char *key)
 {
-	static char out[128];
+	static char buf[128];
+	const char *out;
 	struct err e;
 
 	err_init(&e);
-	cr_assert_eq(gcloud_property(flag, section, key, out, sizeof(out),
-				     &e), 0, "%s", e.msg);
-	return out;
+	cr_assert_eq(gcloud_default(flag, section, key, buf, sizeof(buf),
+				    &out, &e), 0, "%s", e.msg);
+	cr_assert(!out || *out);
+	return out ? out : "(none)";
 }
 
 Test(gcloud, nothing_configured_is_empty)
 {
 	cr_assert_str_eq(get("core", "project"), "");
-	cr_assert_str_eq(prop(NULL, "compute", "zone"), "");
+	cr_assert_str_eq(prop(NULL, "compute", "zone"), "(none)");
 	/* No HOME and no CLOUDSDK_CONFIG: no directory to look in. */
 	unsetenv("HOME");
 	cr_assert_str_eq(get("core", "project"), "");
@@ -199,7 +202,21 @@ static void expect_error(int code, const char *section, const char *key,
 
 Test(gcloud, malformed_files_are_errors_naming_file_and_line)
 {
+	char buf[64];
+	const char *out = "x";
+	struct err e;
+
 	config_file("default", "[core]\nproject p\n");
+	/* Not read when a flag or the variable gives the value. */
+	cr_assert_str_eq(prop("given", "core", "project"), "given");
+	setenv("CLOUDSDK_CORE_PROJECT", "from-env", 1);
+	cr_assert_str_eq(prop(NULL, "core", "project"), "from-env");
+	unsetenv("CLOUDSDK_CORE_PROJECT");
+	err_init(&e);
+	cr_assert_eq(gcloud_default(NULL, "core", "project", buf, sizeof(buf),
+				    &out, &e), CLOUD_EINVAL);
+	cr_assert_null(out);
+	cr_assert(strstr(e.msg, "config_default line 2"), "%s", e.msg);
 	expect_error(CLOUD_EINVAL, "core", "project", 128,
 		     "configurations/config_default line 2",
 		     "not \"[section]\", \"name = value\"");
