@@ -121,7 +121,7 @@ static int token_uri(struct auth *a, json_t *root, struct err *e)
 }
 
 int auth_load_key_json(struct auth *a, json_t *root, const char *path,
-		       struct err *e)
+		       const char *fix, struct err *e)
 {
 	const char *type = json_string_value(json_object_get(root, "type"));
 	int rc;
@@ -131,13 +131,13 @@ int auth_load_key_json(struct auth *a, json_t *root, const char *path,
 
 		a->kind = AUTH_SERVICE_ACCOUNT;
 		rc = auth_dup_field(root, "client_email", true,
-				    &a->client_email, path, KEY_FIX, e);
+				    &a->client_email, path, fix, e);
 		if (!rc)
 			rc = auth_dup_field(root, "private_key", true, &pem,
-					    path, KEY_FIX, e);
+					    path, fix, e);
 		if (!rc)
 			rc = auth_dup_field(root, "private_key_id", false,
-					    &a->private_key_id, path, KEY_FIX,
+					    &a->private_key_id, path, fix,
 					    e);
 		if (!rc) {
 			rc = jwt_load_key(pem, &a->key, e);
@@ -148,20 +148,22 @@ int auth_load_key_json(struct auth *a, json_t *root, const char *path,
 	} else if (type && strcmp(type, "authorized_user") == 0) {
 		a->kind = AUTH_AUTHORIZED_USER;
 		rc = auth_dup_field(root, "client_id", true, &a->client_id,
-				    path, KEY_FIX, e);
+				    path, fix, e);
 		if (!rc)
 			rc = auth_dup_field(root, "client_secret", true,
-					    &a->client_secret, path, KEY_FIX,
+					    &a->client_secret, path, fix,
 					    e);
 		if (!rc)
 			rc = auth_dup_field(root, "refresh_token", true,
-					    &a->refresh_token, path, KEY_FIX,
+					    &a->refresh_token, path, fix,
 					    e);
 	} else {
 		rc = err_set(e, CLOUD_EAUTH,
 			     "credentials file %s: type %s%s%s is not "
-			     "supported; use a service-account key file or "
-			     "`gcloud auth application-default login`", path,
+			     "supported; use a service-account key file, an "
+			     "impersonated_service_account or "
+			     "external_account file, or `gcloud auth "
+			     "application-default login`", path,
 			     type ? "\"" : "", type ? type : "(missing)",
 			     type ? "\"" : "");
 	}
@@ -211,7 +213,7 @@ static int load_file(struct auth *a, const char *path, struct err *e)
 		a->kind = AUTH_EXTERNAL;
 		rc = auth_load_external(a, root, path, e);
 	} else {
-		rc = auth_load_key_json(a, root, path, e);
+		rc = auth_load_key_json(a, root, path, KEY_FIX, e);
 	}
 	json_decref(root);
 	return rc;

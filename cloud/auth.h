@@ -128,9 +128,10 @@ int auth_load_external(struct auth *a, json_t *root, const char *path,
 /* Fetches a's token for either kind. */
 int auth_fetch_federated(struct auth *a, struct http_client *h,
 			 struct err *e);
-/* Loads a service_account or authorized_user object (auth.c). */
+/* Loads a service_account or authorized_user object (auth.c); fix is the
+ * advice for a missing or malformed member. */
 int auth_load_key_json(struct auth *a, json_t *root, const char *path,
-		       struct err *e);
+		       const char *fix, struct err *e);
 
 /* jwt.c */
 /* Parses a PEM private key (PKCS#8 or PKCS#1 RSA). */

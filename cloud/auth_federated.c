@@ -168,13 +168,32 @@ int auth_load_impersonated(struct auth *a, json_t *root, const char *path,
 		buf_release(&where);
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
 	}
-	rc = auth_load_key_json(a->inner, src, where.data, e);
+	rc = auth_load_key_json(a->inner, src, where.data,
+				IMPERSONATED_FIX, e);
 	if (!rc) {
 		/* Its failures are reported under the outer file's name. */
 		a->inner->source = buf_detach(&where);
 		if (!a->inner->source)
 			rc = err_set(e, CLOUD_ENOMEM, "out of memory");
 	}
+	buf_release(&where);
+	return rc;
+}
+
+/* auth_dup_field for a member of the object part of the file at path. */
+static int nested_field(json_t *obj, const char *field, bool required,
+			char **out, const char *path, const char *part,
+			struct err *e)
+{
+	struct buf where;
+	int rc;
+
+	buf_init(&where);
+	if (buf_appendf(&where, "%s (%s)", path, part))
+		rc = err_set(e, CLOUD_ENOMEM, "out of memory");
+	else
+		rc = auth_dup_field(obj, field, required, out, where.data,
+				    EXTERNAL_FIX, e);
 	buf_release(&where);
 	return rc;
 }
@@ -191,7 +210,7 @@ static int credential_source(struct auth *a, json_t *cs, const char *path,
 	json_t *headers = json_object_get(cs, "headers");
 	json_t *format = json_object_get(cs, "format");
 	const char *ftype = json_string_value(json_object_get(format, "type"));
-	const char *name, *where = "credential_source";
+	const char *name;
 	json_t *v;
 	int rc;
 
@@ -215,15 +234,13 @@ static int credential_source(struct auth *a, json_t *cs, const char *path,
 			       "credentials file %s: \"credential_source\" "
 			       "has both \"file\" and \"url\"; keep one",
 			       path);
-	rc = auth_dup_field(cs, "file", false, &a->subject_file, where, "",
-			    e);
+	rc = nested_field(cs, "file", false, &a->subject_file, path,
+			  "credential_source", e);
 	if (!rc && !a->subject_file)
-		rc = auth_dup_field(cs, "url", false, &a->subject_url, where,
-				    "", e);
-	if (rc) {
-		err_prefix(e, "credentials file %s", path);
+		rc = nested_field(cs, "url", false, &a->subject_url, path,
+				  "credential_source", e);
+	if (rc)
 		return rc;
-	}
 	if (!a->subject_file && !a->subject_url)
 		return err_set(e, CLOUD_EAUTH,
 			       "credentials file %s: \"credential_source\" "
@@ -266,14 +283,10 @@ static int credential_source(struct auth *a, json_t *cs, const char *path,
 			       "{\"type\": \"json\", "
 			       "\"subject_token_field_name\": NAME}; %s", path,
 			       EXTERNAL_FIX);
-	if (ftype && strcmp(ftype, "json") == 0) {
-		rc = auth_dup_field(format, "subject_token_field_name", true,
-				    &a->subject_field,
-				    "credential_source.format", EXTERNAL_FIX,
-				    e);
-		if (rc)
-			err_prefix(e, "credentials file %s", path);
-	}
+	if (ftype && strcmp(ftype, "json") == 0)
+		rc = nested_field(format, "subject_token_field_name", true,
+				  &a->subject_field, path,
+				  "credential_source.format", e);
 	return rc;
 }
 

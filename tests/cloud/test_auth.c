@@ -938,7 +938,14 @@ Test(auth, keyless_files_that_cannot_work)
 	d = external_file_doc("/x", NULL);
 	json_object_set_new(json_object_get(d, "credential_source"),
 			    "format", json_pack("{s:s}", "type", "json"));
-	expect_bad_json(d, "\"subject_token_field_name\" is missing");
+	expect_bad_json(d, "(credential_source.format): "
+			"\"subject_token_field_name\" is missing; make the "
+			"file again");
+	d = external_file_doc("/x", NULL);
+	json_object_set_new(json_object_get(d, "credential_source"), "file",
+			    json_integer(3));
+	expect_bad_json(d, "(credential_source): \"file\" is not a "
+			"non-empty string");
 	d = external_file_doc("/x", NULL);
 	json_object_set_new(json_object_get(d, "credential_source"),
 			    "format", json_pack("{s:s}", "type", "xml"));
@@ -974,7 +981,8 @@ Test(auth, keyless_files_that_cannot_work)
 	json_object_del(json_object_get(d, "source_credentials"),
 			"client_secret");
 	expect_bad_json(d, "(source_credentials): \"client_secret\" is "
-			"missing");
+			"missing; run `gcloud auth application-default login "
+			"--impersonate-service-account=EMAIL` again");
 	d = impersonated_doc();
 	json_object_del(d, "service_account_impersonation_url");
 	expect_bad_json(d, "\"service_account_impersonation_url\" is "
