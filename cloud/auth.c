@@ -36,6 +36,16 @@ void auth_free_secret(char *s)
 	free(s);
 }
 
+int auth_do(struct http_client *h, const struct http_request *req,
+	    struct http_response *resp, struct err *e)
+{
+	int rc = http_do(h, req, resp, e);
+
+	if (rc == 0 && resp->status != 200)
+		rc = err_set(e, CLOUD_EAUTH, "HTTP %ld", resp->status);
+	return rc;
+}
+
 void auth_wipe_exchange(struct buf *form, struct http_response *resp)
 {
 	if (form) {
@@ -408,9 +418,7 @@ static int fetch(struct auth *a, struct http_client *h, struct err *e)
 		req.body = form.data;
 		req.body_len = form.len;
 	}
-	rc = http_do(h, &req, &resp, e);
-	if (rc == 0 && resp.status != 200)
-		rc = err_set(e, CLOUD_EAUTH, "HTTP %ld", resp.status);
+	rc = auth_do(h, &req, &resp, e);
 	if (rc) {
 		if (a->kind == AUTH_METADATA)
 			err_prefix(e, "no credentials: SLICECTL_ACCESS_TOKEN "

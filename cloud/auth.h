@@ -107,6 +107,10 @@ int auth_parse_token(struct auth *a, const struct http_response *resp,
  * (at most half its life) before it ends. */
 int auth_keep_token(struct auth *a, const char *tok, int64_t life_s,
 		    struct err *e);
+/* http_do for a token request: any answer but 200 is CLOUD_EAUTH (a 2xx
+ * other than 200 is no token either). */
+int auth_do(struct http_client *h, const struct http_request *req,
+	    struct http_response *resp, struct err *e);
 /* Frees a secret after overwriting it, so no copy lingers in the heap. */
 void auth_free_secret(char *s);
 /* Overwrites and releases a token request's form (may be NULL) and its

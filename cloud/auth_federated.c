@@ -391,9 +391,7 @@ static int fetch_subject_url(struct auth *a, struct http_client *h,
 	req.headers = (const char *const *)a->subject_headers.v;
 	if (!a->subject_headers.n)
 		req.headers = NULL;
-	rc = http_do(h, &req, &resp, e);
-	if (rc == 0 && resp.status != 200)
-		rc = err_set(e, CLOUD_EAUTH, "HTTP %ld", resp.status);
+	rc = auth_do(h, &req, &resp, e);
 	if (rc) {
 		err_prefix(e, "credential_source.url");
 		if (rc != CLOUD_ENOMEM) {
@@ -505,9 +503,7 @@ static int sts_exchange(struct auth *a, struct http_client *h, struct err *e)
 	req.headers = headers;
 	req.body = form.data;
 	req.body_len = form.len;
-	rc = http_do(h, &req, &resp, e);
-	if (rc == 0 && resp.status != 200)
-		rc = err_set(e, CLOUD_EAUTH, "HTTP %ld", resp.status);
+	rc = auth_do(h, &req, &resp, e);
 	if (rc) {
 		err_prefix(e, "the token exchange (STS)");
 		goto out;
@@ -562,9 +558,7 @@ static int impersonate(struct auth *a, struct http_client *h,
 	req.headers = headers;
 	req.body = body.data;
 	req.body_len = body.len;
-	rc = http_do(h, &req, resp, e);
-	if (rc == 0 && resp->status != 200)
-		rc = err_set(e, CLOUD_EAUTH, "HTTP %ld", resp->status);
+	rc = auth_do(h, &req, resp, e);
 	if (rc) {
 		err_prefix(e, "impersonating the service account");
 		goto out;
