@@ -1,6 +1,6 @@
 /*
- * tpu_parse.c: queued resources, nodes and guest attributes as the TPU API
- * sends them. Absent optional fields become "" (or nothing); a field of the
+ * tpu_parse.c: queued resources, nodes, operations and guest attributes as
+ * the TPU API sends them. Absent optional fields become "" (or nothing); a field of the
  * wrong type is CLOUD_ECORRUPT naming it, so a server's odd answer is
  * reported, never trusted and never a crash.
  */
@@ -458,6 +458,59 @@ int tpu_node_parse(const char *json, size_t len, struct tpu_node *out,
 	if (rc)
 		tpu_node_release(out);
 	return rc;
+}
+
+/* ---- operations ---- */
+
+static int op_from_json(struct ctx *c, json_t *root, const char *text,
+			size_t len, void *operation)
+{
+	struct tpu_operation *op = operation;
+	json_t *name, *done, *error, *code = NULL, *msg = NULL;
+	const char *s;
+
+	(void)text;
+	(void)len;
+	if (!json_is_object(root))
+		return bad(c, "(the operation)", "not a JSON object");
+	name = json_object_get(root, "name");
+	done = field(root, "done");
+	error = field(root, "error");
+	if (name && !json_is_string(name))
+		return bad(c, "name", "not a string");
+	if (done && !json_is_boolean(done))
+		return bad(c, "done", "not a boolean");
+	if (error && !json_is_object(error))
+		return bad(c, "error", "not an object");
+	if (error) {
+		code = json_object_get(error, "code");
+		msg = json_object_get(error, "message");
+	}
+	if (code && !json_is_integer(code))
+		return bad(c, "error.code", "not an integer");
+	if (msg && !json_is_string(msg))
+		return bad(c, "error.message", "not a string");
+	op->done = json_is_true(done);
+	s = json_string_value(name);
+	if (!op->done && !(s && *s))
+		return bad(c, "name", "missing from an operation not yet done");
+	if (error) {
+		op->failed = true;
+		op->code = code ? (int)json_integer_value(code) : 0;
+		snprintf(op->message, sizeof(op->message), "%s",
+			 msg ? json_string_value(msg) : "no message");
+	}
+	if (s && !(op->name = strdup(s)))
+		return nomem(c);
+	return 0;
+}
+
+int tpu_operation_parse(const char *json, size_t len,
+			struct tpu_operation *op, struct err *e)
+{
+	free(op->name);
+	memset(op, 0, sizeof(*op));
+	return parse_doc("operation", json, len, op_from_json, op, e);
 }
 
 /* ---- guest attributes: SSH host keys ---- */
