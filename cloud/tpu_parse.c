@@ -159,15 +159,28 @@ void tpu_qr_release(struct tpu_qr *q)
 	memset(q, 0, sizeof(*q));
 }
 
-static int push_node_id(struct ctx *c, struct tpu_qr *q, const char *id)
+/* Room for n more node ids, made at once: a slice of many hosts grown one
+ * id at a time costs time quadratic in its size. The bound is on all the
+ * node specs together, each of which may name TPU_NODE_COUNT_MAX. */
+static int reserve_node_ids(struct ctx *c, struct tpu_qr *q, size_t n)
 {
-	char **v = realloc(q->node_ids, (q->nnodes + 1) * sizeof(*v));
+	char **v;
 
+	if (n > TPU_NODE_COUNT_MAX - q->nnodes)
+		return bad(c, "tpu.nodeSpec", "more nodes in all than a slice "
+			   "has");
+	v = realloc(q->node_ids, (q->nnodes + n) * sizeof(*v));
 	if (!v)
 		return nomem(c);
 	q->node_ids = v;
-	v[q->nnodes] = strdup(id);
-	if (!v[q->nnodes])
+	return 0;
+}
+
+/* After reserve_node_ids. */
+static int push_node_id(struct ctx *c, struct tpu_qr *q, const char *id)
+{
+	q->node_ids[q->nnodes] = strdup(id);
+	if (!q->node_ids[q->nnodes])
 		return nomem(c);
 	q->nnodes++;
 	return 0;
@@ -225,8 +238,12 @@ static int qr_spec_nodes(struct ctx *c, json_t *spec, size_t i,
 		snprintf(path, sizeof(path), "tpu.nodeSpec[%zu].nodeId", i);
 		return bad(c, path, "not a string");
 	}
-	if (!multi)
-		return id ? push_node_id(c, q, json_string_value(id)) : 0;
+	if (!multi) {
+		if (!id)
+			return 0;
+		rc = reserve_node_ids(c, q, 1);
+		return rc ? rc : push_node_id(c, q, json_string_value(id));
+	}
 	snprintf(path, sizeof(path),
 		 "tpu.nodeSpec[%zu].multiNodeParams.nodeCount", i);
 	rc = get_int(c, multi, "nodeCount", path, 1, TPU_NODE_COUNT_MAX,
@@ -240,7 +257,8 @@ static int qr_spec_nodes(struct ctx *c, json_t *spec, size_t i,
 		return bad(c, path, "not a string");
 	}
 	prefix = id && *json_string_value(id) ? json_string_value(id) : q->id;
-	for (json_int_t k = 0; k < count; k++) {
+	rc = reserve_node_ids(c, q, (size_t)count);
+	for (json_int_t k = 0; !rc && k < count; k++) {
 		struct buf b;
 
 		buf_init(&b);
@@ -250,10 +268,8 @@ static int qr_spec_nodes(struct ctx *c, json_t *spec, size_t i,
 		}
 		rc = push_node_id(c, q, b.data);
 		buf_release(&b);
-		if (rc)
-			return rc;
 	}
-	return 0;
+	return rc;
 }
 
 static int qr_tpu(struct ctx *c, json_t *o, struct tpu_qr *q)
