@@ -1,11 +1,13 @@
 /*
- * tests/fuzz/fuzz.h: what every fuzz target shares. A target defines the
- * two libFuzzer entry points; it is linked either with libFuzzer (clang,
- * -Dfuzz=true, scripts/fuzz) or with replay.c, which feeds it the files
- * of its seed corpus as a regression test of the ordinary build.
+ * tests/fuzz/fuzz.h: what every fuzz target shares. A target defines
+ * LLVMFuzzerTestOneInput; fuzz_util.c defines LLVMFuzzerInitialize. It is
+ * linked either with libFuzzer (clang, -Dfuzz=true, scripts/fuzz) or with
+ * replay.c, which feeds it the files of its seed corpus as a regression
+ * test of the ordinary build.
  *
  * Parsers that read files or stores are fed through those same files and
  * stores, in a private directory under TMPDIR that is removed at exit.
+ * The parsers' warnings are off: a fuzzer makes millions of bad inputs.
  */
 #ifndef SLICECTL_TESTS_FUZZ_H
 #define SLICECTL_TESTS_FUZZ_H
@@ -16,19 +18,18 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Quiets the parsers' warnings (a fuzzer makes millions of bad inputs)
- * and makes the private directory; aborts when it cannot. */
-void fuzz_setup(void);
-
-/* The private directory (no trailing '/'). */
-const char *fuzz_dir(void);
+struct store;
 
 /* Replaces the file fuzz_dir()/name (its parent must exist) with data;
  * aborts on failure, which is the harness's, not the parser's. */
 void fuzz_write(const char *name, const uint8_t *data, size_t size);
 
-/* fuzz_dir()/name in a static buffer. */
+/* The private directory's name in a static buffer, with "/name". */
 const char *fuzz_path(const char *name);
+
+/* The file:// store of fuzz_dir()/name, opened on the first call (one
+ * store per target); aborts when it cannot be opened. */
+struct store *fuzz_store(const char *name);
 
 /* Stops the run as a finding: a property the parser promises is broken. */
 #define FUZZ_ASSERT(cond) \

@@ -17,27 +17,19 @@
 #define STEP 7
 #define STEP_DIR "store/checkpoints/step-0000000007"
 
-static struct store *store;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
+/* The store, with the step's folder made the first time. */
+static struct store *step_store(void)
 {
-	struct err e;
-	char url[4200];
+	static bool made;
+	struct store *s = fuzz_store("store");
 
-	(void)argc;
-	(void)argv;
-	fuzz_setup();
-	snprintf(url, sizeof(url), "file://%s", fuzz_path("store"));
-	if (store_open(&store, url, &e)) {
-		fprintf(stderr, "fuzz: %s\n", e.msg);
-		abort();
-	}
-	if (mkdir(fuzz_path("store/checkpoints"), 0755) ||
-	    mkdir(fuzz_path(STEP_DIR), 0755)) {
+	if (!made && (mkdir(fuzz_path("store/checkpoints"), 0755) ||
+		      mkdir(fuzz_path(STEP_DIR), 0755))) {
 		perror("fuzz: mkdir");
 		abort();
 	}
-	return 0;
+	made = true;
+	return s;
 }
 
 static bool part_name(const char *s)
@@ -51,12 +43,13 @@ static bool part_name(const char *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct store *s = step_store();
 	struct ckpt_list l;
 	struct err e;
 	const struct ckpt_step *st;
 
 	fuzz_write(STEP_DIR "/COMMIT", data, size);
-	FUZZ_ASSERT(ckpt_list(store, &l, &e) == 0);
+	FUZZ_ASSERT(ckpt_list(s, &l, &e) == 0);
 	FUZZ_ASSERT(l.n == 1);
 	st = &l.v[0];
 	FUZZ_ASSERT(st->step == STEP && st->committed);

@@ -8,38 +8,19 @@
 #include "cloud/cloud.h"
 #include "supervisor/supervisor.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-static struct store *store;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	struct err e;
-	char url[4200];
-
-	(void)argc;
-	(void)argv;
-	fuzz_setup();
-	snprintf(url, sizeof(url), "file://%s", fuzz_path("run"));
-	if (store_open(&store, url, &e)) {
-		fprintf(stderr, "fuzz: %s\n", e.msg);
-		abort();
-	}
-	return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const states[] = { "running", "stopping", "done",
 					      "failed" };
+	struct store *s = fuzz_store("run");
 	struct control c;
 	struct err e;
 	bool known = false;
 
 	fuzz_write("run/" RUN_CONTROL, data, size);
-	if (control_load(store, &c, &e)) {
+	if (control_load(s, &c, &e)) {
 		FUZZ_ASSERT(e.msg[0]);
 		return 0;
 	}

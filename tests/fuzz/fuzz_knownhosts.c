@@ -18,9 +18,10 @@
 /* The key every host presents: an ed25519 blob whose point is
  * 0x01..0x20, "AAAAC3NzaC1lZDI1NTE5AAAAIAECAwQFBgcICQoLDA0ODxAREhMUFRYX
  * GBkaGxwdHh8g" in a known_hosts line (the seeds use it). */
-static unsigned char presented[4 + 11 + 4 + 32] = {
+static const unsigned char presented[4 + 11 + 4 + 32] = {
 	0, 0, 0, 11, 's', 's', 'h', '-', 'e', 'd', '2', '5', '5', '1', '9',
-	0, 0, 0, 32,
+	0, 0, 0, 32, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+	17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
 };
 
 static const struct {
@@ -32,22 +33,6 @@ static const struct {
 	{ "Node-1.Example.COM", 0 },
 };
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_setup();
-	for (int i = 0; i < 32; i++)
-		presented[19 + i] = (unsigned char)(i + 1);
-	/* knownhosts_open asks libssh2 for its host key methods; one
-	 * reference held here spares it a crypto setup per input. */
-	if (libssh2_init(0)) {
-		fprintf(stderr, "fuzz: libssh2_init failed\n");
-		abort();
-	}
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *path;
@@ -55,7 +40,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct stat st;
 	struct err e;
 	char name[KNOWNHOSTS_NAME_CAP];
+	static bool ready;
 
+	/* knownhosts_open asks libssh2 for its host key methods; one
+	 * reference held for the run spares it a crypto setup per input. */
+	if (!ready && libssh2_init(0)) {
+		fprintf(stderr, "fuzz: libssh2_init failed\n");
+		abort();
+	}
+	ready = true;
 	fuzz_write("known_hosts", data, size);
 	path = fuzz_path("known_hosts");
 	if (knownhosts_open(&k, path, FANOUT_HOSTKEY_YES, &e)) {

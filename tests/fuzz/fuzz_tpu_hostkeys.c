@@ -11,14 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_setup();
-	return 0;
-}
-
 static bool key_line(const char *line)
 {
 	const char *sp = strchr(line, ' ');

@@ -38,11 +38,13 @@ static void remove_dir(void)
 	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-void fuzz_setup(void)
+int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *tmp = getenv("TMPDIR");
 	int n;
 
+	(void)argc;
+	(void)argv;
 	log_setup("fuzz", LOG_ERROR);
 	n = snprintf(dir, sizeof(dir), "%s/slicectl-fuzz-XXXXXX",
 		     tmp && *tmp ? tmp : "/tmp");
@@ -52,11 +54,7 @@ void fuzz_setup(void)
 		abort();
 	}
 	atexit(remove_dir);
-}
-
-const char *fuzz_dir(void)
-{
-	return dir;
+	return 0;
 }
 
 const char *fuzz_path(const char *name)
