@@ -2,8 +2,8 @@
  * tests/fuzz/fuzz.h: what every fuzz target shares. A target defines
  * LLVMFuzzerTestOneInput; fuzz_util.c defines LLVMFuzzerInitialize. It is
  * linked either with libFuzzer (clang, -Dfuzz=true, scripts/fuzz) or with
- * replay.c, which feeds it the files of its seed corpus as a regression
- * test of the ordinary build.
+ * replay.c, which feeds it its seeds and fixed findings as a test of the
+ * ordinary build.
  *
  * Parsers that read files or stores are fed through those same files and
  * stores, in a private directory under TMPDIR that is removed at exit.
@@ -20,15 +20,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 struct store;
 
-/* Replaces the file fuzz_dir()/name (its parent must exist) with data;
- * aborts on failure, which is the harness's, not the parser's. */
+/* Replaces the file name in the private directory (its parent must
+ * exist) with data; aborts on failure, the harness's, not the parser's. */
 void fuzz_write(const char *name, const uint8_t *data, size_t size);
 
-/* The private directory's name in a static buffer, with "/name". */
+/* The private directory's path with "/name", in a static buffer. */
 const char *fuzz_path(const char *name);
 
-/* The file:// store of fuzz_dir()/name, opened on the first call (one
- * store per target); aborts when it cannot be opened. */
+/* The file:// store in the folder name of the private directory, opened
+ * on the first call (one store per target); aborts when it cannot be. */
 struct store *fuzz_store(const char *name);
 
 /* Stops the run as a finding: a property the parser promises is broken. */
