@@ -54,7 +54,8 @@ struct store_object {
 
 void store_object_release(struct store_object *o);
 
-/* Opens gs://BUCKET[/PREFIX] or file:///DIR (DIR created if missing). */
+/* Opens gs://BUCKET[/PREFIX] or file:///DIR (DIR created at the first
+ * write: reads, lists and deletes of a missing DIR create nothing). */
 int store_open(struct store **out, const char *url, struct err *e);
 void store_close(struct store *s);
 /* The URL of an object, for messages: "gs://b/p/name". Valid until the
@@ -369,5 +370,27 @@ void metadata_cancel(struct metadata_client *m);
 
 /* crc32c.c: CRC-32C (Castagnoli), as GCS computes it. Start with 0. */
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len);
+
+/*
+ * The GKE API (container.googleapis.com v1, or SLICECTL_CONTAINER_ENDPOINT):
+ * where a cluster's control plane is, for kube_config_from_endpoint.
+ * Sent with the same credentials as every other call here; the access
+ * token is handed over too, for the Kubernetes API (GKE accepts Google
+ * OAuth tokens with the cloud-platform scope).
+ */
+struct gke_cluster {
+	char *endpoint;       /* "1.2.3.4" (or what the API gives) */
+	char *ca_certificate; /* masterAuth.clusterCaCertificate: base64 of
+				 a PEM; "" when absent */
+	char *status;         /* "RUNNING", "PROVISIONING"...; "" if absent */
+	char *token;          /* the access token used; valid an hour or so */
+};
+
+/* projects/P/locations/L/clusters/C; location is a zone or a region. A
+ * missing cluster is CLOUD_ENOTFOUND with a hint. */
+int gke_cluster_get(const char *project, const char *location,
+		    const char *cluster, struct gke_cluster *out,
+		    struct err *e);
+void gke_cluster_release(struct gke_cluster *c);
 
 #endif
