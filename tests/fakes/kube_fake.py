@@ -8,8 +8,9 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   (plain APIGroupList/APIResourceList; aggregated discovery is not offered,
   clients fall back as they do for an old server); no /openapi (use
   kubectl --validate=false);
-- resources: namespaces, pods (+ /log, /eviction, /status), events,
-  priorityclasses (scheduling.k8s.io/v1), jobs (batch/v1), and every CRD
+- resources: namespaces, pods (+ /log, /eviction, /status), events, nodes
+  (made as pods are bound), priorityclasses (scheduling.k8s.io/v1), jobs
+  (batch/v1), and every CRD
   in the CRD directory (default ../shared/k8s from the repository root:
   JobSet jobset.x-k8s.io/v1alpha2; Kueue kueue.x-k8s.io v1beta1 and v1beta2,
   both served: an object is kept as it was written, apiVersion follows the
@@ -33,8 +34,10 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   fieldValidation: Strict refuses them with 400 BadRequest ("strict decoding
   error: unknown field ...", what the real server answers), Warn (the
   default) drops them with a "Warning: 299" header, Ignore drops them.
-  JobSet's webhook checks (generated pod names <= 63, rule names) are 422
-  too. CEL rules are not evaluated. Core objects are not validated;
+  JobSet's validating webhook (generated Job and pod names <= 63, rule
+  names, failure reasons) denies as controller-runtime does: 403 Forbidden,
+  'admission webhook "vjobset.kb.io" denied the request: ...'. CEL rules
+  are not evaluated. Core objects (pods, jobs, ...) are not validated;
 - errors are Status objects: 401 (with --require-token), 403 (rules set by
   /_fake/forbid), 404 NotFound (object, namespace; a plain "404 page not
   found" for an unknown path, e.g. a group left out by --without-group),
@@ -86,7 +89,11 @@ The controllers (one reconcile loop, every 50 ms):
   private mount and PID namespace (unshare --mount --pid --fork
   --propagation private, as root) where each volumeMount is bind-mounted
   at its mountPath (emptyDir: STATE/pods/UID/volumes/NAME; hostPath: the
-  path; subPath, readOnly), a missing mountPath being created on the host.
+  path; subPath, readOnly), a missing mountPath being created on the host;
+  a pod with a subdomain gets an /etc/hosts (bind-mounted) that resolves
+  its JobSet's names (JOBSET-RJOB-J-I.SUBDOMAIN[.NS.svc.cluster.local]) to
+  127.0.0.1, standing in for the cluster DNS. Note $$ is $ after
+  expansion, as in Kubernetes: "echo $$" prints "$".
   The image is ignored; the environment is PATH, HOSTNAME and the names
   given with --pass-env, plus the container's env. Output is the log
   (GET .../pods/NAME/log?container=&follow=&tailLines=&previous=).
@@ -1901,7 +1908,6 @@ class Fake:
 			obj.setdefault("apiVersion", r.res.api_version(r.version))
 			obj.setdefault("kind", r.res.kind)
 			st.add(r.res, obj)
-			self.controllers.created(r.res, obj)
 			out = self.served(r, copy.deepcopy(obj))
 		return h.answer(201, out, self.warning_headers(warnings))
 
@@ -1945,7 +1951,6 @@ class Fake:
 			cur.clear()
 			cur.update(new)
 			st.put(r.res, cur, changed)
-			self.controllers.changed(r.res, cur)
 			out = self.served(r, copy.deepcopy(cur))
 		return h.answer(200, out, self.warning_headers(warnings))
 
@@ -2472,20 +2477,16 @@ class Controllers:
 	def has(self, qualified):
 		return qualified in self.st.res
 
-	def created(self, res, obj):
-		self.st.cond.notify_all()
-
-	def changed(self, res, obj):
-		self.st.cond.notify_all()
-
 	def run(self):
+		# A fixed pace, not every change's wake-up: a busy server
+		# must not make the controllers spin.
 		while True:
 			with self.st.lock:
 				try:
 					self.reconcile()
 				except Exception:
 					traceback.print_exc()
-				self.st.cond.wait(self.TICK)
+			time.sleep(self.TICK)
 
 	def reconcile(self):
 		if self.has("jobsets.jobset.x-k8s.io"):
@@ -3421,6 +3422,7 @@ class Kubelet:
 			spec = pod.setdefault("spec", {})
 			if not spec.get("nodeName"):
 				spec["nodeName"] = self.node_of(pod)
+				self.ensure_node(spec["nodeName"], pod)
 				set_condition(pod.setdefault("status", {}),
 					      "PodScheduled", "True", None, None)
 				pod["status"]["conditions"][-1].pop("reason", None)
@@ -3435,6 +3437,73 @@ class Kubelet:
 					     daemon=True)
 			self.running[m["uid"]] = t
 			t.start()
+
+	def ensure_node(self, name, pod):
+		"""The Node object a pod is bound to, made on first use with
+		the labels the pod selects (a node pool that fits it)."""
+		st = self.st
+		nres = st.resource("nodes")
+		if st.get(nres, "", name) is not None:
+			return
+		labels = dict(pod["spec"].get("nodeSelector") or {})
+		labels["kubernetes.io/hostname"] = name
+		labels.setdefault("cloud.google.com/gke-nodepool",
+				  name.replace("gke-", "", 1))
+		tpu = 0
+		for c in pod["spec"].get("containers") or []:
+			tpu += quantity(((c.get("resources") or {}).get("limits")
+					 or {}).get("google.com/tpu", 0))
+		cap = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+		spec = {}
+		if tpu:
+			cap["google.com/tpu"] = quantity_text(tpu)
+			spec["taints"] = [{"key": "google.com/tpu", "value":
+					   "present", "effect": "NoSchedule"}]
+		st.add(nres, {"apiVersion": "v1", "kind": "Node", "metadata": {
+			"name": name, "labels": labels}, "spec": spec, "status": {
+				"capacity": cap, "allocatable": dict(cap),
+				"addresses": [{"type": "InternalIP",
+					       "address": "127.0.0.1"},
+					      {"type": "Hostname", "address": name}],
+				"conditions": [{"type": "Ready", "status": "True",
+						"reason": "KubeletReady",
+						"message": "kubelet is posting ready "
+						"status", "lastHeartbeatTime": now_text(),
+						"lastTransitionTime": now_text()}]}})
+
+	def hosts_file(self, pod):
+		"""/etc/hosts for a pod: what the cluster's DNS would resolve
+		for it and its JobSet's peers (hostname.subdomain), all on
+		loopback; None when the pod has no subdomain."""
+		spec, m = pod["spec"], pod["metadata"]
+		sub = spec.get("subdomain")
+		if not sub or not os.path.isfile("/etc/hosts"):
+			return None
+		names = {spec.get("hostname") or m["name"]}
+		with self.st.lock:
+			js_name = (m.get("labels") or {}).get(JS + "jobset-name")
+			jres = self.st.res.get("jobsets.jobset.x-k8s.io")
+			js = self.st.get(jres, m["namespace"], js_name) \
+				if jres and js_name else None
+			for rj in ((js or {}).get("spec") or {}).get(
+					"replicatedJobs") or []:
+				par = rj.get("template", {}).get("spec", {}).get(
+					"parallelism", 1)
+				for i in range(rj.get("replicas", 1)):
+					for k in range(par):
+						names.add("%s-%s-%d-%d" % (js_name, rj["name"],
+									   i, k))
+		path = os.path.join(self.pod_dir(pod), "hosts")
+		with open(path, "w") as f:
+			f.write("# Kubernetes-managed hosts file (kube-fake).\n"
+				"127.0.0.1\tlocalhost\n::1\tlocalhost "
+				"ip6-localhost ip6-loopback\n")
+			for n in sorted(names):
+				f.write("127.0.0.1\t%s.%s %s.%s.%s.svc %s.%s.%s.svc."
+					"cluster.local %s\n" % (
+						n, sub, n, sub, m["namespace"], n, sub,
+						m["namespace"], n))
+		return path
 
 	# ---- one pod
 
@@ -3617,6 +3686,9 @@ class Kubelet:
 			x.reason = "StartError"
 		else:
 			binds = self.mounts(pod, c)
+			hosts = self.hosts_file(pod)
+			if hosts:
+				binds += [hosts, "/etc/hosts", "rw"]
 			ns = ["unshare", "--mount", "--pid", "--fork",
 			      "--propagation", "private"]
 			if not self.root:
@@ -3751,6 +3823,11 @@ class Kubelet:
 				for x in self.containers:
 					if x.pod_key == key:
 						x.signal(signal.SIGKILL)
+		nres = st.resource("nodes")
+		gone = st.get(nres, "", node)
+		if gone is not None:
+			# The pool comes back empty: a new Node when pods return.
+			st.delete(nres, gone)
 		self.wake()
 		return [p["metadata"]["name"] for p in victims]
 

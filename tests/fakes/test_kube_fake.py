@@ -582,7 +582,9 @@ class Controllers(unittest.TestCase):
 		cmd = ('d=/out/$SLICE_POD_SLICE-$SLICE_POD_WORKER; mkdir -p $d; '
 		       'env > $d/env; cat /slicectl/slice-supervisor > $d/init; '
 		       'echo mine > /slicectl/private; echo $$$$ > $d/pid; '
-		       'echo "$0" > $d/expanded; pwd > $d/pwd; echo logged-$SLICE_POD_WORKER')
+		       'echo "$0" > $d/expanded; pwd > $d/pwd; '
+		       'getent hosts $MEGASCALE_COORDINATOR_ADDRESS > $d/coord; '
+		       'echo logged-$SLICE_POD_WORKER')
 		doc = rendered("run", cmd, queue="lq-run", mounts=[
 			{"name": "out", "mountPath": "/out"}], volumes=[
 			{"name": "out", "hostPath": {"path": out}}])
@@ -617,6 +619,10 @@ class Controllers(unittest.TestCase):
 					self.assertEqual(fp.read(), "fetched\n")
 				with open(os.path.join(d, "expanded")) as fp:
 					self.assertEqual(fp.read(), "8080-$(X)\n")
+				with open(os.path.join(d, "coord")) as fp:
+					# The JobSet's DNS names, as /etc/hosts.
+					self.assertEqual(fp.read().split()[0],
+							 "127.0.0.1")
 				with open(os.path.join(d, "pwd")) as fp:
 					self.assertEqual(fp.read(), "/slicectl\n")
 				with open(os.path.join(d, "pid")) as fp:
@@ -643,6 +649,11 @@ class Controllers(unittest.TestCase):
 		self.assertEqual(p["status"]["phase"], "Succeeded")
 		self.assertEqual(p["status"]["containerStatuses"][0]["state"][
 			"terminated"]["exitCode"], 0)
+		node = f.get("/api/v1/nodes/gke-tpu-slice-1")
+		self.assertEqual(node["metadata"]["labels"][
+			"cloud.google.com/gke-tpu-topology"], "4x4")
+		self.assertEqual(node["status"]["capacity"]["google.com/tpu"],
+				 "4")
 		procs = f.ctl("GET", "/_fake/processes")[1]
 		self.assertEqual(len([x for x in procs if x["pod"] in [
 			q["metadata"]["name"] for q in pods]]), 8)
