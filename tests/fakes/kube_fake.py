@@ -147,16 +147,12 @@ import base64
 import copy
 import datetime
 import hashlib
-import http.server
-import itertools
 import json
 import os
 import random
 import re
-import shlex
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -728,7 +724,6 @@ class FieldErrors:
 
 # ---------------------------------------------------------------- names
 
-DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 			       r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -739,10 +734,6 @@ SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case "
 		 "with an alphanumeric character (e.g. 'example.com', regex "
 		 "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z"
 		 "0-9]([-a-z0-9]*[a-z0-9])?)*')")
-LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case "
-	     "alphanumeric characters or '-', and must start and end with an "
-	     "alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-	     "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
 OBJECT_META = ("name", "generateName", "namespace", "selfLink", "uid",
 	       "resourceVersion", "generation", "creationTimestamp",
 	       "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
@@ -765,15 +756,15 @@ def check_qualified_key(errs, field, key):
 			     "characters")
 
 
-def check_meta(errs, meta, namespaced, name_check=DNS1123_SUBDOMAIN):
+def check_meta(errs, meta):
 	"""ObjectMeta's validation (apimachinery's ValidateObjectMeta)."""
 	name = meta.get("name")
 	if not name and not meta.get("generateName"):
 		errs.add("FieldValueRequired", "metadata.name",
 			 "Required value: name or generateName is required")
-	elif name and (len(name) > 253 or not name_check.fullmatch(name)):
-		errs.invalid("metadata.name", name, SUBDOMAIN_MSG if
-			     name_check is DNS1123_SUBDOMAIN else LABEL_MSG)
+	elif name and (len(name) > 253 or
+		       not DNS1123_SUBDOMAIN.fullmatch(name)):
+		errs.invalid("metadata.name", name, SUBDOMAIN_MSG)
 	for k, v in (meta.get("labels") or {}).items():
 		check_qualified_key(errs, "metadata.labels", k)
 		if not isinstance(v, str) or len(v) > 63 or \
@@ -1016,13 +1007,6 @@ class SchemaCheck:
 			else:
 				self.unknown.append("metadata." + k)
 		return out
-
-
-def prune_unknown(schema, obj):
-	"""obj without the fields its schema does not know (what the API
-	server stores with fieldValidation Ignore or Warn)."""
-	chk = SchemaCheck()
-	return chk.run(schema, obj), chk
 
 
 # ---------------------------------------------------------------- selectors
@@ -1868,7 +1852,7 @@ class Fake:
 			if mode == "Warn":
 				warnings = texts
 		errs = chk.errs
-		check_meta(errs, out.get("metadata") or {}, r.res.namespaced)
+		check_meta(errs, out.get("metadata") or {})
 		if errs.items:
 			raise errs.error((r.res.kind, r.res.group), name or
 					 out["metadata"].get("name") or "")
@@ -2861,8 +2845,7 @@ class Controllers:
 		return "Count", ""
 
 	def create_pods(self, job, pods, succeeded, indexed, completions):
-		st = self.st
-		m, spec = job["metadata"], job["spec"]
+		spec = job["spec"]
 		live = [p for p in pods if p.get("status", {}).get("phase") not in
 			("Succeeded", "Failed")]
 		if indexed:
@@ -3096,7 +3079,6 @@ class Controllers:
 	def admit(self):
 		st = self.st
 		wres = self.r("workloads.kueue.x-k8s.io")
-		jsres = self.r("jobsets.jobset.x-k8s.io")
 		wls = st.items(wres)
 		# Evicted workloads give their quota back once their pods
 		# are gone.
@@ -3164,8 +3146,7 @@ class Controllers:
 			self.event(wl, wres, "Normal", "QuotaReserved", msg)
 			self.event(wl, wres, "Normal", "Admitted", "Admitted by "
 				   "ClusterQueue %s" % cq["metadata"]["name"])
-			res_, js = st.by_uid(wl["metadata"]["ownerReferences"][0][
-				"uid"])
+			_, js = st.by_uid(wl["metadata"]["ownerReferences"][0]["uid"])
 			if js is not None and js["spec"].get("suspend"):
 				self.start(js, flavors)
 
