@@ -286,17 +286,9 @@ class _Yaml:
 	def key_of(self, text):
 		"""(key, rest) when text is "key: rest" or "key:", else None."""
 		if text[:1] in ("'", '"'):
-			q = text[0]
-			j = 1
-			while j < len(text):
-				if text[j] == q:
-					if q == "'" and text[j + 1:j + 2] == "'":
-						j += 2
-						continue
-					break
-				if q == '"' and text[j] == "\\":
-					j += 1
-				j += 1
+			j = self.closing(text, text[0])
+			if j < 0:
+				return None
 			rest = text[j + 1:]
 			if rest.startswith(":") and (len(rest) == 1 or rest[1] == " "):
 				return self.quoted(text[:j + 1]), rest[1:].strip()

@@ -569,6 +569,14 @@ class Controllers(unittest.TestCase):
 		self.assertEqual(s, 201, body)
 		return body
 
+	def queue_and_dir(self, name):
+		"""A queue of 16 chips for the test named name, and an empty
+		host directory for its pods to write into."""
+		self.f.queue("cq-" + name, 16, lq="lq-" + name, flavor=name)
+		out = os.path.join(self.out, name)
+		os.makedirs(out)
+		return out
+
 	def terminal(self, name, timeout=60):
 		return self.f.until(name + " terminal", lambda: (
 			self.f.jobset(name) or {}).get("status", {}).get(
@@ -576,9 +584,7 @@ class Controllers(unittest.TestCase):
 
 	def test_pods_run_as_processes_with_env_and_mounts(self):
 		f = self.f
-		f.queue("cq-run", 16, lq="lq-run", flavor="run")
-		out = os.path.join(self.out, "run")
-		os.makedirs(out)
+		out = self.queue_and_dir("run")
 		cmd = ('d=/out/$SLICE_POD_SLICE-$SLICE_POD_WORKER; mkdir -p $d; '
 		       'env > $d/env; cat /slicectl/slice-supervisor > $d/init; '
 		       'echo mine > /slicectl/private; echo $$$$ > $d/pid; '
@@ -785,9 +791,7 @@ class Controllers(unittest.TestCase):
 
 	def test_eviction_grace_and_node_loss(self):
 		f = self.f
-		f.queue("cq-ev", 16, lq="lq-ev", flavor="ev")
-		out = os.path.join(self.out, "ev")
-		os.makedirs(out)
+		out = self.queue_and_dir("ev")
 		cmd = ('trap "echo term > /out/$SLICE_POD_NAME.$SLICE_POD_RESTART_'
 		       'ATTEMPT; exit 143" TERM; sleep 60 & wait')
 		self.create(rendered("ev", cmd, queue="lq-ev", grace=3,
@@ -888,20 +892,33 @@ class Cluster(unittest.TestCase):
 			procs = f.until("long started", lambda: [
 				p for p in f.ctl("GET", "/_fake/processes")[1]
 				if p["running"] and p["initPid"]])
+			# unshare, the container's PID 1 and its child.
+			tree = f.until("the pod's process tree", lambda: (
+				lambda t: t if len(t) >= 3 else None)(
+					descendants(procs[0]["pid"])))
 		finally:
 			f.stop()
 		# Stopping the fake stopped every process it started.
-		pid = procs[0]["pid"]
-		init = procs[0]["initPid"]
 		for _ in range(50):
-			if not any(os.path.exists("/proc/%d" % p)
-				   for p in (pid, init)):
+			if not any(os.path.exists("/proc/%d" % p) for p in tree):
 				break
 			time.sleep(0.1)
-		self.assertFalse(os.path.exists("/proc/%d" % init))
-		self.assertEqual(subprocess.run(
-			["pgrep", "-f", "sleep 30[01]"], stdout=subprocess.PIPE)
-			.stdout.strip(), b"")
+		self.assertEqual([p for p in tree
+				  if os.path.exists("/proc/%d" % p)], [])
+
+
+def descendants(pid):
+	"""pid and every process below it."""
+	out, todo = [], [pid]
+	while todo:
+		p = todo.pop()
+		out.append(p)
+		try:
+			with open("/proc/%d/task/%d/children" % (p, p)) as f:
+				todo += [int(x) for x in f.read().split()]
+		except OSError:
+			pass
+	return out
 
 
 if __name__ == "__main__":
