@@ -881,24 +881,17 @@ class SchemaCheck:
 				-(1 << bits) <= v < (1 << bits):
 			self.errs.invalid(path, v, "%s in body must be of type %s: "
 					  "%s" % (path, fmt, go_quote(str(v))))
-		if "minimum" in s:
-			low = s["minimum"]
-			if v < low or (s.get("exclusiveMinimum") and v == low):
-				self.errs.invalid(path, v, "%s in body should be "
-						  "greater than %s%s" % (
-							  path, "" if s.get(
-								  "exclusiveMinimum")
-							  else "or equal to ",
-							  go_quote(low)))
-		if "maximum" in s:
-			high = s["maximum"]
-			if v > high or (s.get("exclusiveMaximum") and v == high):
-				self.errs.invalid(path, v, "%s in body should be "
-						  "less than %s%s" % (
-							  path, "" if s.get(
-								  "exclusiveMaximum")
-							  else "or equal to ",
-							  go_quote(high)))
+		for key, word, beyond in (("minimum", "greater", lambda x, y: x < y),
+					  ("maximum", "less", lambda x, y: x > y)):
+			if key not in s:
+				continue
+			bound = s[key]
+			strict = s.get("exclusive" + key.capitalize())
+			if beyond(v, bound) or (strict and v == bound):
+				self.errs.invalid(path, v, "%s in body should be %s "
+						  "than %s%s" % (path, word, "" if strict
+								 else "or equal to ",
+								 go_quote(bound)))
 
 	def array(self, s, v, path):
 		out = []
