@@ -1859,7 +1859,8 @@ class Fake:
 		m = obj["metadata"]
 		if not m.get("name") and m.get("generateName"):
 			m["name"] = m["generateName"] + random_suffix()
-		Webhooks.default(r.res, obj)
+		Webhooks.default(r.res, obj, "workloads.kueue.x-k8s.io" in
+				 self.store.res)
 		obj, warnings = self.validate(h, r, obj, m.get("name"))
 		for k in ("uid", "resourceVersion", "creationTimestamp",
 			  "deletionTimestamp", "generation"):
@@ -2324,13 +2325,14 @@ class Webhooks:
 	"""What the JobSet and Kueue admission webhooks do on create."""
 
 	@staticmethod
-	def default(res, obj):
+	def default(res, obj, kueue):
+		"""kueue: whether Kueue (and so its webhook) is installed."""
 		if res.plural != "jobsets" or not isinstance(obj.get("spec"),
 							      dict):
 			return
 		spec = obj["spec"]
 		labels = (obj.get("metadata") or {}).get("labels") or {}
-		if QUEUE_LABEL in labels and not spec.get("suspend"):
+		if kueue and QUEUE_LABEL in labels and not spec.get("suspend"):
 			# Kueue's JobSet webhook.
 			spec["suspend"] = True
 		spec.setdefault("successPolicy", {"operator": "All"})

@@ -856,6 +856,25 @@ class Controllers(unittest.TestCase):
 			30)
 
 
+class WithoutKueue(unittest.TestCase):
+	def test_queue_label_without_kueue_runs_at_once(self):
+		f = Fake("--without-group", "kueue.x-k8s.io")
+		try:
+			groups = [g["name"] for g in f.get("/apis")["groups"]]
+			self.assertNotIn("kueue.x-k8s.io", groups)
+			s, text, _ = f.call("GET", KQ + "/namespaces/default/"
+					    "localqueues")
+			self.assertEqual((s, text), (404, "404 page not found\n"))
+			s, body, _ = f.call("POST", JS_API, rendered(
+				"nokueue", "true", slices=1, workers=1))
+			self.assertEqual(s, 201, body)
+			self.assertNotIn("suspend", body["spec"])
+			f.until("completed", lambda: f.jobset("nokueue").get(
+				"status", {}).get("terminalState") == "Completed")
+		finally:
+			f.stop()
+
+
 class Cluster(unittest.TestCase):
 	def test_tls_token_container_api_and_shutdown(self):
 		f = Fake("--tls", "--require-token", TOKEN, "--cluster",
