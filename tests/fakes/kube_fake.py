@@ -3333,7 +3333,9 @@ class Container:
 			except OSError:
 				pass
 			return
-		for _ in range(50):
+		# unshare forks the container's first process at once, but a
+		# busy machine may take a while.
+		for _ in range(500):
 			pid = self.init_pid()
 			if pid or self.proc.poll() is not None:
 				break
