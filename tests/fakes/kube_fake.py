@@ -43,6 +43,11 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   found" for an unknown path, e.g. a group left out by --without-group),
   409 AlreadyExists / Conflict, 410, 422, 429/500 and resets and stalls
   through fault rules (fake_common.py's language);
+- Kueue's visibility API (visibility.kueue.x-k8s.io/v1beta1, served with
+  Kueue unless --without-group visibility.kueue.x-k8s.io): GET
+  .../clusterqueues/CQ/pendingworkloads and .../namespaces/NS/localqueues/
+  LQ/pendingworkloads (offset, limit): PendingWorkloadsSummary with
+  positionInClusterQueue and positionInLocalQueue, in admission order;
 - GKE's container API: GET /v1/projects/P/locations/L/clusters/C gives a
   RUNNING cluster whose "endpoint" is 127.0.0.1:PORT (the API port) and,
   with --tls, masterAuth.clusterCaCertificate = base64 of the CA's PEM
@@ -1242,6 +1247,8 @@ class Store:
 		if not res.builtin or res.plural == "jobs":
 			m["generation"] = 1
 		m["resourceVersion"] = str(self.next_rv())
+		# Creation order, finer than creationTimestamp's seconds.
+		obj["_seq"] = self.rv
 		self.objects[res.qualified][(m.get("namespace", ""),
 					     m["name"])] = obj
 		self.uids[m["uid"]] = (res, m.get("namespace", ""), m["name"])
@@ -1569,6 +1576,10 @@ class Fake:
 	def __init__(self, args, resources, state_dir):
 		self.store = Store(resources, args.watch_history)
 		self.verbose = args.verbose
+		# Kueue's visibility API (an aggregated API server of its own)
+		# comes with Kueue unless left out by name.
+		self.visibility = "workloads.kueue.x-k8s.io" in \
+			self.store.res and VISIBILITY not in args.without_group
 		self.require_token = args.require_token
 		self.state_dir = state_dir
 		self.bookmark_interval = args.bookmark_interval
@@ -1597,6 +1608,8 @@ class Fake:
 				out.setdefault(r.group, [])
 				if v not in out[r.group]:
 					out[r.group].append(v)
+		if self.visibility:
+			out[VISIBILITY] = ["v1beta1"]
 		return out
 
 	def route(self, path):
@@ -1653,6 +1666,9 @@ class Fake:
 			return h.answer(200, dict(self.group_doc(
 				segs[2], self.groups()[segs[2]]), kind="APIGroup",
 						  apiVersion="v1"))
+		if self.visibility and p.startswith("/apis/%s/v1beta1/" %
+							 VISIBILITY):
+			return self.pending_workloads(h, segs[4:])
 		r = self.route(p)
 		if r is None:
 			raise page_not_found()
@@ -1671,6 +1687,17 @@ class Fake:
 		return {"name": g, "versions": vs, "preferredVersion": vs[0]}
 
 	def resource_list(self, group, version):
+		if group == VISIBILITY:
+			return {"kind": "APIResourceList", "apiVersion": "v1",
+				"groupVersion": VISIBILITY + "/v1beta1",
+				"resources": [{
+					"name": plural + sub, "singularName": "",
+					"namespaced": plural == "localqueues",
+					"kind": "PendingWorkloadsSummary" if sub else kind,
+					"verbs": ["get"]} for plural, kind in (
+						("clusterqueues", "ClusterQueue"),
+						("localqueues", "LocalQueue"))
+					for sub in ("", "/pendingworkloads")]}
 		out = []
 		for r in self.store.resources:
 			if r.group == group and version in r.versions:
@@ -2042,6 +2069,57 @@ class Fake:
 			self.controllers.event(pod, self.store.resource("pods"),
 					       etype, reason, message)
 
+	def pending_workloads(self, h, segs):
+		"""Kueue's visibility API: a queue's pending workloads with
+		their positions, in the order admission tries them."""
+		if h.command != "GET":
+			raise KubeError(405, "MethodNotAllowed", "the server does "
+					"not allow this method on the requested "
+					"resource")
+		st = self.store
+		ctl = self.controllers
+		with st.lock:
+			if len(segs) == 3 and segs[0] == "clusterqueues" and \
+					segs[2] == "pendingworkloads":
+				res, ns, name = ctl.r("clusterqueues.kueue.x-k8s.io"), \
+					"", segs[1]
+			elif len(segs) == 5 and segs[0] == "namespaces" and \
+					segs[2] == "localqueues" and \
+					segs[4] == "pendingworkloads":
+				res, ns, name = ctl.r("localqueues.kueue.x-k8s.io"), \
+					segs[1], segs[3]
+			else:
+				raise page_not_found()
+			if st.get(res, ns, name) is None:
+				raise not_found(res, name)
+			by_cq, items = {}, []
+			for wl in ctl.pending():
+				cq, _ = ctl.cluster_queue(wl)
+				if cq is None:
+					continue
+				cqn = cq["metadata"]["name"]
+				lq = (wl["metadata"]["namespace"], wl["spec"]["queueName"])
+				pos = by_cq.setdefault(cqn, {"cq": 0})
+				entry = {"metadata": {
+					k: wl["metadata"][k] for k in (
+						"name", "namespace", "creationTimestamp",
+						"ownerReferences") if k in wl["metadata"]},
+					"priority": wl["spec"].get("priority", 0),
+					"localQueueName": lq[1],
+					"positionInClusterQueue": pos["cq"],
+					"positionInLocalQueue": pos.get(lq, 0)}
+				pos["cq"] += 1
+				pos[lq] = pos.get(lq, 0) + 1
+				if (ns == "" and cqn == name) or (ns, name) == lq:
+					items.append(entry)
+		offset = int(h.query.get("offset") or 0)
+		limit = int(h.query.get("limit") or 1000)
+		return h.answer(200, {
+			"kind": "PendingWorkloadsSummary",
+			"apiVersion": VISIBILITY + "/v1beta1",
+			"metadata": {"creationTimestamp": None},
+			"items": items[offset:offset + limit]})
+
 	# ---- watch
 
 	def watch(self, h, r):
@@ -2316,6 +2394,7 @@ JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded",
 		       "FailedIndexes", "MaxFailedIndexesExceeded",
 		       "PodFailurePolicy")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+VISIBILITY = "visibility.kueue.x-k8s.io"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 JS = "jobset.sigs.k8s.io/"
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"
@@ -3083,14 +3162,7 @@ class Controllers:
 					      "Preempted to accommodate a higher "
 					      "priority Workload")
 				st.put(wres, wl)
-		pending = [w for w in wls if not (w.get("status") or {}).get(
-			"admission") and not condition(w, "Finished") and
-			   not w["metadata"].get("deletionTimestamp") and
-			   w["spec"].get("active", True)]
-		pending.sort(key=lambda w: (-w["spec"].get("priority", 0),
-					    w["metadata"]["creationTimestamp"],
-					    int(w["metadata"]["resourceVersion"])))
-		for wl in pending:
+		for wl in self.pending():
 			s = wl.setdefault("status", {})
 			cq, why = self.cluster_queue(wl)
 			if cq is None:
@@ -3136,6 +3208,17 @@ class Controllers:
 			_, js = st.by_uid(wl["metadata"]["ownerReferences"][0]["uid"])
 			if js is not None and js["spec"].get("suspend"):
 				self.start(js, flavors)
+
+	def pending(self):
+		"""Workloads waiting for quota, in the order Kueue tries them:
+		priority, then age."""
+		out = [w for w in self.st.items(self.r("workloads.kueue.x-k8s.io"))
+		       if not (w.get("status") or {}).get("admission") and
+		       not condition(w, "Finished") and
+		       not w["metadata"].get("deletionTimestamp") and
+		       w["spec"].get("active", True)]
+		out.sort(key=lambda w: (-w["spec"].get("priority", 0), w["_seq"]))
+		return out
 
 	def start(self, js, flavors):
 		"""Kueue starts an admitted JobSet: the flavors' nodeLabels

@@ -759,6 +759,17 @@ class Controllers(unittest.TestCase):
 			c["status"] == "False" and "insufficient unused quota" in
 			c["message"]])
 		self.assertTrue(f.jobset("second")["spec"]["suspend"])
+		# Kueue's visibility API gives its place in the queues.
+		vis = "/apis/visibility.kueue.x-k8s.io/v1beta1/"
+		pend = f.get(vis + "namespaces/default/localqueues/lq-q/"
+			     "pendingworkloads")
+		self.assertEqual([(w["metadata"]["name"], w["localQueueName"],
+				   w["positionInLocalQueue"],
+				   w["positionInClusterQueue"])
+				  for w in pend["items"]],
+				 [(wls()["second"]["metadata"]["name"], "lq-q", 0, 0)])
+		self.assertEqual(f.get(vis + "clusterqueues/cq-q/pendingworkloads")[
+			"items"], pend["items"])
 		self.assertEqual(self.terminal("first"), "Completed")
 		self.assertEqual(self.terminal("second"), "Completed")
 		# A running low-priority set is preempted by a high one.
