@@ -468,6 +468,50 @@ class Api(unittest.TestCase):
 				 'cannot list resource "pods" in API group "" in '
 				 'the namespace "default"')
 
+	def test_dry_run_patch_status_and_collections(self):
+		f = self.f
+		doc = rendered("dry", "true", queue="none")
+		s, body, _ = f.call("POST", JS_API + "?dryRun=All&fieldValidation="
+				    "Strict", doc)
+		self.assertEqual(s, 201)
+		self.assertTrue(body["metadata"]["uid"])
+		self.assertIsNone(f.jobset("dry"))
+		path = KQ + "/namespaces/default/localqueues"
+		s, lq, _ = f.call("POST", path, {
+			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+			"metadata": {"generateName": "gen-", "labels": {"p": "1"}},
+			"spec": {"clusterQueue": "cq-api"}})
+		self.assertEqual(s, 201)
+		name = lq["metadata"]["name"]
+		self.assertRegex(name, r"^gen-[a-z0-9]{5}$")
+		s, out, _ = f.call("PATCH", path + "/" + name, {
+			"metadata": {"labels": {"p": None, "q": "2"}}},
+			ctype="application/merge-patch+json")
+		self.assertEqual((s, out["metadata"]["labels"]), (200, {"q": "2"}))
+		self.assertGreater(int(out["metadata"]["resourceVersion"]),
+				   int(lq["metadata"]["resourceVersion"]))
+		s, out, _ = f.call("PATCH", path + "/" + name, [
+			{"op": "replace", "path": "/spec/clusterQueue",
+			 "value": "other"}], ctype="application/json-patch+json")
+		self.assertEqual((s, out["spec"]["clusterQueue"]), (200, "other"))
+		# Labels are no spec change: one generation more, not two.
+		self.assertEqual(out["metadata"]["generation"], 2)
+		# A patch the schema refuses is refused like a create.
+		s, out, _ = f.call("PATCH", path + "/" + name, {
+			"spec": {"stopPolicy": "Sometimes"}},
+			ctype="application/merge-patch+json")
+		self.assertEqual((s, out["reason"]), (422, "Invalid"))
+		# status goes through its subresource only.
+		s, out, _ = f.call("PATCH", path + "/" + name + "/status", {
+			"status": {"pendingWorkloads": 7}},
+			ctype="application/merge-patch+json")
+		self.assertEqual((s, out["status"]["pendingWorkloads"]), (200, 7))
+		self.assertEqual(out["metadata"]["generation"], 2)
+		s, out, _ = f.call("DELETE", path + "?labelSelector=q%3D2")
+		self.assertEqual((s, [i["metadata"]["name"] for i in out["items"]]),
+				 (200, [name]))
+		self.assertIsNone(f.get(path + "/" + name))
+
 	def test_faults(self):
 		f = self.f
 		f.ctl("POST", "/_fake/faults", [
