@@ -24,7 +24,9 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   lines from resourceVersion, ADDED for every object without one or with
   "0", BOOKMARK every --bookmark-interval s with allowWatchBookmarks, an
   ERROR event with a 410 Expired Status for a version older than the kept
-  history, timeoutSeconds);
+  history, timeoutSeconds); a meta.k8s.io/v1 Table when asked for one (as
+  kubectl get does): the CRD's additionalPrinterColumns, kubectl's pod,
+  job, event, node and namespace columns;
 - CRD objects are checked against the CRD's openAPIV3Schema as the API
   server does (nulls pruned, defaults applied, types, enum, required,
   formats int32/int64/date-time, int-or-string, pattern, min/max,
@@ -1107,6 +1109,7 @@ class Resource:
 		self.short, self.status, self.categories = list(short), status, \
 			list(categories)
 		self.schemas = schemas
+		self.printer = {}
 		self.qualified = plural + ("." + group if group else "")
 
 	@property
@@ -1175,14 +1178,17 @@ def load_crds(directory, without=()):
 			schemas = {v["name"]: v["schema"]["openAPIV3Schema"]
 				   for v in served}
 			names = spec["names"]
-			out.append(Resource(
+			res = Resource(
 				spec["group"], [v["name"] for v in served],
 				names["plural"], names["kind"],
 				spec["scope"] == "Namespaced",
 				names.get("shortNames", ()),
 				any("status" in (v.get("subresources") or {})
 				    for v in served), schemas,
-				names.get("categories", ())))
+				names.get("categories", ()))
+			res.printer = {v["name"]: v.get("additionalPrinterColumns")
+				       or [] for v in served}
+			out.append(res)
 	return out
 
 
@@ -1747,14 +1753,15 @@ class Fake:
 			if m == "GET":
 				if h.query.get("watch") in ("1", "true"):
 					return self.watch(h, r)
-				return h.answer(200, self.list(h, r))
+				return h.answer(200, self.tabled(h, r, self.list(h, r)))
 			if m == "POST":
 				return self.create(h, r)
 			if m == "DELETE":
 				return self.delete_collection(h, r)
 		elif r.sub is None:
 			if m == "GET":
-				return h.answer(200, self.served(r, self.find(r)))
+				return h.answer(200, self.tabled(
+					h, r, self.served(r, self.find(r))))
 			if m == "PUT":
 				return self.replace(h, r)
 			if m == "PATCH":
@@ -1808,6 +1815,31 @@ class Fake:
 		return {"apiVersion": r.res.api_version(r.version),
 			"kind": r.res.kind + "List",
 			"metadata": {"resourceVersion": rv}, "items": items}
+
+	def tabled(self, h, r, doc):
+		"""doc (an object or a list) as a meta.k8s.io/v1 Table when the
+		client asks for one (kubectl get does), else doc."""
+		accept = h.headers.get("Accept", "")
+		if "as=Table" not in accept or "g=meta.k8s.io" not in accept:
+			return doc
+		items = doc["items"] if "items" in doc else [doc]
+		cols = table_columns(r.res, r.version)
+		include = h.query.get("includeObject", "Metadata")
+		rows = []
+		for o in items:
+			row = {"cells": [c[1](o) for c in cols]}
+			if include == "Object":
+				row["object"] = o
+			elif include != "None":
+				row["object"] = {
+					"kind": "PartialObjectMetadata",
+					"apiVersion": "meta.k8s.io/v1",
+					"metadata": o["metadata"]}
+			rows.append(row)
+		return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
+			"metadata": {"resourceVersion": doc.get("metadata", {}).get(
+				"resourceVersion", "")},
+			"columnDefinitions": [c[0] for c in cols], "rows": rows}
 
 	def body_object(self, h, r, name=None):
 		obj = decode_json(h.body)
@@ -2138,7 +2170,7 @@ class Fake:
 
 		def line(etype, obj):
 			if etype != "ERROR" and etype != "BOOKMARK":
-				obj = self.served(r, obj)
+				obj = self.tabled(h, r, self.served(r, obj))
 			return json.dumps({"type": etype, "object": obj}).encode() + \
 				b"\n"
 		out = []
@@ -2330,6 +2362,149 @@ class Fake:
 					     for q, objs in st.objects.items()}
 		raise KubeError(404, "NotFound", "no control endpoint %s %s" %
 				(m, p))
+
+
+def human_age(stamp):
+	"""apimachinery's HumanDuration of the time since stamp."""
+	try:
+		t = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
+	except (TypeError, ValueError):
+		return "<unknown>"
+	s = int(time.time() - t.replace(tzinfo=datetime.timezone.utc)
+		.timestamp())
+	if s < 0:
+		return "<invalid>"
+	if s < 120:
+		return "%ds" % s
+	m = s // 60
+	if m < 10:
+		return "%dm%ds" % (m, s % 60) if s % 60 else "%dm" % m
+	if m < 180:
+		return "%dm" % m
+	h = m // 60
+	if h < 8:
+		return "%dh%dm" % (h, m % 60) if m % 60 else "%dh" % h
+	if h < 48:
+		return "%dh" % h
+	return "%dd" % (h // 24) if h < 24 * 365 * 2 else "%dy" % (h // 8760)
+
+
+def json_path(obj, path):
+	"""The values a printer column's JSONPath (.a.b, [?(@.k=="v")],
+	[N]) selects in obj."""
+	cur = [obj]
+	for part in re.findall(r"\.([^.\[]+)|\[\?\(@\.(\w+)==[\"']([^\"']*)"
+			       r"[\"']\)\]|\[(\d+)\]", path):
+		key, fkey, fval, idx = part
+		nxt = []
+		for c in cur:
+			if key and isinstance(c, dict) and key in c:
+				nxt.append(c[key])
+			elif fkey and isinstance(c, list):
+				nxt += [x for x in c if isinstance(x, dict) and
+					str(x.get(fkey)) == fval]
+			elif idx and isinstance(c, list) and int(idx) < len(c):
+				nxt.append(c[int(idx)])
+		cur = nxt
+	return cur
+
+
+NAME_COLUMN = {"name": "Name", "type": "string", "format": "name",
+	       "description": "Name must be unique within a namespace.",
+	       "priority": 0}
+
+
+def column(name, fn, ctype="string", priority=0):
+	return ({"name": name, "type": ctype, "format": "", "description": "",
+		 "priority": priority}, fn)
+
+
+def pod_status_text(o):
+	"""kubectl's STATUS of a pod."""
+	s = o.get("status") or {}
+	if o["metadata"].get("deletionTimestamp"):
+		return "Terminating"
+	inits = s.get("initContainerStatuses") or []
+	done = sum(1 for c in inits if (c["state"].get("terminated") or {})
+		   .get("exitCode") == 0)
+	if inits and done < len(inits) and s.get("phase") == "Pending":
+		return "Init:%d/%d" % (done, len(inits))
+	for c in s.get("containerStatuses") or []:
+		st = c.get("state") or {}
+		if "terminated" in st and s.get("phase") != "Running":
+			return st["terminated"].get("reason") or "Error"
+		if "waiting" in st and s.get("phase") == "Pending":
+			return st["waiting"].get("reason") or "Pending"
+	return s.get("phase") or "Pending"
+
+
+def table_columns(res, version):
+	"""[(columnDefinition, cell(obj))] as the API server prints res."""
+	age = column("Age", lambda o: human_age(o["metadata"].get(
+		"creationTimestamp")))
+	name = (NAME_COLUMN, lambda o: o["metadata"]["name"])
+	if not res.builtin:
+		cols = [name]
+		printer = res.printer.get(version) or []
+		for c in printer:
+			def cell(o, c=c):
+				vals = json_path(o, c["jsonPath"])
+				if not vals:
+					return None
+				v = vals[0]
+				if c["type"] == "date":
+					return human_age(v)
+				if c["type"] == "string" and not isinstance(v, str):
+					return go_quote(v) if not isinstance(v, (
+						dict, list)) else json.dumps(v)
+				return v
+			cols.append(({"name": c["name"], "type": c["type"],
+				      "format": c.get("format", ""),
+				      "description": c.get("description", ""),
+				      "priority": c.get("priority", 0)}, cell))
+		return cols if printer else cols + [age]
+	if res.plural == "pods":
+		def ready(o):
+			cs = (o.get("status") or {}).get("containerStatuses") or []
+			return "%d/%d" % (sum(1 for c in cs if c.get("ready")),
+					  len(o["spec"].get("containers") or []))
+		return [name, column("Ready", ready),
+			column("Status", pod_status_text),
+			column("Restarts", lambda o: sum(
+				c.get("restartCount", 0) for c in (o.get(
+					"status") or {}).get("containerStatuses") or []),
+				"integer"), age,
+			column("IP", lambda o: (o.get("status") or {}).get(
+				"podIP", "<none>"), priority=1),
+			column("Node", lambda o: o["spec"].get("nodeName",
+							       "<none>"),
+			       priority=1)]
+	if res.plural == "jobs":
+		def status(o):
+			for t in ("Complete", "Failed", "Suspended"):
+				if condition(o, t):
+					return t
+			return "Running"
+		return [name, column("Status", status), column(
+			"Completions", lambda o: "%d/%d" % (
+				(o.get("status") or {}).get("succeeded", 0),
+				o["spec"].get("completions") or 1)), age]
+	if res.plural == "events":
+		return [column("Last Seen", lambda o: human_age(
+			o.get("lastTimestamp"))), column("Type", lambda o: o.get(
+				"type", "")), column("Reason", lambda o: o.get(
+					"reason", "")),
+			column("Object", lambda o: "%s/%s" % (
+				o["involvedObject"].get("kind", "").lower(),
+				o["involvedObject"].get("name", ""))),
+			column("Message", lambda o: o.get("message", "")), name]
+	if res.plural in ("namespaces", "nodes"):
+		def state(o):
+			if res.plural == "namespaces":
+				return (o.get("status") or {}).get("phase", "Active")
+			return "Ready" if condition(o, "Ready") else "NotReady"
+		return [name, column("Status", state), age]
+	return [name, age]
 
 
 def random_suffix(n=5):

@@ -312,6 +312,25 @@ class Api(unittest.TestCase):
 		s, text, _ = f.call("GET", "/apis/nothing.example.com/v1")
 		self.assertEqual((s, text), (404, "404 page not found\n"))
 
+	def test_tables(self):
+		"""kubectl get asks for a Table: the CRD's printer columns."""
+		f = self.f
+		path = KQ + "/namespaces/default/localqueues"
+		f.call("POST", path, {
+			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+			"metadata": {"name": "tab"}, "spec": {"clusterQueue": "q"}})
+		s, t, _ = f.call("GET", path, headers={
+			"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,"
+			"application/json"})
+		self.assertEqual((s, t["kind"]), (200, "Table"))
+		self.assertEqual([c["name"] for c in t["columnDefinitions"]], [
+			"Name", "ClusterQueue", "Pending Workloads",
+			"Admitted Workloads"])
+		row = [r for r in t["rows"] if r["cells"][0] == "tab"][0]
+		self.assertEqual(row["cells"][1], "q")
+		self.assertEqual(row["object"]["kind"], "PartialObjectMetadata")
+		f.call("DELETE", path + "/tab")
+
 	def strict(self, doc, mode="Strict"):
 		return self.f.call("POST", JS_API + "?fieldValidation=" + mode,
 				   doc)
