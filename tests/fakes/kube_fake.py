@@ -77,7 +77,9 @@ The controllers (one reconcile loop, every 50 ms):
   RestartJobSetAndIgnoreMaxRestarts), no rule: restart; a restart while
   restarts < maxRestarts deletes every Job (foreground: their pods are
   killed with grace) and recreates them once gone, restart-attempt + 1;
-  else Failed (ReachedMaxRestarts); all Jobs complete: Completed.
+  else Failed (ReachedMaxRestarts); successPolicy (All or Any, over
+  targetReplicatedJobs) met: Completed; ttlSecondsAfterFinished deletes
+  a finished JobSet.
   status.restarts, restartsCountTowardsMax, conditions, terminalState,
   replicatedJobsStatus.
 - Job: Indexed (and NonIndexed) pods NAME-I-xxxxx with
@@ -85,8 +87,11 @@ The controllers (one reconcile loop, every 50 ms):
   job-name and controller-uid labels, env JOB_COMPLETION_INDEX, hostname
   JOBSET-RJOB-J-I and subdomain for JobSet pods; backoffLimit;
   podFailurePolicy (onExitCodes In/NotIn with containerName,
-  onPodConditions; FailJob, Ignore, Count); Failed (BackoffLimitExceeded,
-  PodFailurePolicy) kills the other pods; Complete.
+  onPodConditions; FailJob, Ignore, Count); activeDeadlineSeconds; Failed
+  (BackoffLimitExceeded, PodFailurePolicy, DeadlineExceeded) kills the
+  other pods (not counted as failures, nor are pods a suspend stops);
+  Complete. restartPolicy OnFailure/Always do not restart containers in
+  place: a container's exit ends its pod (slicectl renders Never).
 - kubelet: a pod is bound to node gke-tpu-slice-J (J = its JobSet job
   index; gke-node-0 otherwise), runs its initContainers in order then its
   containers, each as a local process tree: command + args with $(VAR)
@@ -2367,11 +2372,9 @@ class Fake:
 def human_age(stamp):
 	"""apimachinery's HumanDuration of the time since stamp."""
 	try:
-		t = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
+		s = int(seconds_since(stamp))
 	except (TypeError, ValueError):
 		return "<unknown>"
-	s = int(time.time() - t.replace(tzinfo=datetime.timezone.utc)
-		.timestamp())
 	if s < 0:
 		return "<invalid>"
 	if s < 120:
@@ -2387,6 +2390,12 @@ def human_age(stamp):
 	if h < 48:
 		return "%dh" % h
 	return "%dd" % (h // 24) if h < 24 * 365 * 2 else "%dy" % (h // 8760)
+
+
+def seconds_since(stamp):
+	"""Seconds since an RFC 3339 time the fake wrote (now_text)."""
+	t = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
+	return time.time() - t.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def json_path(obj, path):
@@ -2782,6 +2791,14 @@ class Controllers:
 						     condition(j, "Failed")):
 					st.delete(jres, j, "Foreground")
 			self.jobset_status(js, current, before)
+			ttl = spec.get("ttlSecondsAfterFinished")
+			ended = [c.get("lastTransitionTime") for c in
+				 status.get("conditions") or [] if c["type"] in
+				 ("Completed", "Failed") and c["status"] == "True"]
+			if ttl is not None and ended and seconds_since(
+					ended[0]) >= ttl:
+				st.delete(self.r("jobsets.jobset.x-k8s.io"), js,
+					  "Foreground")
 			return
 		if suspended:
 			set_condition(status, "Suspended", "True", "SuspendedJobs",
@@ -2803,10 +2820,16 @@ class Controllers:
 			self.jobset_status(js, current, before)
 			return
 		rjobs = spec.get("replicatedJobs") or []
-		want = sum(rj.get("replicas", 1) for rj in rjobs)
-		done = [j for j in current if condition(j, "Complete")]
-		if want and len(done) == want if spec.get("successPolicy", {}).get(
-				"operator", "All") == "All" else done:
+		sp = spec.get("successPolicy") or {}
+		targets = sp.get("targetReplicatedJobs") or [
+			rj.get("name") for rj in rjobs]
+		mine = [j for j in current if j["metadata"]["labels"].get(
+			JS + "replicatedjob-name") in targets]
+		want = sum(rj.get("replicas", 1) for rj in rjobs
+			   if rj.get("name") in targets)
+		done = [j for j in mine if condition(j, "Complete")]
+		if want and len(done) == want if sp.get("operator", "All") == \
+				"All" else done:
 			set_condition(status, "Completed", "True", "AllJobsCompleted",
 				      "jobset completed successfully")
 			status["terminalState"] = "Completed"
@@ -2993,6 +3016,12 @@ class Controllers:
 				status.get("failed", 0) > spec.get("backoffLimit", 6):
 			failed_now = ("BackoffLimitExceeded", "Job has reached the "
 				      "specified backoff limit")
+		deadline = spec.get("activeDeadlineSeconds")
+		if not finished and failed_now is None and deadline is not None \
+				and status.get("startTime") and not spec.get("suspend") \
+				and seconds_since(status["startTime"]) >= deadline:
+			failed_now = ("DeadlineExceeded", "Job was active longer than "
+				      "specified deadline")
 		active = [p for p in pods if p.get("status", {}).get("phase") not
 			  in ("Succeeded", "Failed") and
 			  not p["metadata"].get("deletionTimestamp")]

@@ -951,6 +951,30 @@ class WithoutKueue(unittest.TestCase):
 			f.stop()
 
 
+class Lifetimes(unittest.TestCase):
+	def test_job_deadline_and_jobset_ttl(self):
+		f = Fake("--without-group", "kueue.x-k8s.io")
+		try:
+			doc = rendered("slow", "sleep 60", slices=1, workers=1,
+				       max_restarts=0)
+			doc["spec"]["ttlSecondsAfterFinished"] = 1
+			doc["spec"]["replicatedJobs"][0]["template"]["spec"][
+				"activeDeadlineSeconds"] = 1
+			s, body, _ = f.call("POST", JS_API, doc)
+			self.assertEqual(s, 201, body)
+			f.until("the Job's deadline", lambda: [
+				c for j in f.get("/apis/batch/v1/namespaces/default/"
+						 "jobs")["items"]
+				for c in j["status"].get("conditions", [])
+				if c["type"] == "Failed" and
+				c["reason"] == "DeadlineExceeded"])
+			# Failed, then gone after its TTL, pods and all.
+			f.until("the JobSet's TTL", lambda: f.jobset("slow") is None)
+			f.until("its pods gone", lambda: not f.pods())
+		finally:
+			f.stop()
+
+
 class Cluster(unittest.TestCase):
 	def test_tls_token_container_api_and_shutdown(self):
 		f = Fake("--tls", "--require-token", TOKEN, "--cluster",
