@@ -1,8 +1,9 @@
 #!/bin/sh
 # kube-fidelity-kubectl.sh WORKDIR SERVER CA TOKEN: kubectl against a
 # running kube_fake.py (kube-fidelity.sh starts it and has created the
-# LocalQueue "lq"): create -f, get, wait (a watch), get pods by label,
-# logs, delete of a JobSet. Discovery is cached under WORKDIR, never in
+# LocalQueue "lq"): create -f (kubectl's default validation, which the
+# server does), get (tables), wait (a watch), get pods by label, logs,
+# delete of a JobSet. Discovery is cached under WORKDIR, never in
 # the real $HOME.
 set -u
 work=$1
@@ -34,7 +35,13 @@ cat >"$work/jobset.json" <<'JSON'
      "resources": {"limits": {"google.com/tpu": 4}}}]}}}}}]}}
 JSON
 
-out=$(kc create -f "$work/jobset.json" --validate=false 2>&1)
+# kubectl's default validation: the server's (fieldValidation=Strict),
+# found through the fake's /openapi/v3.
+sed 's/"completions"/"completionz"/; s/"kfid"/"typo"/' "$work/jobset.json" \
+	>"$work/typo.json"
+out=$(kc create -f "$work/typo.json" 2>&1)
+check "create -f refuses an unknown field" 'Error from server (BadRequest): error when creating "'"$work/typo.json"'": JobSet in version "v1alpha2" cannot be handled as a JobSet: strict decoding error: unknown field "spec.replicatedJobs[0].template.spec.completionz"' "$out"
+out=$(kc create -f "$work/jobset.json" 2>&1)
 check "create -f" "jobset.jobset.x-k8s.io/kfid created" "$out"
 out=$(kc get jobsets -o name 2>&1)
 check "get jobsets" "jobset.jobset.x-k8s.io/kfid" "$out"

@@ -1660,6 +1660,8 @@ class Fake:
 			return h.answer(200, None, text="ok")
 		if p == "/version":
 			return h.answer(200, VERSION)
+		if p == "/openapi/v3" or p.startswith("/openapi/v3/"):
+			return self.openapi_v3(h, p[len("/openapi/v3"):].lstrip("/"))
 		if p == "/api":
 			return h.answer(200, {
 				"kind": "APIVersions", "versions": ["v1"],
@@ -1691,6 +1693,46 @@ class Fake:
 			return h.answer(200, self.resource_list(group, r.version))
 		self.authorize(h, r)
 		return self.serve_resource(h, r)
+
+	def openapi_v3(self, h, gv):
+		"""Just enough OpenAPI v3 for clients to see that the server
+		checks fields itself (fieldValidation on every PATCH), so that
+		kubectl validates on the server instead of fetching /openapi/v2
+		to do it: the index, and per group version its PATCH operations
+		(no schemas: kubectl explain has nothing to show)."""
+		groups = self.groups()
+		names = ["api/v1"] + ["apis/%s/%s" % (g, v) for g, vs in
+				      groups.items() if g for v in vs]
+		if not gv:
+			return h.answer(200, {"paths": {n: {
+				"serverRelativeURL": "/openapi/v3/%s?hash=%s" % (
+					n, hashlib.sha256(n.encode()).hexdigest()[:16]
+					.upper())} for n in names}})
+		if gv not in names:
+			raise page_not_found()
+		group, version = ("", "v1") if gv == "api/v1" else \
+			gv.split("/")[1:]
+		paths = {}
+		for r in self.store.resources:
+			if r.group != group or version not in r.versions:
+				continue
+			base = "/%s/%s%s" % (gv, "namespaces/{namespace}/" if
+					     r.namespaced else "", r.plural)
+			paths[base + "/{name}"] = {"patch": {
+				"operationId": "patch" + r.kind,
+				"parameters": [{"name": n, "in": "query",
+						"schema": {"type": "string",
+							   "uniqueItems": True}}
+					       for n in ("dryRun", "fieldManager",
+							 "fieldValidation", "force")],
+				"responses": {"200": {"description": "OK"}},
+				"x-kubernetes-action": "patch",
+				"x-kubernetes-group-version-kind": {
+					"group": group, "version": version,
+					"kind": r.kind}}}
+		return h.answer(200, {"openapi": "3.0.0", "info": {
+			"title": "Kubernetes", "version": VERSION["gitVersion"]},
+			"paths": paths, "components": {"schemas": {}}})
 
 	def group_doc(self, g, versions):
 		vs = [{"groupVersion": "%s/%s" % (g, v), "version": v}
