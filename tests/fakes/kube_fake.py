@@ -13,8 +13,10 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   (batch/v1), and every CRD
   in the CRD directory (default ../shared/k8s from the repository root:
   JobSet jobset.x-k8s.io/v1alpha2; Kueue kueue.x-k8s.io v1beta1 and v1beta2,
-  both served: an object is kept as it was written, apiVersion follows the
-  URL, no conversion): list (labelSelector, fieldSelector on metadata.name,
+  both served, kept in v1beta2 and converted as Kueue's webhook does for
+  the fields whose names differ: Workload priorityClassName/Source vs
+  priorityClassRef, ClusterQueue cohort vs cohortName and admissionChecks,
+  LocalQueue status flavorUsage vs flavorsUsage): list (labelSelector, fieldSelector on metadata.name,
   metadata.namespace, spec.nodeName, status.phase), get, create (dryRun=All,
   generateName), replace (PUT, 409 Conflict on a stale resourceVersion),
   patch (merge, JSON patch; strategic merge is read as a merge patch),
@@ -1840,9 +1842,19 @@ class Fake:
 
 	def served(self, r, obj):
 		obj = public(obj)
+		if r.version != r.res.versions[0]:
+			obj = convert(copy.deepcopy(obj), r.res.kind, r.version)
 		if r.res.versions != ["v1"] or r.res.group:
 			obj["apiVersion"] = r.res.api_version(r.version)
 		obj.setdefault("kind", r.res.kind)
+		return obj
+
+	def stored(self, r, obj):
+		"""obj as kept: in the storage version."""
+		if r.version == r.res.versions[0]:
+			return obj
+		obj = convert(obj, r.res.kind, r.res.versions[0])
+		obj["apiVersion"] = r.res.api_version(r.res.versions[0])
 		return obj
 
 	def list(self, h, r):
@@ -1968,6 +1980,7 @@ class Fake:
 		Webhooks.default(r.res, obj, "workloads.kueue.x-k8s.io" in
 				 self.store.res)
 		obj, warnings = self.validate(h, r, obj, m.get("name"))
+		obj = self.stored(r, obj)
 		for k in ("uid", "resourceVersion", "creationTimestamp",
 			  "deletionTimestamp", "generation"):
 			obj["metadata"].pop(k, None)
@@ -1992,6 +2005,7 @@ class Fake:
 		if obj is None:
 			obj = self.body_object(h, r, r.name)
 		obj, warnings = self.validate(h, r, obj, r.name)
+		obj = self.stored(r, obj)
 		with st.lock:
 			cur = st.get(r.res, r.ns, r.name)
 			if cur is None:
@@ -2556,6 +2570,56 @@ def table_columns(res, version):
 			return "Ready" if condition(o, "Ready") else "NotReady"
 		return [name, column("Status", state), age]
 	return [name, age]
+
+
+def rename(doc, old, new):
+	if isinstance(doc, dict) and old in doc:
+		doc[new] = doc.pop(old)
+
+
+PRIORITY_SOURCES = {"kueue.x-k8s.io": "kueue.x-k8s.io/workloadpriorityclass",
+		    "scheduling.k8s.io": "scheduling.k8s.io/priorityclass"}
+
+
+def convert(obj, kind, to):
+	"""Kueue's conversion between v1beta1 and v1beta2 (the storage
+	version), for the fields whose names differ; changes obj."""
+	spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+	status = obj.get("status") if isinstance(obj.get("status"),
+						 dict) else {}
+	up = to == "v1beta2"
+	if kind == "Workload":
+		if up and spec.get("priorityClassName"):
+			src = spec.pop("priorityClassSource", "")
+			group = "kueue.x-k8s.io" if src == PRIORITY_SOURCES[
+				"kueue.x-k8s.io"] else "scheduling.k8s.io"
+			spec["priorityClassRef"] = {
+				"group": group, "kind": "WorkloadPriorityClass" if
+				group == "kueue.x-k8s.io" else "PriorityClass",
+				"name": spec.pop("priorityClassName")}
+		elif not up and spec.get("priorityClassRef"):
+			ref = spec.pop("priorityClassRef")
+			spec["priorityClassName"] = ref.get("name")
+			spec["priorityClassSource"] = PRIORITY_SOURCES.get(
+				ref.get("group"), "")
+		spec.pop("priorityClassSource" if up else "preemptionGates", None)
+		# v1beta1's field name has a typo; v1beta2 fixed it.
+		names = ("accumulatedPastExexcutionTimeSeconds",
+			 "accumulatedPastExecutionTimeSeconds")
+		rename(status, *(names if up else names[::-1]))
+	elif kind == "ClusterQueue":
+		rename(spec, *(("cohort", "cohortName") if up else
+			       ("cohortName", "cohort")))
+		if up and spec.get("admissionChecks"):
+			spec.setdefault("admissionChecksStrategy", {
+				"admissionChecks": [{"name": n} for n in
+						    spec["admissionChecks"]]})
+		if up:
+			spec.pop("admissionChecks", None)
+	elif kind == "LocalQueue":
+		rename(status, *(("flavorUsage", "flavorsUsage") if up else
+				 ("flavorsUsage", "flavorUsage")))
+	return obj
 
 
 def random_suffix(n=5):

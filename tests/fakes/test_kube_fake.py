@@ -312,6 +312,25 @@ class Api(unittest.TestCase):
 		s, text, _ = f.call("GET", "/apis/nothing.example.com/v1")
 		self.assertEqual((s, text), (404, "404 page not found\n"))
 
+	def test_kueue_versions(self):
+		"""Kept in v1beta2, served in both, converted where names
+		differ."""
+		f = self.f
+		s, cq, _ = f.call("POST", "/apis/kueue.x-k8s.io/v1beta1/"
+				  "clusterqueues", {
+					  "apiVersion": "kueue.x-k8s.io/v1beta1",
+					  "kind": "ClusterQueue",
+					  "metadata": {"name": "old"},
+					  "spec": {"cohort": "team"}})
+		self.assertEqual(s, 201, cq)
+		self.assertEqual((cq["apiVersion"], cq["spec"]["cohort"]),
+				 ("kueue.x-k8s.io/v1beta1", "team"))
+		new = f.get(KQ + "/clusterqueues/old")
+		self.assertEqual((new["apiVersion"], new["spec"]["cohortName"]),
+				 ("kueue.x-k8s.io/v1beta2", "team"))
+		self.assertNotIn("cohort", new["spec"])
+		f.call("DELETE", KQ + "/clusterqueues/old")
+
 	def test_tables(self):
 		"""kubectl get asks for a Table: the CRD's printer columns."""
 		f = self.f
@@ -855,6 +874,11 @@ class Controllers(unittest.TestCase):
 		self.assertEqual(boss["spec"]["priorityClassRef"], {
 			"group": "scheduling.k8s.io", "kind": "PriorityClass",
 			"name": "high"})
+		old = f.get("/apis/kueue.x-k8s.io/v1beta1/namespaces/default/"
+			    "workloads/" + boss["metadata"]["name"])
+		self.assertEqual((old["spec"]["priorityClassName"],
+				  old["spec"]["priorityClassSource"]),
+				 ("high", "scheduling.k8s.io/priorityclass"))
 		# Requeued, readmitted and running again.
 		f.until("victim resumed", lambda: len([
 			p for p in f.pods("jobset.sigs.k8s.io/jobset-name=victim")
