@@ -61,6 +61,8 @@ pod=$(kc get pods -l batch.kubernetes.io/job-completion-index=1,jobset.sigs.k8s.
 	-o jsonpath='{.items[0].metadata.name}' 2>&1)
 out=$(kc logs "$pod" 2>&1)
 check "logs" "kubectl-1" "$out"
+out=$(kc logs -f "$pod" 2>&1)
+check "logs -f (a finished container)" "kubectl-1" "$out"
 out=$(kc get jobset kfid -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}' 2>&1)
 check "get -o jsonpath" "lq" "$out"
 out=$(kc delete jobset kfid 2>&1)

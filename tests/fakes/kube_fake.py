@@ -20,7 +20,9 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   metadata.namespace, spec.nodeName, status.phase), get, create (dryRun=All,
   generateName), replace (PUT, 409 Conflict on a stale resourceVersion),
   patch (merge, JSON patch; strategic merge is read as a merge patch),
-  delete (propagationPolicy Foreground/Background/Orphan, gracePeriodSeconds;
+  delete (propagationPolicy Foreground/Background/Orphan, by default
+  Background, Orphan for batch/v1 Jobs as the API server has it;
+  gracePeriodSeconds;
   the object is returned, or a Success Status for batch Jobs deleted at
   once), deletecollection, status subresources; watch (?watch=1: chunked JSON
   lines from resourceVersion, ADDED for every object without one or with
@@ -1321,9 +1323,11 @@ class Store:
 		foreground dependents or a pod's containers hold it."""
 		m = obj["metadata"]
 		if propagation is None:
-			# The server's default: Jobs orphan their pods only when
-			# asked by old clients; everything here is Background.
-			propagation = "Background"
+			# The server's default: batch/v1 Jobs keep their legacy
+			# OrphanDependents (kubectl asks for Background itself);
+			# everything else is Background.
+			propagation = "Orphan" if res.plural == "jobs" else \
+				"Background"
 		if m.get("deletionTimestamp"):
 			if res.plural == "pods" and grace is not None:
 				obj["_grace"] = min(obj.get("_grace", grace), grace)
@@ -1546,7 +1550,9 @@ class Handler(fake_common.Handler):
 
 	def check_token(self):
 		want = self.fake.require_token
-		if want is None:
+		# system:public-info-viewer: anyone may read these.
+		if want is None or self.raw_path in ("/version", "/healthz",
+						     "/livez", "/readyz"):
 			return
 		got = self.headers.get("Authorization", "")
 		if got != "Bearer " + want:

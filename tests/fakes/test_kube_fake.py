@@ -786,6 +786,36 @@ class Controllers(unittest.TestCase):
 		self.assertIn("RestartJobSetAction", events)
 		f.call("DELETE", JS_API + "/rs")
 
+	def test_bare_job_and_its_default_orphaning(self):
+		"""A Job on its own: NonIndexed pods; deleting it without a
+		propagationPolicy orphans them, as the API server does."""
+		f = self.f
+		jobs = "/apis/batch/v1/namespaces/default/jobs"
+		s, job, _ = f.call("POST", jobs, {
+			"apiVersion": "batch/v1", "kind": "Job",
+			"metadata": {"name": "bare"}, "spec": {
+				"parallelism": 2, "completions": 2, "template": {
+					"spec": {"restartPolicy": "Never", "containers": [{
+						"name": "c", "image": "x",
+						"command": ["sleep", "30"]}]}}}})
+		self.assertEqual(s, 201, job)
+		pods = f.until("bare's pods", lambda: (lambda p: p if len(p) == 2
+						       else None)(
+			f.pods("job-name=bare")))
+		self.assertNotIn("batch.kubernetes.io/job-completion-index",
+				 pods[0]["metadata"]["labels"])
+		s, body, _ = f.call("DELETE", jobs + "/bare")
+		self.assertEqual((s, body["kind"], body["status"]),
+				 (200, "Status", "Success"))
+		time.sleep(1)
+		left = f.pods("job-name=bare")
+		self.assertEqual(len(left), 2)
+		self.assertTrue(all(not p["metadata"].get("ownerReferences")
+				    for p in left))
+		for p in left:
+			f.call("DELETE", PODS + "/" + p["metadata"]["name"] +
+			       "?gracePeriodSeconds=0")
+
 	def test_fail_job_and_max_restarts(self):
 		f = self.f
 		f.queue("cq-fail", 16, lq="lq-fail", flavor="fail")
@@ -1009,6 +1039,8 @@ class Cluster(unittest.TestCase):
 					 (401, "Unauthorized", "Unauthorized"))
 			s, body, _ = f.call("GET", PODS, token=TOKEN)
 			self.assertEqual(s, 200)
+			s, body, _ = f.call("GET", "/version")
+			self.assertEqual((s, body["major"]), (200, "1"))
 			path = "/v1/projects/p/locations/us-east5/clusters/c1"
 			s, body, _ = f.call("GET", path, port=f.plain)
 			self.assertEqual((s, body["error"]["status"]),
