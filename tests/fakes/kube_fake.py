@@ -6,8 +6,10 @@ kubelet that runs each pod as a local process tree.
 The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
 - discovery: /version, /api, /api/v1, /apis, /apis/GROUP, /apis/GROUP/VERSION
   (plain APIGroupList/APIResourceList; aggregated discovery is not offered,
-  clients fall back as they do for an old server); no /openapi (use
-  kubectl --validate=false);
+  clients fall back as they do for an old server); /openapi/v3 only as far
+  as kubectl needs it to leave validation to the server (fieldValidation
+  on every PATCH operation, no schemas): kubectl create/apply then send
+  fieldValidation=Strict and print the server's refusal; no /openapi/v2;
 - resources: namespaces, pods (+ /log, /eviction, /status), events, nodes
   (made as pods are bound), priorityclasses (scheduling.k8s.io/v1), jobs
   (batch/v1), and every CRD
@@ -16,8 +18,9 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   both served, kept in v1beta2 and converted as Kueue's webhook does for
   the fields whose names differ: Workload priorityClassName/Source vs
   priorityClassRef, ClusterQueue cohort vs cohortName and admissionChecks,
-  LocalQueue status flavorUsage vs flavorsUsage): list (labelSelector, fieldSelector on metadata.name,
-  metadata.namespace, spec.nodeName, status.phase), get, create (dryRun=All,
+  LocalQueue status flavorUsage vs flavorsUsage): list (labelSelector,
+  fieldSelector on metadata.name, metadata.namespace, spec.nodeName,
+  status.phase), get, create (dryRun=All,
   generateName), replace (PUT, 409 Conflict on a stale resourceVersion),
   patch (merge, JSON patch; strategic merge is read as a merge patch),
   delete (propagationPolicy Foreground/Background/Orphan, by default
@@ -136,7 +139,8 @@ Control endpoints (no auth; JSON in and out, errors as Status objects):
                          ("method", "path" regex on path?query, "count",
                          "status" (+ "message", "retry_after"), "reset",
                          "stall", "processed"); GET lists, DELETE clears
-  POST /_fake/compact    forgets the watch history: older versions get 410
+  POST /_fake/compact    as etcd's compaction: a new watch from a version
+                         before now gets 410 (running watches go on)
   GET  /_fake/requests   [{"method", "path", "query", "body", "headers",
                          "status", "fault"}]; DELETE clears it
   GET  /_fake/processes  [{"namespace", "pod", "container", "pid", "pgid",
@@ -160,6 +164,7 @@ controller-gen output, checked against js-yaml by the kube-fidelity test.
 
 import argparse
 import base64
+import bisect
 import copy
 import datetime
 import hashlib
@@ -1220,6 +1225,7 @@ class Store:
 		self.uids = {}
 		self.rv = 1
 		self.history = []      # (rv, type, qualified, object)
+		self.base = 0          # history[0]'s place in all changes ever
 		self.history_max = history
 		self.oldest = 1        # versions below this are gone (410)
 		self.faults, self.requests, self.forbidden = [], [], []
@@ -1239,12 +1245,13 @@ class Store:
 			drop = len(self.history) - self.history_max
 			self.oldest = self.history[drop - 1][0] + 1
 			del self.history[:drop]
+			self.base += drop
 		self.cond.notify_all()
 
 	def compact(self):
-		self.history = []
+		"""Versions up to now are too old for a new watch; watches
+		already running keep going, as etcd's compaction lets them."""
 		self.oldest = self.rv + 1
-		self.cond.notify_all()
 
 	def get(self, res, ns, name):
 		return self.objects[res.qualified].get((ns or "", name))
@@ -2257,25 +2264,27 @@ class Fake:
 							  % rv_text)
 				seen = {o["metadata"]["uid"] for o in
 					st.items(r.res, r.ns) if matches(o)}
+			# Where in the history this watch reads next.
+			pos = st.base + bisect.bisect_right(st.history, last,
+							    key=lambda e: e[0])
+			gone = last < st.oldest - 1
 		h.start_chunks()
 		for x in out:
 			h.chunk(x)
 		last_sent = time.monotonic()
 		while True:
 			batch = []
-			gone = False
 			with st.lock:
-				if last < st.oldest - 1:
-					gone = True
-				else:
-					for rv, etype, q, obj in st.history:
-						if rv <= last or q != r.res.qualified:
-							continue
-						batch.append((rv, etype, obj))
-					if not batch:
-						left = deadline - time.monotonic()
-						st.cond.wait(max(0.01, min(
-							left, self.bookmark_interval)))
+				# Behind the kept history: changes were lost.
+				gone = gone or pos < st.base
+				new = [] if gone else st.history[pos - st.base:]
+				pos = st.base + len(st.history)
+				batch = [(rv, etype, obj) for rv, etype, q, obj in new
+					 if q == r.res.qualified and rv > last]
+				if not new and not gone:
+					left = deadline - time.monotonic()
+					st.cond.wait(max(0.01, min(
+						left, self.bookmark_interval)))
 			if gone:
 				h.chunk(line("ERROR", status_doc(
 					410, "Expired", "too old resource version: %d "
@@ -2300,11 +2309,6 @@ class Fake:
 					seen.discard(uid)
 					h.chunk(line("DELETED", obj))
 				last_sent = time.monotonic()
-			if not batch:
-				with st.lock:
-					if st.rv > last and not any(
-							rv > last for rv, *_ in st.history):
-						last = st.rv
 			if time.monotonic() >= deadline:
 				break
 			if bookmarks and time.monotonic() - last_sent >= \
@@ -2312,8 +2316,7 @@ class Fake:
 				h.chunk(line("BOOKMARK", {
 					"kind": r.res.kind, "apiVersion":
 					r.res.api_version(r.version), "metadata": {
-						"resourceVersion": str(max(last,
-									   st.rv))}}))
+						"resourceVersion": str(st.rv)}}))
 				last_sent = time.monotonic()
 		h.end_chunks()
 		h.close_connection = True

@@ -619,8 +619,21 @@ class Api(unittest.TestCase):
 				      "resourceVersion=%s" %
 				      f.get(path)["metadata"]["resourceVersion"], 1)
 		self.assertEqual(ev[0]["type"], "BOOKMARK")
-		# A version older than the history: 410 in an ERROR event.
+		# A watch running across a compaction goes on.
+		c = f.conn()
+		c.request("GET", path + "?watch=1&resourceVersion=" +
+			  f.get(path)["metadata"]["resourceVersion"])
+		r = c.getresponse()
 		f.ctl("POST", "/_fake/compact")
+		f.call("POST", path, lq("w3", "c"))
+		line = b""
+		while not line.startswith(b"{"):
+			line = r.fp.readline()
+		self.assertEqual(json.loads(line)["object"]["metadata"]["name"],
+				 "w3")
+		c.close()
+		f.call("DELETE", path + "/w3")
+		# A new one from before it: 410 in an ERROR event.
 		ev = self.watch_lines(path + "?watch=1&resourceVersion=%s" % rv, 1)
 		self.assertEqual(ev[0]["type"], "ERROR")
 		self.assertEqual((ev[0]["object"]["code"],
