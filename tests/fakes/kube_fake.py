@@ -10,8 +10,9 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   as kubectl needs it to leave validation to the server (fieldValidation
   on every PATCH operation, no schemas): kubectl create/apply then send
   fieldValidation=Strict and print the server's refusal; no /openapi/v2;
-- resources: namespaces, pods (+ /log, /eviction, /status), events, nodes
-  (made as pods are bound), priorityclasses (scheduling.k8s.io/v1), jobs
+- resources: namespaces (deleting one deletes its content first, and
+  refuses new content meanwhile), pods (+ /log, /eviction, /status),
+  events, nodes (made as pods are bound), priorityclasses (scheduling.k8s.io/v1), jobs
   (batch/v1), and every CRD
   in the CRD directory (default ../shared/k8s from the repository root:
   JobSet jobset.x-k8s.io/v1alpha2; Kueue kueue.x-k8s.io v1beta1 and v1beta2,
@@ -1295,7 +1296,10 @@ class Store:
 	@staticmethod
 	def held(res, obj):
 		"""A pod being deleted stays until its containers are gone
-		(the kubelet says so)."""
+		(the kubelet says so); a namespace until its content is (the
+		namespace controller removes it)."""
+		if res.plural == "namespaces":
+			return True
 		return res.plural == "pods" and not obj.get(
 			"_stopped", not obj.get("spec", {}).get("nodeName"))
 
@@ -1808,9 +1812,18 @@ class Fake:
 		m = h.command
 		if r.ns is not None and not (r.res.plural == "namespaces"):
 			with st.lock:
-				if st.get(st.resource("namespaces"), "", r.ns) is None \
-						and m != "GET":
+				ns = st.get(st.resource("namespaces"), "", r.ns)
+				if ns is None and m != "GET":
 					raise not_found(st.resource("namespaces"), r.ns)
+				if ns is not None and m == "POST" and \
+						ns["metadata"].get("deletionTimestamp"):
+					raise KubeError(403, "Forbidden", '%s "%s" is '
+							'forbidden: unable to create new '
+							'content in namespace %s because it '
+							'is being terminated' % (
+								r.res.qualified, decode_json(
+									h.body).get("metadata", {})
+								.get("name", ""), r.ns))
 		if r.name is None:
 			if m == "GET":
 				if h.query.get("watch") in ("1", "true"):
@@ -2847,6 +2860,31 @@ class Controllers:
 			self.job(job)
 		self.fake.kubelet.schedule()
 		self.st.collect_garbage()
+		self.namespaces()
+
+	def namespaces(self):
+		"""The namespace controller: a terminating namespace's content
+		is deleted, then its "kubernetes" finalizer goes."""
+		st = self.st
+		nres = self.r("namespaces")
+		for ns in st.items(nres):
+			m = ns["metadata"]
+			if not m.get("deletionTimestamp"):
+				continue
+			ns.setdefault("status", {})["phase"] = "Terminating"
+			left = False
+			for q, objs in st.objects.items():
+				res = st.res[q]
+				for o in [o for (n, _), o in list(objs.items())
+					  if n == m["name"] and res.namespaced]:
+					left = True
+					if not o["metadata"].get("deletionTimestamp"):
+						st.delete(res, o, "Background")
+			fins = ns.get("spec", {}).get("finalizers") or []
+			if not left and "kubernetes" in fins:
+				fins.remove("kubernetes")
+			if not left and not fins:
+				st.remove(nres, ns)
 
 	def event(self, obj, res, etype, reason, message):
 		"""A core/v1 Event about obj."""

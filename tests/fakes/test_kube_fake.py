@@ -550,6 +550,27 @@ class Api(unittest.TestCase):
 				 (200, [name]))
 		self.assertIsNone(f.get(path + "/" + name))
 
+	def test_namespace_deletion(self):
+		f = self.f
+		s, ns, _ = f.call("POST", "/api/v1/namespaces", {
+			"apiVersion": "v1", "kind": "Namespace",
+			"metadata": {"name": "team"}})
+		self.assertEqual(s, 201, ns)
+		path = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team/jobsets"
+		doc = rendered("inteam", "sleep 30", queue="none")
+		self.assertEqual(f.call("POST", path, doc)[0], 201)
+		s, body, _ = f.call("DELETE", "/api/v1/namespaces/team")
+		self.assertEqual(s, 200)
+		doc["metadata"]["name"] = "late"
+		s, body, _ = f.call("POST", path, doc)
+		self.assertEqual((s, body["message"]), (403, 'jobsets.jobset.x-'
+				 'k8s.io "late" is forbidden: unable to create new '
+				 'content in namespace team because it is being '
+				 'terminated'))
+		f.until("team gone", lambda: f.get("/api/v1/namespaces/team") is
+			None)
+		self.assertEqual(f.get(path)["items"], [])
+
 	def test_faults(self):
 		f = self.f
 		f.ctl("POST", "/_fake/faults", [
