@@ -12,9 +12,9 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   fieldValidation=Strict and print the server's refusal; no /openapi/v2;
 - resources: namespaces (deleting one deletes its content first, and
   refuses new content meanwhile), pods (+ /log, /eviction, /status),
-  events, nodes (made as pods are bound), priorityclasses (scheduling.k8s.io/v1), jobs
-  (batch/v1), and every CRD
-  in the CRD directory (default ../shared/k8s from the repository root:
+  events, nodes (made as pods are bound), priorityclasses
+  (scheduling.k8s.io/v1), jobs (batch/v1), and every CRD in the CRD
+  directory (default ../shared/k8s from the repository root:
   JobSet jobset.x-k8s.io/v1alpha2; Kueue kueue.x-k8s.io v1beta1 and v1beta2,
   both served, kept in v1beta2 and converted as Kueue's webhook does for
   the fields whose names differ: Workload priorityClassName/Source vs
