@@ -4385,14 +4385,14 @@ def main():
 	ap.add_argument("--verbose", action="store_true")
 	args = ap.parse_args()
 
+	resources = [r for r in BUILTIN if r.group not in args.without_group]
+	resources += load_crds(args.crds, args.without_group)
 	temp = None
 	state = args.state_dir
 	if not state:
 		temp = tempfile.mkdtemp(prefix="kube-fake-")
 		state = temp
 	os.makedirs(state, exist_ok=True)
-	resources = [r for r in BUILTIN if r.group not in args.without_group]
-	resources += load_crds(args.crds, args.without_group)
 	fake = Fake(args, resources, state)
 
 	servers = []
