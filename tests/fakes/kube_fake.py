@@ -4365,6 +4365,24 @@ class TLSServer(gcs_fake.Server):
 		self.RequestHandlerClass(request, client_address, self)
 
 
+def listen(args, state, fake):
+	"""The API's server (HTTPS with --tls, its CA made here) and the
+	plain HTTP one."""
+	servers = []
+	if args.tls:
+		ca, cert, key = make_certificates(state)
+		with open(ca) as f:
+			fake.ca_pem = f.read()
+		api = TLSServer(("127.0.0.1", args.port), Handler)
+		api.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+		api.tls.load_cert_chain(cert, key)
+		servers.append(api)
+	else:
+		servers.append(gcs_fake.Server(("127.0.0.1", args.port), Handler))
+	servers.append(gcs_fake.Server(("127.0.0.1", 0), Handler))
+	return servers
+
+
 def main():
 	ap = argparse.ArgumentParser(description="Fake Kubernetes API server "
 				     "(JobSet, Kueue, pods as processes) for "
@@ -4395,18 +4413,12 @@ def main():
 	os.makedirs(state, exist_ok=True)
 	fake = Fake(args, resources, state)
 
-	servers = []
-	if args.tls:
-		ca, cert, key = make_certificates(state)
-		with open(ca) as f:
-			fake.ca_pem = f.read()
-		api = TLSServer(("127.0.0.1", args.port), Handler)
-		api.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-		api.tls.load_cert_chain(cert, key)
-		servers.append(api)
-	else:
-		servers.append(gcs_fake.Server(("127.0.0.1", args.port), Handler))
-	servers.append(gcs_fake.Server(("127.0.0.1", 0), Handler))
+	try:
+		servers = listen(args, state, fake)
+	except BaseException:
+		if temp:
+			shutil.rmtree(temp, ignore_errors=True)
+		raise
 	for s in servers:
 		s.fake = fake
 		s.store = fake.store
