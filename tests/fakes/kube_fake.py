@@ -144,8 +144,11 @@ Control endpoints (no auth; JSON in and out, errors as Status objects):
                          before now gets 410 (running watches go on)
   GET  /_fake/requests   [{"method", "path", "query", "body", "headers",
                          "status", "fault"}]; DELETE clears it
-  GET  /_fake/processes  [{"namespace", "pod", "container", "pid", "pgid",
-                         "running", "exitCode"}]
+  GET  /_fake/processes  [{"namespace", "pod", "container", "pid" (unshare's,
+                         = "pgid"), "initPid" (the container's PID 1 on
+                         the host), "running", "exitCode", "tree": [{"pid",
+                         "cmdline"}] (PID 1 and all below it: to crash or
+                         hang a trainer by pid, as on the local provider)}]
   GET  /_fake/state      every stored object, by resource
 
 Usage: kube_fake.py --port-file FILE [--port N] [--crds DIR] [--state-dir D]
@@ -3732,6 +3735,24 @@ def field_value(pod, path):
 	return ""
 
 
+def process_tree(pid):
+	"""[{"pid", "cmdline"}] for pid and every process below it (host
+	pids), for tests that crash or hang a process inside a pod."""
+	out, todo = [], [pid]
+	while todo:
+		p = todo.pop(0)
+		try:
+			with open("/proc/%d/cmdline" % p, "rb") as f:
+				cmd = f.read().replace(b"\0", b" ").decode(
+					"utf-8", "replace").strip()
+			with open("/proc/%d/task/%d/children" % (p, p)) as f:
+				todo += [int(x) for x in f.read().split()]
+		except (OSError, ValueError):
+			continue
+		out.append({"pid": p, "cmdline": cmd})
+	return out
+
+
 class Container:
 	"""One container's process: unshare, then the command."""
 
@@ -4248,11 +4269,12 @@ class Kubelet:
 				if x.proc is None:
 					continue
 				running = x.proc.poll() is None
+				init = x.init_pid() if running else None
 				out.append({"namespace": x.pod_key[0], "pod": x.pod_key[1],
 					    "container": x.name, "pid": x.proc.pid,
-					    "initPid": x.init_pid() if running else None,
-					    "pgid": x.proc.pid, "running": running,
-					    "exitCode": x.exit_code})
+					    "initPid": init, "pgid": x.proc.pid,
+					    "running": running, "exitCode": x.exit_code,
+					    "tree": process_tree(init) if init else []})
 		return out
 
 	def kill_all(self):

@@ -1105,6 +1105,10 @@ class Cluster(unittest.TestCase):
 			tree = f.until("the pod's process tree", lambda: (
 				lambda t: t if len(t) >= 3 else None)(
 					descendants(procs[0]["pid"])))
+			listed = f.until("the tree listed", lambda: [
+				x for p in f.ctl("GET", "/_fake/processes")[1]
+				for x in p["tree"] if x["cmdline"] == "sleep 300"])
+			self.assertIn(listed[0]["pid"], tree)
 		finally:
 			f.stop()
 		# Stopping the fake stopped every process it started.
