@@ -1122,16 +1122,7 @@ class Cluster(unittest.TestCase):
 
 def descendants(pid):
 	"""pid and every process below it."""
-	out, todo = [], [pid]
-	while todo:
-		p = todo.pop()
-		out.append(p)
-		try:
-			with open("/proc/%d/task/%d/children" % (p, p)) as f:
-				todo += [int(x) for x in f.read().split()]
-		except OSError:
-			pass
-	return out
+	return [x["pid"] for x in kube_fake.process_tree(pid)]
 
 
 if __name__ == "__main__":
