@@ -974,43 +974,99 @@ static int nodes_ready(struct tpu_client *c, const struct tpu_qr *q,
 	}
 }
 
-int tpu_qr_reset(struct tpu_client *c, const char *id, bool wait,
-		 unsigned timeout_ms, struct err *e)
+/* POSTs body to the queued resource's custom method verb (":reset") and,
+ * when wait, follows its operation to the end; what names it in errors
+ * ("reset"). */
+static int qr_method(struct tpu_client *c, const char *id, const char *verb,
+		     const char *body, const char *what, bool wait,
+		     struct poller *p, struct err *e)
 {
 	struct http_response resp;
-	struct poller p;
-	struct buf url, what;
-	int rc;
+	struct buf url, name;
+	int rc = 0;
 
 	if (!given(id))
 		return err_set(e, CLOUD_EINVAL, "no queued resource named");
-	poller_init(&p, c, mono_ms(), timeout_ms);
 	http_response_init(&resp);
 	buf_init(&url);
-	buf_init(&what);
-	if (url_for(c, &url, "queuedResources", id, ":reset") ||
-	    buf_appendf(&what, "resetting queued resource %s", id)) {
+	buf_init(&name);
+	if (url_for(c, &url, "queuedResources", id, verb) ||
+	    buf_appendf(&name, "%s of queued resource %s", what, id))
 		rc = nomem(e);
-		goto out;
-	}
-	/* A second reset of a slice being reset does no harm. */
-	rc = call(c, "POST", url.data, "{}", true, &resp, e);
-	if (rc || !wait)
-		goto out;
-	rc = op_wait(c, &resp, what.data, &p, e);
-	if (!rc) {
-		struct tpu_qr q;
-
-		rc = tpu_qr_get(c, id, &q, e);
-		if (!rc) {
-			rc = nodes_ready(c, &q, &p, e);
-			tpu_qr_release(&q);
-		}
-	}
-out:
+	/* Each method here is safe to repeat: a second reset of a slice
+	 * being reset does no harm, and a maintenance already started
+	 * finds none pending (an error naming the state, never a second
+	 * maintenance). */
+	if (!rc)
+		rc = call(c, "POST", url.data, body, true, &resp, e);
+	if (!rc && wait)
+		rc = op_wait(c, &resp, name.data, p, e);
 	buf_release(&url);
-	buf_release(&what);
+	buf_release(&name);
 	http_response_release(&resp);
+	return rc;
+}
+
+int tpu_qr_reset(struct tpu_client *c, const char *id, bool wait,
+		 unsigned timeout_ms, struct err *e)
+{
+	struct tpu_qr q;
+	struct poller p;
+	int rc;
+
+	poller_init(&p, c, mono_ms(), timeout_ms);
+	rc = qr_method(c, id, ":reset", "{}", "reset", wait, &p, e);
+	if (rc || !wait)
+		return rc;
+	rc = tpu_qr_get(c, id, &q, e);
+	if (!rc) {
+		rc = nodes_ready(c, &q, &p, e);
+		tpu_qr_release(&q);
+	}
+	return rc;
+}
+
+/* {"nodeNames": [...]} with the names as given, ids or full names (gcloud
+ * 528's perform-maintenance sends the ids it is given); "{}" for none
+ * (every node with maintenance announced). */
+static int maintenance_body(const struct strlist *nodes, char **out,
+			    struct err *e)
+{
+	json_t *root = json_object(), *names = json_array();
+	int rc = 0;
+
+	*out = NULL;
+	if (!root || !names)
+		rc = nomem(e);
+	for (size_t i = 0; !rc && nodes && i < nodes->n; i++)
+		if (json_array_append_new(names, json_string(nodes->v[i])))
+			rc = err_set(e, CLOUD_EINVAL,
+				     "node name %.80s is not UTF-8 text",
+				     nodes->v[i]);
+	if (!rc && json_array_size(names) &&
+	    json_object_set(root, "nodeNames", names))
+		rc = nomem(e);
+	if (!rc && !(*out = json_dumps(root, JSON_COMPACT)))
+		rc = nomem(e);
+	json_decref(names);
+	json_decref(root);
+	return rc;
+}
+
+int tpu_qr_perform_maintenance(struct tpu_client *c, const char *id,
+			       const struct strlist *nodes, bool wait,
+			       unsigned timeout_ms, struct err *e)
+{
+	struct poller p;
+	char *body = NULL;
+	int rc;
+
+	poller_init(&p, c, mono_ms(), timeout_ms);
+	rc = maintenance_body(nodes, &body, e);
+	if (!rc)
+		rc = qr_method(c, id, ":performMaintenanceQueuedResource",
+			       body, "maintenance", wait, &p, e);
+	free(body);
 	return rc;
 }
 

@@ -6,6 +6,7 @@
  */
 #include "cloud/tpu.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,6 +152,8 @@ void tpu_qr_release(struct tpu_qr *q)
 	free(q->accelerator_type);
 	free(q->runtime_version);
 	free(q->reservation);
+	free(q->max_run_duration);
+	free(q->termination_time);
 	free(q->error_message);
 	for (size_t i = 0; i < q->nnodes; i++)
 		free(q->node_ids[i]);
@@ -284,10 +287,28 @@ static int qr_tpu(struct ctx *c, json_t *o, struct tpu_qr *q)
 
 static int qr_capacity(struct ctx *c, json_t *o, struct tpu_qr *q)
 {
-	json_t *spot, *guaranteed, *best, *reserved;
+	json_t *spot, *guaranteed, *best, *reserved, *run;
+	char *model = NULL;
+	bool flex;
 	int rc;
 
-	rc = get_object(c, o, "spot", "spot", &spot);
+	rc = dup_string(c, o, "provisioningModel", "provisioningModel",
+			&model);
+	if (rc)
+		return rc;
+	flex = !strcmp(model, "FLEX_START");
+	free(model);
+	rc = get_object(c, o, "runDuration", "runDuration", &run);
+	if (!rc)
+		rc = dup_string(c, run, "maxRunDuration",
+				"runDuration.maxRunDuration",
+				&q->max_run_duration);
+	if (!rc)
+		rc = dup_string(c, run, "terminationTime",
+				"runDuration.terminationTime",
+				&q->termination_time);
+	if (!rc)
+		rc = get_object(c, o, "spot", "spot", &spot);
 	if (!rc)
 		rc = get_object(c, o, "guaranteed", "guaranteed", &guaranteed);
 	if (!rc)
@@ -300,7 +321,9 @@ static int qr_capacity(struct ctx *c, json_t *o, struct tpu_qr *q)
 	reserved = field(guaranteed, "reserved");
 	if (reserved && !json_is_boolean(reserved))
 		return bad(c, "guaranteed.reserved", "not a boolean");
-	if (spot)
+	if (flex)
+		q->capacity = "flex-start";
+	else if (spot)
 		q->capacity = "spot";
 	else if (json_is_true(reserved) || *q->reservation)
 		q->capacity = "reserved";
@@ -363,6 +386,11 @@ void tpu_node_release(struct tpu_node *n)
 		free(n->endpoints[i].external_ip);
 	}
 	free(n->endpoints);
+	free(n->maintenance.type);
+	free(n->maintenance.status);
+	free(n->maintenance.window_start);
+	free(n->maintenance.window_end);
+	free(n->maintenance.latest_start);
 	free(n->json);
 	memset(n, 0, sizeof(*n));
 }
@@ -400,6 +428,46 @@ static int node_endpoint(struct ctx *c, json_t *ep, size_t i,
 	return rc;
 }
 
+/* Node.upcomingMaintenance; every string is "" when absent, so a node
+ * without it has them all "" and announced false. */
+static int node_maintenance(struct ctx *c, json_t *o,
+			    struct tpu_maintenance *m)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} strings[] = {
+		{ "type", offsetof(struct tpu_maintenance, type) },
+		{ "maintenanceStatus", offsetof(struct tpu_maintenance, status) },
+		{ "windowStartTime",
+		  offsetof(struct tpu_maintenance, window_start) },
+		{ "windowEndTime", offsetof(struct tpu_maintenance, window_end) },
+		{ "latestWindowStartTime",
+		  offsetof(struct tpu_maintenance, latest_start) },
+	};
+	json_t *um, *can;
+	char path[64];
+	int rc = get_object(c, o, "upcomingMaintenance", "upcomingMaintenance",
+			    &um);
+
+	for (size_t i = 0; !rc && i < sizeof(strings) / sizeof(strings[0]);
+	     i++) {
+		snprintf(path, sizeof(path), "upcomingMaintenance.%s",
+			 strings[i].key);
+		rc = dup_string(c, um, strings[i].key, path,
+				(char **)((char *)m + strings[i].off));
+	}
+	if (rc)
+		return rc;
+	can = field(um, "canReschedule");
+	if (can && !json_is_boolean(can))
+		return bad(c, "upcomingMaintenance.canReschedule",
+			   "not a boolean");
+	m->announced = um != NULL;
+	m->can_reschedule = json_is_true(can);
+	return 0;
+}
+
 static int node_from_json(struct ctx *c, json_t *o, const char *text,
 			  size_t len, void *node)
 {
@@ -429,6 +497,8 @@ static int node_from_json(struct ctx *c, json_t *o, const char *text,
 	if (!rc)
 		rc = dup_string(c, o, "acceleratorType", "acceleratorType",
 				&out->accelerator_type);
+	if (!rc)
+		rc = node_maintenance(c, o, &out->maintenance);
 	if (!rc)
 		rc = get_array(c, o, "networkEndpoints", "networkEndpoints",
 			       &eps);

@@ -77,6 +77,41 @@ int tpu_options_open(struct tpu_options *to, struct tpu_client **c)
 	return 0;
 }
 
+/* GENERATION-SIZE in lower case ("v4-32", "v5litepod-16", "v6e-8"): the
+ * shape of every accelerator type the API has named. Anything else, a
+ * shell metacharacter above all, is refused here rather than sent. */
+static bool accelerator_type_valid(const char *t)
+{
+	size_t gen = strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789");
+	size_t size;
+
+	if (gen == 0 || gen > 24 || t[0] < 'a' || t[0] > 'z' || t[gen] != '-')
+		return false;
+	size = strspn(t + gen + 1, "0123456789");
+	return size > 0 && size <= 6 && t[gen + 1] != '0' &&
+	       t[gen + 1 + size] == '\0';
+}
+
+/* Every command's --accelerator-type, checked in one place. */
+static int check_accelerator_type(const struct opt *opts)
+{
+	for (const struct opt *o = opts; o->name; o++) {
+		const char *t;
+
+		if (strcmp(o->name, "accelerator-type") ||
+		    o->kind != OPT_STRING)
+			continue;
+		t = *(const char *const *)o->value;
+		if (t && !accelerator_type_valid(t)) {
+			log_error("--accelerator-type '%s' is not an "
+				  "accelerator type: GENERATION-SIZE, such as "
+				  "v4-32, v5litepod-16, v5p-8 or v6e-8", t);
+			return EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
 int tpu_command_parse(const struct opt *opts, int argc, char **argv,
 		      const char *usage, struct strlist *pos, size_t npos)
 {
@@ -86,6 +121,9 @@ int tpu_command_parse(const struct opt *opts, int argc, char **argv,
 	snprintf(name, sizeof(name), "slicectl %s", argv[0]);
 	status = opt_parse_command(opts, argc, argv, name, usage, false, pos);
 
+	if (status >= 0)
+		return status;
+	status = check_accelerator_type(opts);
 	if (status >= 0)
 		return status;
 	if (pos->n != npos) {
