@@ -1492,6 +1492,10 @@ class Handler(fake_common.Handler):
 		else:
 			body = json.dumps(doc).encode() + b"\n"
 			ctype = "application/json"
+		# Logged before it is sent: a client may ask for the log as
+		# soon as it has the answer.
+		if self.log_entry is not None:
+			self.log_entry["status"] = code
 		self.send_response(code)
 		self.send_header("Content-Type", ctype)
 		self.send_header("Audit-Id", str(uuid.uuid4()))
@@ -1503,8 +1507,6 @@ class Handler(fake_common.Handler):
 		self.end_headers()
 		if self.command != "HEAD":
 			self.wfile.write(body)
-		if self.log_entry is not None:
-			self.log_entry["status"] = code
 
 	def answer_error(self, err):
 		self.answer(err.code, None if err.text else err.body(),
@@ -1575,13 +1577,13 @@ class Handler(fake_common.Handler):
 	# ---- streaming
 
 	def start_chunks(self, ctype="application/json"):
+		if self.log_entry is not None:
+			self.log_entry["status"] = 200
 		self.send_response(200)
 		self.send_header("Content-Type", ctype)
 		self.send_header("Transfer-Encoding", "chunked")
 		self.send_header("Cache-Control", "no-cache, private")
 		self.end_headers()
-		if self.log_entry is not None:
-			self.log_entry["status"] = 200
 
 	def chunk(self, data):
 		if data:
