@@ -5,10 +5,13 @@ on it: discovery, refusals by the CRD schemas (bad enum, unknown fields
 at JobSet, Job and Pod level under each fieldValidation, bad quantity,
 wrong type, ObjectMeta) and by JobSet's webhook, 404/409/401/403 Status
 bodies, faults, watch semantics (resourceVersion, selectors, 410,
-bookmarks), Kueue admission and priority preemption, JobSet restarts and
-failure policy, Job podFailurePolicy, pods running as real processes with
-the environment and mounts as rendered, logs, eviction with its grace,
-node loss, the container API and TLS, and that nothing outlives the fake.
+bookmarks, compaction), patches, dryRun, status subresources, tables,
+Kueue's two versions, namespace deletion, Kueue admission, its visibility
+API and priority preemption, JobSet restarts, failure and success
+policies and TTL, Job podFailurePolicy, deadlines and orphaning, pods
+running as real processes with the environment, mounts and /etc/hosts as
+rendered, logs, eviction with its grace, node loss, the container API and
+TLS, and that nothing outlives the fake.
 Runs as root (the pods' private mount namespaces need it) or skips.
 """
 
@@ -16,7 +19,6 @@ import base64
 import http.client
 import json
 import os
-import signal
 import ssl
 import subprocess
 import sys
