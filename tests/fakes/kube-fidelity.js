@@ -4,9 +4,9 @@
 // and a JobSet, reads, lists and watches it, follows its pods with an
 // informer, lists them and reads a pod's log, sees the server's errors
 // as ApiExceptions, and deletes it.
-// First, js-yaml checks that kube_fake.py's YAML reader gave, for every
-// CRD file, what a real YAML parser gives (YAML_DUMPS: "file.yaml=file.json"
-// pairs written by the reader). Exits 0 when every check passes.
+// First, js-yaml checks that the fake's YAML reader (kube_yaml.py) gave,
+// for every CRD file, what a real YAML parser gives (YAML_DUMPS:
+// "file.yaml=file.json" pairs written by the reader). Exits 0 when every check passes.
 'use strict';
 
 const fs = require('fs');

@@ -28,7 +28,10 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import kube_fake  # noqa: E402  (its YAML reader and schema check)
+import kube_api  # noqa: E402  (the schema check)
+import kube_fake  # noqa: E402  (its CRDs)
+import kube_kubelet  # noqa: E402  (process_tree)
+import kube_yaml  # noqa: E402  (the YAML reader)
 
 JS_API = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
 KQ = "/apis/kueue.x-k8s.io/v1beta2"
@@ -262,7 +265,7 @@ l: >
 ---
 second: doc
 """
-		docs = kube_fake.load_yaml(text)
+		docs = kube_yaml.load_yaml(text)
 		self.assertEqual(docs[0], {
 			"a": 1, "b": "True", "c": True,
 			"d": "line one\n  indented\nline three",
@@ -272,8 +275,8 @@ second: doc
 		self.assertEqual(docs[1], {"second": "doc"})
 
 	def test_refuses_what_it_cannot_read(self):
-		with self.assertRaises(kube_fake.YamlError):
-			kube_fake.load_yaml("a: &anchor 1\nb: *anchor\n")
+		with self.assertRaises(kube_yaml.YamlError):
+			kube_yaml.load_yaml("a: &anchor 1\nb: *anchor\n")
 
 	def test_every_crd_loads(self):
 		crds = kube_fake.load_crds(kube_fake.default_crds())
@@ -457,7 +460,7 @@ class Api(unittest.TestCase):
 		# The Workload the fake makes passes Kueue's own schema.
 		res = {r.plural: r for r in kube_fake.load_crds(
 			kube_fake.default_crds())}["workloads"]
-		chk = kube_fake.SchemaCheck()
+		chk = kube_api.SchemaCheck()
 		chk.run(res.schemas["v1beta2"], wl)
 		self.assertEqual((chk.unknown, chk.errs.items), ([], []))
 		self.f.until("inadmissible", lambda: [
@@ -1124,7 +1127,7 @@ class Cluster(unittest.TestCase):
 
 def descendants(pid):
 	"""pid and every process below it."""
-	return [x["pid"] for x in kube_fake.process_tree(pid)]
+	return [x["pid"] for x in kube_kubelet.process_tree(pid)]
 
 
 if __name__ == "__main__":
