@@ -54,9 +54,9 @@ rm -rf "$work/yaml" && mkdir -p "$work/yaml" || exit 1
 dumps=""
 for f in "$crds"/*.yaml; do
 	out="$work/yaml/$(basename "$f").json"
-	(cd "$here" && "$python" -c 'import json, sys, kube_fake
+	(cd "$here" && "$python" -c 'import json, sys, kube_yaml
 with open(sys.argv[1]) as f:
-	docs = kube_fake.load_yaml(f.read())
+	docs = kube_yaml.load_yaml(f.read())
 with open(sys.argv[2], "w") as f:
 	json.dump(docs, f)' "$f" "$out") || exit 1
 	dumps="$dumps $f=$out"
