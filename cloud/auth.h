@@ -27,8 +27,9 @@
 
 /* userinfo.email too, so GKE's RBAC sees a service account by its email
  * (as gke-gcloud-auth-plugin asks for it), not its numeric id. */
-#define AUTH_SCOPE "https://www.googleapis.com/auth/cloud-platform " \
-	"https://www.googleapis.com/auth/userinfo.email"
+#define AUTH_SCOPE_CLOUD "https://www.googleapis.com/auth/cloud-platform"
+#define AUTH_SCOPE_EMAIL "https://www.googleapis.com/auth/userinfo.email"
+#define AUTH_SCOPE AUTH_SCOPE_CLOUD " " AUTH_SCOPE_EMAIL
 #define AUTH_TOKEN_URI "https://oauth2.googleapis.com/token"
 #define AUTH_STS_BASE "https://sts.googleapis.com"
 #define AUTH_STS_PATH "/v1/token"

@@ -485,10 +485,15 @@ static int sts_exchange(struct auth *a, struct http_client *h, struct err *e)
 				strlen(a->user_project)) ||
 	     buf_appends(&options, "}")))
 		rc = CLOUD_ENOMEM;
+	/* With impersonation the exchanged token only buys the service
+	 * account's, which carries the scopes; Google's clients ask STS for
+	 * cloud-platform alone then. */
 	if (!rc)
 		rc = auth_form_field(&form, "grant_type", TOKEN_EXCHANGE) ||
 		     auth_form_field(&form, "audience", a->audience) ||
-		     auth_form_field(&form, "scope", AUTH_SCOPE) ||
+		     auth_form_field(&form, "scope",
+				     a->impersonation_url ? AUTH_SCOPE_CLOUD
+							  : AUTH_SCOPE) ||
 		     auth_form_field(&form, "requested_token_type",
 				     ACCESS_TOKEN_TYPE) ||
 		     auth_form_field(&form, "subject_token", subject) ||
@@ -547,7 +552,8 @@ static int impersonate(struct auth *a, struct http_client *h,
 	buf_init(&auth);
 	buf_init(&body);
 	if (buf_appendf(&auth, "Authorization: Bearer %s", bearer) ||
-	    buf_appends(&body, "{\"scope\":[\"" AUTH_SCOPE "\"],"
+	    buf_appends(&body, "{\"scope\":[\"" AUTH_SCOPE_CLOUD "\",\""
+			AUTH_SCOPE_EMAIL "\"],"
 			"\"delegates\":") ||
 	    buf_appends(&body, a->delegates) ||
 	    buf_appends(&body, ",\"lifetime\":\"3600s\"}")) {

@@ -599,9 +599,14 @@ Test(auth, impersonated_user_source_and_the_cache)
 	cr_assert_str_eq(member(r, "headers", "content-type"),
 			 "application/json");
 	body = json_object_get(r, "json");
+	/* One scope an element, as IAM takes them. */
+	cr_assert_eq(json_array_size(json_object_get(body, "scope")), 2);
 	cr_assert_str_eq(json_string_value(json_array_get(
 				 json_object_get(body, "scope"), 0)),
-			 AUTH_SCOPE);
+			 AUTH_SCOPE_CLOUD);
+	cr_assert_str_eq(json_string_value(json_array_get(
+				 json_object_get(body, "scope"), 1)),
+			 AUTH_SCOPE_EMAIL);
 	cr_assert_str_eq(json_string_value(json_array_get(
 				 json_object_get(body, "delegates"), 0)),
 			 "projects/-/serviceAccounts/hop@proj.iam."

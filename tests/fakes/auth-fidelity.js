@@ -27,7 +27,10 @@ if (!base || !probe || !work) {
 	process.exit(2);
 }
 
-const CLOUD = 'https://www.googleapis.com/auth/cloud-platform';
+// The scopes slicectl asks for (cloud/auth.h AUTH_SCOPE): userinfo.email
+// lets GKE's RBAC see a service account by its email.
+const SCOPES = ['https://www.googleapis.com/auth/cloud-platform',
+		'https://www.googleapis.com/auth/userinfo.email'];
 const SA = 'target@proj.iam.gserviceaccount.com';
 const WORKLOAD = '//iam.googleapis.com/projects/123/locations/global/' +
 	'workloadIdentityPools/pool/providers/prov';
@@ -146,7 +149,7 @@ async function tokenKind(token) {
 }
 
 async function viaGoogle(c, file) {
-	const auth = new GoogleAuth({keyFilename: file, scopes: [CLOUD]});
+	const auth = new GoogleAuth({keyFilename: file, scopes: SCOPES});
 	const client = await auth.getClient();
 	if (c.patch)
 		c.patch(client);

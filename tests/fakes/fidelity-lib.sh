@@ -36,16 +36,19 @@ fidelity_npm_install() {
 	fi
 }
 
-# fidelity_start_fake WORK SCRIPT: starts the fake (a Python script next
-# to this file that takes --port-file), its stderr in WORK/fake.log, and
-# waits until it listens; sets $fake_base to http://127.0.0.1:PORT. The
+# fidelity_start_fake WORK SCRIPT [ARG...]: starts the fake (a Python
+# script next to this file that takes --port-file) with the ARGs, its
+# stderr in WORK/fake.log, and waits until it listens; sets $fake_port to
+# the first port it wrote and $fake_base to http://127.0.0.1:PORT. The
 # fake is stopped by its pid when the shell exits.
 fidelity_start_fake() {
 	port_file="$1/port"
 	fake_log="$1/fake.log"
+	fake_script=$2
+	shift 2
 	rm -f "$port_file"
-	"${PYTHON:-python3}" "$here/$2" --port-file "$port_file" \
-		2>"$fake_log" &
+	"${PYTHON:-python3}" "$here/$fake_script" --port-file "$port_file" \
+		"$@" 2>"$fake_log" &
 	fake=$!
 	trap 'kill "$fake" 2>/dev/null; wait "$fake" 2>/dev/null' EXIT
 	trap 'exit 1' INT TERM
@@ -57,13 +60,14 @@ fidelity_start_fake() {
 			exit 1
 		fi
 		tries=$((tries + 1))
-		if [ "$tries" -gt 100 ]; then
-			echo "$name: the fake did not listen within 10 s" >&2
+		if [ "$tries" -gt 200 ]; then
+			echo "$name: the fake did not listen within 20 s" >&2
 			exit 1
 		fi
 		sleep 0.1
 	done
-	fake_base="http://127.0.0.1:$(head -n 1 "$port_file")"
+	fake_port=$(head -n 1 "$port_file")
+	fake_base="http://127.0.0.1:$fake_port"
 }
 
 # fidelity_finish STATUS: exits with STATUS, showing the fake's stderr
