@@ -6,6 +6,7 @@
  * to recreate the queued resource when a preemption suspends it. With
  * --local the local provider (local.h) runs the workers here instead.
  */
+#include "launcher/accelerator.h"
 #include "launcher/hosts.h"
 #include "launcher/job.h"
 #include "launcher/launcher.h"
@@ -85,6 +86,17 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
+static int unknown_type(const char *type)
+{
+	char known[512];
+
+	accelerator_examples(known, sizeof(known));
+	log_error("--accelerator-type '%s' is not a TPU type slicectl knows; "
+		  "it knows %s (each family in the sizes Cloud TPU documents; "
+		  "see slicectl job --help)", type, known);
+	return EXIT_USAGE;
+}
+
 /* What job_prepare's error means for the exit status. */
 static int prepare_status(const struct err *e)
 {
@@ -120,9 +132,7 @@ static int check_cloud(struct job_options *o)
 				   "v4-32 or v5litepod-16)%s", NULL);
 	r->workers_per_slice = job_workers_per_slice(r->accelerator_type);
 	if (!r->workers_per_slice)
-		return usage_error("--accelerator-type '%s' is not a TPU type "
-				   "slicectl knows (v4-32, v5litepod-16, v5p-64, "
-				   "v6e-16 ...)", r->accelerator_type);
+		return unknown_type(r->accelerator_type);
 	if (!r->runtime_version)
 		r->runtime_version = job_default_runtime(r->accelerator_type);
 	if (!r->runtime_version)

@@ -7,6 +7,7 @@
  * first: bundle, supervisor, job.json, control.json.
  */
 #include "launcher/job.h"
+#include "launcher/accelerator.h"
 #include "checkpoint/checkpoint.h"
 #include "startup/startup.h"
 
@@ -58,59 +59,18 @@ void prepared_run_release(struct prepared_run *p)
 	job_init(&p->job);
 }
 
-/* "v5litepod-16" -> generation "5litepod", count 16; false if not one. */
-static bool split_type(const char *t, char *gen, size_t cap, unsigned *n)
-{
-	const char *dash;
-	char *end;
-	unsigned long v;
-
-	if (!t || t[0] != 'v' || !(dash = strrchr(t, '-')) ||
-	    (size_t)(dash - t) >= cap || dash == t + 1)
-		return false;
-	errno = 0;
-	v = strtoul(dash + 1, &end, 10);
-	if (errno || *end || end == dash + 1 || v == 0 || v > 1000000)
-		return false;
-	memcpy(gen, t + 1, (size_t)(dash - t - 1));
-	gen[dash - t - 1] = '\0';
-	*n = (unsigned)v;
-	return true;
-}
-
 const char *job_default_runtime(const char *accelerator_type)
 {
-	char gen[16];
-	unsigned n;
+	struct accelerator a;
 
-	if (!split_type(accelerator_type, gen, sizeof(gen), &n))
-		return NULL;
-	if (!strcmp(gen, "5litepod"))
-		return "v2-alpha-tpuv5-lite";
-	if (!strcmp(gen, "5p"))
-		return "v2-alpha-tpuv5";
-	if (!strcmp(gen, "6e"))
-		return "v2-alpha-tpuv6e";
-	if (!strcmp(gen, "2") || !strcmp(gen, "3") || !strcmp(gen, "4"))
-		return "tpu-ubuntu2204-base";
-	return NULL;
+	return accelerator_lookup(accelerator_type, &a) ? a.runtime : NULL;
 }
 
 unsigned job_workers_per_slice(const char *accelerator_type)
 {
-	char gen[16];
-	unsigned n;
+	struct accelerator a;
 
-	if (!split_type(accelerator_type, gen, sizeof(gen), &n))
-		return 0;
-	/* v5e and v6e count chips: up to 8 on one host, else 4 a host. */
-	if (!strcmp(gen, "5litepod") || !strcmp(gen, "6e"))
-		return n <= 8 ? 1 : n / 4;
-	/* v2, v3, v4, v5p count TensorCores: 8 a host. */
-	if (!strcmp(gen, "2") || !strcmp(gen, "3") || !strcmp(gen, "4") ||
-	    !strcmp(gen, "5p"))
-		return n <= 8 ? 1 : n / 8;
-	return 0;
+	return accelerator_lookup(accelerator_type, &a) ? a.workers : 0;
 }
 
 /* The request's own values, each named by its flag. */
