@@ -7,6 +7,7 @@
  * --local the local provider (local.h) runs the workers here instead.
  */
 #include "launcher/accelerator.h"
+#include "launcher/gke.h"
 #include "launcher/hosts.h"
 #include "launcher/job.h"
 #include "launcher/launcher.h"
@@ -35,6 +36,10 @@ static const char usage[] =
 	"--accelerator-type T --command CMD [options]\n"
 	"       slicectl job --local --workers-per-slice W --bucket file:///DIR "
 	"--name RUN --command CMD [options]\n"
+	"       slicectl job --target gke --cluster C --location L --queue LQ "
+	"--image IMG\n"
+	"                    --name RUN --bucket URL --accelerator-type T "
+	"--command CMD [options]\n"
 	"\n"
 	"Hands a training job to slice-supervisor on every worker. Checks\n"
 	"everything first, then uploads to BUCKET/RUN the code bundle (the\n"
@@ -56,6 +61,19 @@ static const char usage[] =
 	"exponential backoff from 30 s), so the run resumes from its last\n"
 	"committed step. It ends when the run is done or failed.\n"
 	"\n"
+	"--target gke runs the job on Google Kubernetes Engine instead: one\n"
+	"JobSet (jobset.x-k8s.io) admitted by Kueue through LocalQueue --queue,\n"
+	"--num-slices slices each on its own TPU node pool, one pod per host\n"
+	"running --image with slice-supervisor (fetched from the bucket by an\n"
+	"init container) as its entry point. The cluster is found through the\n"
+	"GKE API (--cluster, --location, --project) or a kubeconfig\n"
+	"(--kubeconfig, $KUBECONFIG; --context). It checks that JobSet, Kueue\n"
+	"and the LocalQueue are there, creates the JobSet and shows Kueue's\n"
+	"admission until every pod runs. --render prints the JobSet instead\n"
+	"(YAML, or with --format json a v1 List) for kubectl apply -f.\n"
+	"Capacity: --spot, --flex-start (with --queued-provisioning: Kueue's\n"
+	"ProvisioningRequest, all or nothing), or --reservation R.\n"
+	"\n"
 	"--local runs every worker here instead, as local processes started\n"
 	"by the same startup script, with file:// storage; --chaos injects\n"
 	"failures ('preempt:slice=1@20s,reset@45s,crash:worker=3@60s,\n"
@@ -71,6 +89,8 @@ struct job_options {
 	unsigned hang_timeout_ms, grace_ms;
 	unsigned recreate_budget;
 	bool watch;
+	int target;
+	struct gke_options gke;
 	/* the local provider */
 	bool local, quiet;
 	const char *local_dir, *chaos, *seed;
@@ -576,6 +596,35 @@ static int run_local(struct job_options *o)
 	return status;
 }
 
+static const char *const target_names[] = { "tpu-vm", "gke", NULL };
+
+/* Flags of one target given to another: named, nothing started. */
+static int check_target_flags(const struct job_options *o)
+{
+	const struct gke_options *g = &o->gke;
+	bool gke_flags = g->cluster || g->location || g->namespace ||
+			 g->queue || g->priority_class || g->image ||
+			 g->kubeconfig || g->context || g->reservation ||
+			 g->flex_start || g->queued_provisioning || g->render ||
+			 g->max_run_ms;
+
+	if (o->target == 1) {
+		if (o->local || o->watch || o->local_dir || o->chaos ||
+		    o->seed || o->quiet)
+			return usage_error("--local, --watch, --local-dir, "
+					   "--chaos, --seed and --quiet are not "
+					   "for --target gke%s", NULL);
+		return 0;
+	}
+	if (gke_flags)
+		return usage_error("--cluster, --location, --namespace, --queue, "
+				   "--priority-class, --image, --kubeconfig, "
+				   "--context, --reservation, --flex-start, "
+				   "--queued-provisioning, --max-run-duration "
+				   "and --render are for --target gke%s", NULL);
+	return 0;
+}
+
 int cmd_job(int argc, char **argv)
 {
 	struct job_options o = { 0 };
@@ -648,6 +697,10 @@ int cmd_job(int argc, char **argv)
 		  .value = &r->supervisor_bin, .arg = "PATH",
 		  .help = "the slice-supervisor to upload (default: "
 			  "$SLICE_SUPERVISOR_BIN, or next to slicectl)" },
+		{ .name = "target", .kind = OPT_CHOICE, .value = &o.target,
+		  .arg = "tpu-vm|gke", .choices = target_names,
+		  .help = "where the workers run: Cloud TPU queued resources "
+			  "(default) or GKE" },
 		{ .name = "local", .kind = OPT_FLAG, .value = &o.local,
 		  .help = "run every worker here (the local provider)" },
 		{ .name = "workers-per-slice", .kind = OPT_UINT,
@@ -666,13 +719,17 @@ int cmd_job(int argc, char **argv)
 		{ .name = "format", .kind = OPT_CHOICE, .value = &o.format,
 		  .arg = "text|json", .choices = format_names,
 		  .help = "--local: json prints the timeline and summary as "
-			  "NDJSON" },
+			  "NDJSON; --render: a v1 List" },
 		{ 0 }, { 0 }, { 0 },
+		{ 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 },
+		{ 0 }, { 0 }, { 0 }, { 0 },
 	};
-	size_t nopts = sizeof(opts) / sizeof(opts[0]) - 1 - 2;
+	size_t nopts = sizeof(opts) / sizeof(opts[0]) - 1 - 2 -
+		       GKE_OPTIONS_COUNT;
 
 	strlist_init(&pos);
-	tpu_options_table(&o.to, &opts[nopts], 0);
+	gke_options_table(&o.gke, &opts[nopts]);
+	tpu_options_table(&o.to, &opts[nopts + GKE_OPTIONS_COUNT], 0);
 	status = opt_parse_command(opts, argc, argv, "slicectl job", usage,
 				   false, &pos);
 	if (status >= 0)
@@ -693,11 +750,17 @@ int cmd_job(int argc, char **argv)
 		r->bucket = getenv("SLICECTL_BUCKET");
 	r->project = o.to.project;
 	r->zone = o.to.zone;
-	if (o.local)
+	status = check_target_flags(&o);
+	if (status)
+		goto out;
+	if (o.target == 1)
+		status = gke_job(r, &o.gke, o.format);
+	else if (o.local)
 		status = run_local(&o);
 	else if (r->workers_per_slice || o.quiet || o.format)
 		status = usage_error("--workers-per-slice, --quiet and --format "
-				     "are for --local%s", NULL);
+				     "are for --local (--format also for "
+				     "--target gke --render)%s", NULL);
 	else
 		status = run_cloud(&o);
 out:

@@ -152,6 +152,8 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 		if (!j->tpu_project || !j->tpu_zone || !j->tpu_name)
 			return err_set(e, COMMON_ENOMEM, "out of memory");
 	}
+	if (r->target && job_target_copy(&j->target, r->target))
+		return err_set(e, COMMON_ENOMEM, "out of memory");
 	if (job_to_json(j, json, e)) {
 		/* job.c's words name the field; say it is this request. */
 		if (e->code != COMMON_ENOMEM)
@@ -400,6 +402,57 @@ static int probe_writable(struct store *s, struct err *e)
 	return rc;
 }
 
+/* Everything job_plan and job_prepare share; *json is job.json's text,
+ * supervisor the binary's path. */
+static int plan(const struct job_request *r, struct prepared_run *out,
+		char **json, char *supervisor, size_t cap, uint64_t *size,
+		struct err *e)
+{
+	size_t blen;
+	int rc;
+
+	err_init(e);
+	memset(out, 0, sizeof(*out));
+	job_init(&out->job);
+	*json = NULL;
+	rc = check_request(r, e);
+	if (!rc)
+		rc = build_job(r, &out->job, json, e);
+	if (!rc)
+		rc = find_supervisor(r, supervisor, cap, e);
+	if (rc)
+		return rc;
+	blen = strlen(r->bucket);
+	while (blen > 1 && r->bucket[blen - 1] == '/')
+		blen--;
+	if (snprintf(out->run_url, sizeof(out->run_url), "%.*s/%s", (int)blen,
+		     r->bucket, r->name) >= (int)sizeof(out->run_url))
+		return err_set(e, COMMON_EUSAGE, "--bucket is too long");
+	if (strncmp(out->run_url, "gs://", 5) &&
+	    strncmp(out->run_url, "file:///", 8))
+		return err_set(e, COMMON_EUSAGE,
+			       "--bucket %s is not gs://BUCKET[/PREFIX] or "
+			       "file:///DIR", r->bucket);
+	return sha256_file(supervisor, out->supervisor_sha256, size, e);
+}
+
+int job_plan(const struct job_request *r, struct prepared_run *out,
+	     struct err *e)
+{
+	char supervisor[PATH_MAX];
+	uint64_t size = 0;
+	char *json = NULL;
+	int rc;
+
+	rc = plan(r, out, &json, supervisor, sizeof(supervisor), &size, e);
+	free(json);
+	if (rc) {
+		job_release(&out->job);
+		job_init(&out->job);
+	}
+	return rc;
+}
+
 int job_prepare(const struct job_request *r, struct prepared_run *out,
 		struct err *e)
 {
@@ -409,29 +462,10 @@ int job_prepare(const struct job_request *r, struct prepared_run *out,
 	struct store *s = NULL;
 	struct control ctl;
 	uint64_t size = 0;
-	size_t blen;
 	bool exists;
 	int rc;
 
-	err_init(e);
-	memset(out, 0, sizeof(*out));
-	job_init(&out->job);
-	rc = check_request(r, e);
-	if (!rc)
-		rc = build_job(r, &out->job, &json, e);
-	if (!rc)
-		rc = find_supervisor(r, supervisor, sizeof(supervisor), e);
-	if (rc)
-		goto out;
-	blen = strlen(r->bucket);
-	while (blen > 1 && r->bucket[blen - 1] == '/')
-		blen--;
-	if (snprintf(out->run_url, sizeof(out->run_url), "%.*s/%s", (int)blen,
-		     r->bucket, r->name) >= (int)sizeof(out->run_url)) {
-		rc = err_set(e, COMMON_EUSAGE, "--bucket is too long");
-		goto out;
-	}
-	rc = sha256_file(supervisor, out->supervisor_sha256, &size, e);
+	rc = plan(r, out, &json, supervisor, sizeof(supervisor), &size, e);
 	if (rc)
 		goto out;
 

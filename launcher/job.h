@@ -26,6 +26,8 @@ struct job_request {
 	bool spot, reserved, best_effort, delete_on_finish;
 	const char *project, *zone;   /* cloud only (flags or CLOUDSDK_*) */
 	const char *supervisor_bin;   /* NULL: found next to slicectl */
+	/* job.json's "target" (GKE); NULL: none. Not owned. */
+	const struct job_target *target;
 };
 
 void job_request_init(struct job_request *r); /* the defaults */
@@ -52,6 +54,10 @@ struct prepared_run {
 int job_prepare(const struct job_request *r, struct prepared_run *out,
 		struct err *e);
 void prepared_run_release(struct prepared_run *p);
+/* job_prepare's checks and out's run_url, supervisor_sha256 and job,
+ * with nothing read or written in the bucket (startup_script NULL). */
+int job_plan(const struct job_request *r, struct prepared_run *out,
+	     struct err *e);
 
 /* The runtime version a TPU type needs by default
  * ("tpu-ubuntu2204-base", "v2-alpha-tpuv5-lite", ...). */
