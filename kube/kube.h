@@ -46,6 +46,9 @@ struct kube_config {
 	struct strlist exec_argv; /* exec plugin: command and args, or empty */
 	struct strlist exec_env;  /* its extra "NAME=VALUE" */
 	char *exec_api_version;   /* client.authentication.k8s.io/v1beta1 */
+	char *exec_install_hint;  /* its installHint, or NULL */
+	bool exec_cluster_info;   /* provideClusterInfo */
+	char *origin;          /* for messages: "kubeconfig F (user U)" */
 };
 
 void kube_config_init(struct kube_config *c);
@@ -63,6 +66,15 @@ int kube_config_load(const char *path, const char *context,
 int kube_config_from_endpoint(const char *endpoint, const char *ca_base64,
 			      const char *token, struct kube_config *out,
 			      struct err *e);
+
+/* Runs c's exec plugin (with KUBERNETES_EXEC_INFO, stdin closed, a
+ * bounded time) and takes the ExecCredential it prints: token,
+ * token_expiry (0 when it gives none) or a client certificate and key.
+ * A missing command is KUBE_ECONFIG with the plugin's installHint; a
+ * failing one, with the end of what it wrote to stderr. The client calls
+ * this itself when it has no credential yet, when the token is within
+ * 10 s of expiring, and once after a 401. */
+int kube_exec_credential(struct kube_config *c, struct err *e);
 
 struct kube_client;
 

@@ -113,21 +113,22 @@ static int check_run_url(const char *url, struct err *e)
 		       "file:///DIR/RUN URLs can hold a run", url);
 }
 
-static int check_sha256(const char *s, struct err *e)
+/* what: "supervisor" or "source bundle". */
+static int check_sha256(const char *what, const char *s, struct err *e)
 {
 	size_t n = s ? strlen(s) : 0;
 
 	if (n != SHA256_HEX)
 		return err_set(e, STARTUP_EINVAL,
-			       "supervisor sha256 \"%s\" must be %d hex "
-			       "digits, not %zu", s ? s : "", SHA256_HEX, n);
+			       "%s sha256 \"%s\" must be %d hex digits, not "
+			       "%zu", what, s ? s : "", SHA256_HEX, n);
 	for (size_t i = 0; i < n; i++)
 		if (!((s[i] >= '0' && s[i] <= '9') ||
 		      (s[i] >= 'a' && s[i] <= 'f')))
 			return err_set(e, STARTUP_EINVAL,
-				       "supervisor sha256 \"%s\" must be "
-				       "lowercase hex digits (as sha256sum "
-				       "prints them)", s);
+				       "%s sha256 \"%s\" must be lowercase "
+				       "hex digits (as sha256sum prints "
+				       "them)", what, s);
 	return 0;
 }
 
@@ -161,7 +162,10 @@ static int check_params(const struct startup_params *p, struct err *e)
 	if (!p)
 		return err_set(e, STARTUP_EINVAL, "no startup parameters");
 	if ((r = check_run_url(p->run_url, e)) ||
-	    (r = check_sha256(p->supervisor_sha256, e)))
+	    (r = check_sha256("supervisor", p->supervisor_sha256, e)))
+		return r;
+	if (p->source_sha256 &&
+	    (r = check_sha256("source bundle", p->source_sha256, e)))
 		return r;
 	if (p->source_target && (r = check_target(p->source_target, e)))
 		return r;
@@ -189,6 +193,8 @@ static int put_value(struct buf *b, const struct startup_params *p,
 	} else if (IS("SOURCE_TARGET")) {
 		r = shq_append(b, p->source_target ? p->source_target :
 			       STARTUP_SOURCE_TARGET);
+	} else if (IS("SOURCE_SHA256")) {
+		r = shq_append(b, p->source_sha256 ? p->source_sha256 : "");
 	} else if (IS("GRACE_S")) {
 		snprintf(num, sizeof(num), "%u", p->grace_s);
 		r = shq_append(b, num);

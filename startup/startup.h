@@ -2,7 +2,8 @@
  * startup/startup.h: the startup script a TPU VM runs as root on every
  * boot (the queued resource's "startup-script" metadata). It installs the
  * run's job.json and slice-supervisor (a prebuilt binary, or built from a
- * source bundle) under /opt/slicectl, checked by sha256 and cached by it,
+ * source bundle, also when the binary does not run on the worker) under
+ * /opt/slicectl, checked by sha256 and cached by it,
  * writes the slice-supervisor.service unit and starts it with systemd.
  *
  * The script is startup/startup.sh.in, embedded at build time; rendering
@@ -43,6 +44,12 @@ struct startup_params {
 	 * the build directory) installed as the supervisor. NULL means
 	 * STARTUP_SOURCE_TARGET. */
 	const char *source_target;
+	/* With a binary: the sha256 of the run's source bundle
+	 * (supervisor/source-SHA256.tar.zst), built on a worker where the
+	 * fetched binary does not run (its --version fails: an older glibc,
+	 * a missing library). NULL: no such bundle; the script then stops
+	 * there, saying why. */
+	const char *source_sha256;
 };
 
 /*

@@ -81,7 +81,7 @@ static int control_parse(struct store *s, const char *data, size_t len,
 {
 	json_error_t jerr;
 	json_t *root = json_loadb(data, len, 0, &jerr);
-	json_t *gen, *state, *step;
+	json_t *gen, *state, *step, *attempt;
 	char why[256];
 	int r = 0;
 
@@ -93,6 +93,7 @@ static int control_parse(struct store *s, const char *data, size_t len,
 	gen = json_object_get(root, "generation");
 	state = json_object_get(root, "state");
 	step = json_object_get(root, "restore_step");
+	attempt = json_object_get(root, "jobset_restart");
 	if (!json_is_object(root))
 		r = corrupt(s, e, "it is not a JSON object");
 	else if (!json_is_integer(gen) || json_integer_value(gen) < 1)
@@ -105,12 +106,17 @@ static int control_parse(struct store *s, const char *data, size_t len,
 		 (!json_is_integer(step) || json_integer_value(step) < 0))
 		r = corrupt(s, e, "\"restore_step\" is neither null nor an "
 			    "integer >= 0");
+	else if (attempt &&
+		 (!json_is_integer(attempt) || json_integer_value(attempt) < 0))
+		r = corrupt(s, e, "\"jobset_restart\" is not an integer >= 0");
 	if (!r) {
 		c->generation = (int64_t)json_integer_value(gen);
 		spec_copy_text(c->state, sizeof(c->state),
 			       json_string_value(state));
 		c->restore_step = json_is_integer(step) ?
 				  (int64_t)json_integer_value(step) : -1;
+		c->jobset_restart = attempt ?
+				    (int64_t)json_integer_value(attempt) : 0;
 		r = member_text(s, root, "reason", c->reason,
 				sizeof(c->reason), e);
 	}
@@ -164,6 +170,10 @@ static int control_text(const struct control *c, struct buf *b)
 		r = buf_appends(b, ",\n  \"restore_step\": null");
 	if (!r)
 		r = spec_append_text(b, "time", c->time);
+	/* Only GKE runs have one: other runs' control.json stays as it was. */
+	if (!r && c->jobset_restart > 0)
+		r = buf_appendf(b, ",\n  \"jobset_restart\": %lld",
+				(long long)c->jobset_restart);
 	if (!r)
 		r = buf_appends(b, "\n}\n");
 	return r;
@@ -329,6 +339,46 @@ int control_bump(struct store *s, const struct control *seen,
 			  store_url(s, RUN_CONTROL),
 			  (long long)out->generation, out->state,
 			  out->reason);
+	return r == CHANGE_KEEP ? 0 : r;
+}
+
+struct join {
+	int64_t attempt;
+	struct bump b;
+};
+
+static int decide_join(int attempt, const struct control *cur,
+		       struct control *next, void *arg)
+{
+	struct join *a = arg;
+	int r;
+
+	/* Another pod of this attempt (or a later one) made the bump. */
+	if (cur->jobset_restart >= a->attempt)
+		return CHANGE_KEEP;
+	a->b.seen = cur;
+	r = decide_bump(attempt, cur, next, &a->b);
+	if (!r)
+		next->jobset_restart = a->attempt;
+	return r;
+}
+
+int control_join_restart(struct store *s, int64_t attempt,
+			 unsigned max_restarts, const char *by,
+			 struct control *out, struct err *e)
+{
+	char reason[64];
+	struct join a = { attempt, { NULL, max_restarts, reason, by, -1 } };
+	int r;
+
+	err_init(e);
+	if (!s || !out || attempt < 1)
+		return err_set(e, CLOUD_EINVAL, "control_join_restart: bad "
+			       "argument");
+	snprintf(reason, sizeof(reason), "jobset restart %lld",
+		 (long long)attempt);
+	r = control_change(s, "join a JobSet restart", decide_join, &a, out,
+			   e);
 	return r == CHANGE_KEEP ? 0 : r;
 }
 

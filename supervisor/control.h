@@ -21,6 +21,19 @@
 int control_restore_step(struct store *s, int64_t generation, int64_t *step,
 			 struct err *e);
 
+/*
+ * The pods of JobSet restart attempt `attempt` join the run: the first of
+ * them moves control.json to the next generation (reason "jobset restart
+ * N", restoring the newest committed step) and records the attempt in
+ * "jobset_restart", so every other pod of it, and any later bump racing
+ * it, makes no second one. The restart counts against max_restarts like
+ * any other: a spent budget sets the run "failed". A run that is not
+ * running is left as it is; *out is control.json as it now stands.
+ */
+int control_join_restart(struct store *s, int64_t attempt,
+			 unsigned max_restarts, const char *by,
+			 struct control *out, struct err *e);
+
 /* Writes st (its time set to now) as status/slice-S-worker-W.json. */
 int status_put(struct store *s, struct worker_status *st, struct err *e);
 

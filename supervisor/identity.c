@@ -152,14 +152,10 @@ static int from_metadata(struct identity *id, const struct job *j, int *slice,
 	return 0;
 }
 
-int identity_resolve(struct identity *id, const struct job *j, int slice,
-		     int worker, struct err *e)
+/* Sets id from slice and worker, checked against the job's sizes. */
+static int place(struct identity *id, const struct job *j, int slice,
+		 int worker, struct err *e)
 {
-	int rc;
-
-	if ((slice < 0 || worker < 0) &&
-	    (rc = from_metadata(id, j, &slice, &worker, e)))
-		return rc;
 	if ((unsigned)slice >= j->num_slices ||
 	    (unsigned)worker >= j->workers_per_slice)
 		return err_set(e, COMMON_EINVAL,
@@ -176,5 +172,89 @@ int identity_resolve(struct identity *id, const struct job *j, int slice,
 	id->num_processes = j->num_slices * j->workers_per_slice;
 	id->process_id = id->slice * j->workers_per_slice + id->worker;
 	run_worker_name(id->slice, id->worker, id->name, sizeof(id->name));
+	return 0;
+}
+
+int identity_resolve(struct identity *id, const struct job *j, int slice,
+		     int worker, struct err *e)
+{
+	int rc;
+
+	if ((slice < 0 || worker < 0) &&
+	    (rc = from_metadata(id, j, &slice, &worker, e)))
+		return rc;
+	return place(id, j, slice, worker, e);
+}
+
+extern char **environ;
+
+/* The number in environment variable name (*found false when unset). */
+static int pod_number(const char *name, const char *what, int *out,
+		      bool *found, struct err *e)
+{
+	const char *v = getenv(name);
+
+	*found = v && *v;
+	if (!*found)
+		return 0;
+	if (!parse_uint(v, out))
+		return err_set(e, COMMON_EINVAL,
+			       "%s is '%.40s', not a number: it should hold "
+			       "the pod's %s", name, v, what);
+	return 0;
+}
+
+int identity_from_pod(struct identity *id, const struct job *j,
+		      struct err *e)
+{
+	static const char slice_what[] =
+		"JobSet job index (label jobset.sigs.k8s.io/job-index)";
+	static const char worker_what[] =
+		"Job completion index (label "
+		"batch.kubernetes.io/job-completion-index)";
+	const char *worker_var = "SLICE_POD_WORKER";
+	int slice = -1, worker = -1, attempt = 0, rc;
+	bool found;
+
+	if ((rc = pod_number("SLICE_POD_SLICE", slice_what, &slice, &found,
+			     e)))
+		return rc;
+	if (!found)
+		return err_set(e, COMMON_EINVAL,
+			       "SLICE_POD_SLICE is not set: --pod takes the "
+			       "slice from the pod's %s through the downward "
+			       "API", slice_what);
+	if ((rc = pod_number(worker_var, worker_what, &worker, &found, e)))
+		return rc;
+	if (!found) {
+		worker_var = "JOB_COMPLETION_INDEX";
+		if ((rc = pod_number(worker_var, worker_what, &worker, &found,
+				     e)))
+			return rc;
+	}
+	if (!found)
+		return err_set(e, COMMON_EINVAL,
+			       "neither SLICE_POD_WORKER nor "
+			       "JOB_COMPLETION_INDEX is set: --pod takes the "
+			       "worker from the pod's %s", worker_what);
+	if ((rc = pod_number("SLICE_POD_RESTART_ATTEMPT",
+			     "JobSet restart attempt (label "
+			     "jobset.sigs.k8s.io/restart-attempt)",
+			     &attempt, &found, e)))
+		return rc;
+	if ((rc = place(id, j, slice, worker, e))) {
+		err_prefix(e, "SLICE_POD_SLICE=%d, %s=%d", slice, worker_var,
+			   worker);
+		return rc;
+	}
+	id->restart_attempt = (unsigned)attempt;
+	for (char **p = environ; *p; p++) {
+		const char *eq = strchr(*p, '=');
+
+		if (!strncmp(*p, "MEGASCALE_", 10) && eq &&
+		    env_name_valid(*p, (size_t)(eq - *p)) &&
+		    strlist_push(&id->megascale, *p))
+			return err_set(e, COMMON_ENOMEM, "out of memory");
+	}
 	return 0;
 }

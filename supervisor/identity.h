@@ -2,7 +2,8 @@
  * identity.h (private to supervisor/): which worker of the run this is.
  * On a TPU VM the metadata server says (agent-worker-number, tpu-env with
  * WORKER_ID and the MEGASCALE_* values of a multislice run); flags say it
- * for the local provider and override the metadata server.
+ * for the local provider and override the metadata server. In a GKE pod
+ * the downward API says it, through the environment the JobSet renders.
  */
 #ifndef SLICECTL_SUPERVISOR_IDENTITY_H
 #define SLICECTL_SUPERVISOR_IDENTITY_H
@@ -15,7 +16,9 @@ struct identity {
 	unsigned num_slices, workers_per_slice;
 	unsigned process_id, num_processes;
 	char name[48];              /* slice-S-worker-W */
-	struct strlist megascale;   /* "MEGASCALE_...=value" from tpu-env */
+	struct strlist megascale;   /* "MEGASCALE_...=value" from tpu-env,
+				       or from a pod's environment */
+	unsigned restart_attempt;   /* a pod's JobSet restart attempt */
 };
 
 void identity_init(struct identity *id);
@@ -25,6 +28,17 @@ void identity_release(struct identity *id);
  * a worker outside them is an error naming both. */
 int identity_resolve(struct identity *id, const struct job *j, int slice,
 		     int worker, struct err *e);
+
+/*
+ * In a pod: the slice from SLICE_POD_SLICE (the JobSet job index), the
+ * worker from SLICE_POD_WORKER (else JOB_COMPLETION_INDEX, which the Job
+ * controller sets), the restart attempt from SLICE_POD_RESTART_ATTEMPT
+ * (0 when unset) and MEGASCALE_* as the container's environment has them.
+ * A missing or malformed value, or one outside the job, is COMMON_EINVAL
+ * naming the variable.
+ */
+int identity_from_pod(struct identity *id, const struct job *j,
+		      struct err *e);
 
 /* Parses tpu-env's "KEY: 'value'" lines into MEGASCALE_* entries and
  * the WORKER_ID / MEGASCALE_SLICE_ID numbers (-1 when absent). */

@@ -23,10 +23,15 @@ static const char run_usage[] =
 	"period to write a final step, which is uploaded before exit.\n"
 	"\n"
 	"On a TPU VM the metadata server says which worker this is; elsewhere\n"
-	"give --slice and --worker.\n"
+	"give --slice and --worker. With --pod (a GKE JobSet's container) the\n"
+	"pod's environment says it: SLICE_POD_SLICE, SLICE_POD_WORKER (else\n"
+	"JOB_COMPLETION_INDEX) and SLICE_POD_RESTART_ATTEMPT; SIGTERM is the\n"
+	"only notice, and a pod of a new JobSet restart attempt restarts the\n"
+	"group once from the newest committed step.\n"
 	"\n"
 	"Exit status: 0 the run ended or this worker left after a notice; 1 it\n"
-	"could not start; 2 bad arguments.";
+	"could not start; 2 bad arguments. With --pod: 0 the run is done or\n"
+	"stopped, 3 it failed, 143 this worker left after SIGTERM.";
 
 static int cmd_run(int argc, char **argv)
 {
@@ -49,6 +54,9 @@ static int cmd_run(int argc, char **argv)
 		  .arg = "DIR",
 		  .help = "state, checkpoints and logs (default "
 			  "$SLICE_ROOT/var/lib/slicectl)" },
+		{ .name = "pod", .kind = OPT_FLAG, .value = &o.pod,
+		  .help = "in a Kubernetes pod: identity from its "
+			  "environment, no metadata server" },
 		{ .name = "no-metadata", .kind = OPT_FLAG,
 		  .value = &o.no_metadata,
 		  .help = "no preemption watch (not on a VM)" },
@@ -74,12 +82,18 @@ static int cmd_run(int argc, char **argv)
 			  "--help)");
 		goto out;
 	}
+	if (o.pod && (slice_arg || worker_arg)) {
+		log_error("--pod takes the slice and worker from the pod's "
+			  "environment: leave out --slice and --worker");
+		goto out;
+	}
 	if ((slice_arg && sscanf(slice_arg, "%u", &slice) != 1) ||
 	    (worker_arg && sscanf(worker_arg, "%u", &worker) != 1) ||
 	    (!slice_arg != !worker_arg)) {
 		log_error("--slice and --worker go together, as numbers");
 		goto out;
 	}
+	o.no_metadata = o.no_metadata || o.pod;
 	if (slice_arg) {
 		o.slice = (int)slice;
 		o.worker = (int)worker;

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -104,6 +105,7 @@ struct sup {
 	bool orphan;               /* an earlier supervisor's trainer ran */
 	bool deleting;             /* the queued resource is being deleted */
 	bool ready;                /* set up: the state file is ours */
+	bool broken;               /* it ended for want of memory */
 	const char *end_state;     /* the heartbeat's state once ended */
 	char why[256];             /* of the notice */
 	char message[256];         /* for the heartbeat */
@@ -327,6 +329,7 @@ static void start_trainer(struct sup *s)
 	if (trainer_env(s, &env)) {
 		strlist_release(&env);
 		log_error("out of memory");
+		s->broken = true;
 		set_phase(s, P_END, "out of memory");
 		return;
 	}
@@ -524,6 +527,26 @@ static void step_join(struct sup *s, const struct control *c)
 		return;
 	}
 	s->st.preempted = false;
+	if (s->o->pod && s->id.restart_attempt > c->jobset_restart) {
+		/* JobSet recreated every pod: the group restarts from the
+		 * newest committed step, counted like any other restart. */
+		struct syncer_request r = {
+			.task = TASK_BUMP, .generation = c->generation,
+			.restore_step = -1,
+			.jobset_restart = s->id.restart_attempt,
+		};
+
+		snprintf(r.reason, sizeof(r.reason), "jobset restart %u",
+			 s->id.restart_attempt);
+		log_warn("event: JobSet restart attempt %u (control.json "
+			 "records %lld): joining as the next generation",
+			 s->id.restart_attempt, (long long)c->jobset_restart);
+		s->generation = c->generation;
+		ask(s, &r);
+		set_phase(s, P_WAIT_GEN, r.reason);
+		publish(s);
+		return;
+	}
 	begin_restore(s, c->generation);
 }
 
@@ -864,10 +887,15 @@ static int setup(struct sup *s, struct err *e)
 	if ((rc = boot_id_read(s->boot_id, e)) ||
 	    (rc = sup_state_load(s->state_path, &s->st, &s->st_found, e)) ||
 	    (rc = load_job(s, e)) ||
-	    (rc = identity_resolve(&s->id, &s->job, o->slice, o->worker, e)))
+	    (rc = o->pod ? identity_from_pod(&s->id, &s->job, e)
+			 : identity_resolve(&s->id, &s->job, o->slice,
+					    o->worker, e)))
 		return rc;
 	log_info("%s of run %s (%u workers); boot %s", s->id.name,
 		 s->job.name, s->id.num_processes, s->boot_id);
+	if (o->pod)
+		log_info("in a pod, JobSet restart attempt %u",
+			 s->id.restart_attempt);
 	/* A supervisor killed outright left its trainer running. */
 	s->orphan = s->st_found && s->st.trainer_pgid;
 	if (s->orphan)
@@ -935,8 +963,26 @@ static void drain_pipe(struct sup *s)
 	}
 }
 
+/* As a container's first process (a pod), the supervisor inherits every
+ * orphan of the trainer's tree: reaped here, the trainer itself left to
+ * trainer_reap (waitid's WNOWAIT only looks). */
+static void reap_orphans(struct sup *s)
+{
+	for (int i = 0; i < 64; i++) {
+		siginfo_t info;
+
+		memset(&info, 0, sizeof(info));
+		if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) ||
+		    !info.si_pid || info.si_pid == s->trainer.pid)
+			return;
+		waitpid(info.si_pid, NULL, WNOHANG);
+	}
+}
+
 static void loop(struct sup *s)
 {
+	bool init = getpid() == 1;
+
 	while (s->phase != P_END) {
 		struct pollfd p[2] = { { s->pipe[0], POLLIN, 0 },
 				       { s->trainer.out_fd, POLLIN, 0 } };
@@ -949,8 +995,24 @@ static void loop(struct sup *s)
 			trainer_drain(&s->trainer);
 			trainer_reap(&s->trainer);
 		}
+		if (init)
+			reap_orphans(s);
 		step(s);
 	}
+}
+
+/* What a pod's exit status tells Kubernetes (supervise.h). */
+static int pod_status(struct sup *s)
+{
+	struct control c;
+
+	if (s->notice)
+		return SUPERVISE_EXIT_NOTICE;
+	if (s->broken)
+		return 1;
+	if (syncer_control(s->sync, &c) && !strcmp(c.state, "failed"))
+		return SUPERVISE_EXIT_FAILED;
+	return 0;
 }
 
 int supervise(const struct supervise_options *o)
@@ -969,6 +1031,8 @@ int supervise(const struct supervise_options *o)
 		status = 1;
 	} else {
 		loop(&s);
+		if (o->pod)
+			status = pod_status(&s);
 	}
 	trainer_release(&s.trainer);
 	watch_stop(s.watch);

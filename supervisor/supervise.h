@@ -11,13 +11,22 @@ struct supervise_options {
 	const char *run_url;
 	const char *state_dir;    /* state file, checkpoints, spool, logs */
 	int slice, worker;        /* -1: from the metadata server */
+	bool pod;                 /* in a GKE pod: identity from its
+				     environment (identity_from_pod) */
 	bool no_metadata;         /* no preemption watch (not on a VM) */
 	unsigned control_poll_ms; /* how often control.json is read */
 };
 
-/* Returns the process exit status: 0 when the run ended (done, failed,
- * stopped) or this worker left through the emergency path; 1 when it
- * could not start (its message logged). */
+/* Pod mode's exit statuses besides 0 and 1: the run failed for good (the
+ * JobSet's podFailurePolicy fails it on this one), and this worker left
+ * after SIGTERM (the pod is Failed, so JobSet restarts the set). */
+#define SUPERVISE_EXIT_FAILED 3
+#define SUPERVISE_EXIT_NOTICE 143
+
+/* Returns the process exit status: 1 when it could not start (its message
+ * logged). Otherwise 0, except in a pod: 0 when the run is done or
+ * stopped, SUPERVISE_EXIT_FAILED when it failed, SUPERVISE_EXIT_NOTICE
+ * after SIGTERM. */
 int supervise(const struct supervise_options *o);
 
 #endif

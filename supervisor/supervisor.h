@@ -75,7 +75,8 @@ void run_worker_name(unsigned slice, unsigned worker, char *out, size_t len);
 
 /*
  * control.json: {"generation": G, "state": S, "reason": R,
- * "updated_by": W, "restore_step": N or null, "time": T}. It changes only
+ * "updated_by": W, "restore_step": N or null, "time": T, and on GKE
+ * "jobset_restart": A}. It changes only
  * by compare-and-swap on its object generation, so two workers bumping
  * the generation for the same failure produce one bump, and every worker
  * of generation G restores the same step (the first to ask fixes it).
@@ -89,6 +90,9 @@ struct control {
 	int64_t restore_step;    /* -1: not chosen yet for this generation;
 				    0: start fresh (nothing committed) */
 	char time[40];           /* RFC 3339, of the last change */
+	int64_t jobset_restart;  /* newest JobSet restart attempt whose pods
+				    joined (its one bump made); 0 none, and
+				    when the member is absent */
 	int64_t object_generation; /* the store's, for compare-and-swap */
 };
 

@@ -326,6 +326,12 @@ static void run_task(struct syncer *s, const struct syncer_request *r)
 		task_restore(s, r, &out, &e);
 		break;
 	case TASK_BUMP:
+		if (r->jobset_restart > 0) {
+			out.rc = control_join_restart(
+				s->store, r->jobset_restart,
+				s->c.job->max_restarts, s->c.part, &c, &e);
+			break;
+		}
 		pthread_mutex_lock(&s->mu);
 		c = s->control;
 		pthread_mutex_unlock(&s->mu);

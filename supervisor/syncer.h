@@ -37,7 +37,8 @@ enum syncer_task {
 	TASK_NONE,
 	TASK_RESTORE,    /* unpack the code bundle when it changed, then
 			    agree on generation's step and restore it */
-	TASK_BUMP,       /* control_bump from generation, reason */
+	TASK_BUMP,       /* control_bump from generation, reason; or
+			    control_join_restart when jobset_restart */
 	TASK_SET_STATE,  /* control_set_state(state, reason) */
 	TASK_CHECK_DONE, /* all workers finished at generation? then done */
 	TASK_DELETE_QR,  /* the job's queued resource, forced */
@@ -47,6 +48,8 @@ struct syncer_request {
 	enum syncer_task task;
 	int64_t generation;
 	int64_t restore_step;      /* TASK_BUMP: -1, or the step to restore */
+	int64_t jobset_restart;    /* TASK_BUMP: a pod's restart attempt to
+				      join, 0 none */
 	char state[16];
 	char reason[256];
 };

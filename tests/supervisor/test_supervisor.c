@@ -11,10 +11,9 @@
 #include "tests/cloud/fake_metadata.h"
 #include "tests/cloud/fake_tpu.h"
 #include "tests/harness/harness.h"
+#include "tests/supervisor/run_check.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
-#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,7 +21,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAXW 4
@@ -68,10 +66,7 @@ static void down(void)
 		}
 	}
 	/* Trainers left by supervisors the test killed outright. */
-	sh("for f in '%s'/w*/state.json; do [ -f \"$f\" ] || continue; "
-	   "g=$(sed -n 's/.*\"trainer_pgid\":\\([0-9]*\\).*/\\1/p' \"$f\"); "
-	   "[ -n \"$g\" ] && [ \"$g\" -gt 1 ] && kill -9 -\"$g\" 2>/dev/null; "
-	   "done; true", w.dir);
+	kill_left_trainers(w.dir, "w*");
 	if (w.md_up)
 		fake_metadata_stop(&w.md);
 	if (w.gcs_up)
@@ -86,11 +81,7 @@ TestSuite(sup, .fini = down, .timeout = 300);
 
 static void write_file(const char *path, const char *text)
 {
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	fputs(text, f);
-	fclose(f);
+	write_text(path, text);
 }
 
 /* A run of n workers whose job.json has these extra fields and TOY_*
@@ -186,15 +177,7 @@ static void start_all(void)
  * is still running after timeout_s). */
 static int wait_sup(unsigned i, unsigned timeout_s)
 {
-	for (unsigned t = 0; t < timeout_s * 20; t++) {
-		if (waitpid(w.sup[i], &w.status[i], WNOHANG) == w.sup[i]) {
-			w.sup[i] = 0;
-			return WIFEXITED(w.status[i]) ? WEXITSTATUS(w.status[i])
-						      : 128 + WTERMSIG(w.status[i]);
-		}
-		usleep(50000);
-	}
-	return -1;
+	return wait_child(&w.sup[i], timeout_s);
 }
 
 static char *sup_log(unsigned i)
@@ -220,81 +203,34 @@ static void all_exit_0(unsigned timeout_s)
 
 static json_t *control(void)
 {
-	char path[HARNESS_PATH + 32];
-	json_t *j;
-
-	snprintf(path, sizeof(path), "%s/control.json", w.run_dir);
-	j = json_load_file(path, 0, NULL);
-	cr_assert_not_null(j, "no control.json");
-	return j;
+	return run_control(w.run_dir);
 }
 
 static void assert_control(long long generation, const char *state,
 			   const char *reason_has)
 {
-	json_t *c = control();
-	const char *st = json_string_value(json_object_get(c, "state"));
-	const char *reason = json_string_value(json_object_get(c, "reason"));
-
-	cr_assert_eq(json_integer_value(json_object_get(c, "generation")),
-		     generation, "%s", json_dumps(c, 0));
-	cr_assert_str_eq(st, state, "%s", json_dumps(c, 0));
-	if (reason_has)
-		cr_assert(reason && strstr(reason, reason_has), "%s",
-			  json_dumps(c, 0));
-	json_decref(c);
+	assert_run_control(w.run_dir, generation, state, reason_has);
 }
 
 
 static bool committed(long long step)
 {
-	char path[HARNESS_PATH + 64];
-
-	snprintf(path, sizeof(path), "%s/checkpoints/step-%010lld/COMMIT",
-		 w.run_dir, step);
-	return access(path, F_OK) == 0;
+	return run_committed(w.run_dir, step);
 }
 
-/* The newest committed step, 0 when none. */
 static long long newest_committed(void)
 {
-	char path[HARNESS_PATH + 32];
-	DIR *d;
-	struct dirent *de;
-	long long best = 0;
-
-	snprintf(path, sizeof(path), "%s/checkpoints", w.run_dir);
-	d = opendir(path);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		long long s;
-
-		if (sscanf(de->d_name, "step-%lld", &s) == 1 && committed(s) &&
-		    s > best)
-			best = s;
-	}
-	closedir(d);
-	return best;
+	return run_newest_committed(w.run_dir);
 }
 
 static void wait_committed(long long at_least, unsigned timeout_s)
 {
-	for (unsigned t = 0; t < timeout_s * 20; t++) {
-		if (newest_committed() >= at_least)
-			return;
-		usleep(50000);
-	}
-	cr_assert_fail("no step >= %lld committed in %u s (newest %lld)",
-		       at_least, timeout_s, newest_committed());
+	run_wait_committed(w.run_dir, at_least, timeout_s);
 }
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return mono_s();
 }
 
 Test(sup, a_run_goes_to_the_end)

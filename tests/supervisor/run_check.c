@@ -1,0 +1,126 @@
+/*
+ * tests/supervisor/run_check.c: see run_check.h.
+ */
+#include "tests/supervisor/run_check.h"
+#include "tests/harness/harness.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+int wait_child(pid_t *pid, unsigned timeout_s)
+{
+	int st;
+
+	for (unsigned t = 0; t < timeout_s * 20; t++) {
+		if (waitpid(*pid, &st, WNOHANG) == *pid) {
+			*pid = 0;
+			return WIFEXITED(st) ? WEXITSTATUS(st)
+					     : 128 + WTERMSIG(st);
+		}
+		usleep(50000);
+	}
+	return -1;
+}
+
+void kill_left_trainers(const char *dir, const char *glob)
+{
+	sh("for f in '%s'/%s/state.json; do [ -f \"$f\" ] || continue; "
+	   "g=$(sed -n 's/.*\"trainer_pgid\":\\([0-9]*\\).*/\\1/p' \"$f\"); "
+	   "[ -n \"$g\" ] && [ \"$g\" -gt 1 ] && kill -9 -\"$g\" 2>/dev/null; "
+	   "done; true", dir, glob);
+}
+
+json_t *run_control(const char *run_dir)
+{
+	char path[HARNESS_PATH + 64];
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/control.json", run_dir);
+	j = json_load_file(path, 0, NULL);
+	cr_assert_not_null(j, "no control.json");
+	return j;
+}
+
+void assert_run_control(const char *run_dir, long long generation,
+			const char *state, const char *reason_has)
+{
+	json_t *c = run_control(run_dir);
+	char *text = json_dumps(c, 0);
+	const char *st = json_string_value(json_object_get(c, "state"));
+	const char *reason = json_string_value(json_object_get(c, "reason"));
+
+	cr_assert_eq(json_integer_value(json_object_get(c, "generation")),
+		     generation, "%s", text);
+	cr_assert_str_eq(st, state, "%s", text);
+	if (reason_has)
+		cr_assert(reason && strstr(reason, reason_has), "%s", text);
+	free(text);
+	json_decref(c);
+}
+
+bool run_committed(const char *run_dir, long long step)
+{
+	char path[HARNESS_PATH + 96];
+
+	snprintf(path, sizeof(path), "%s/checkpoints/step-%010lld/COMMIT",
+		 run_dir, step);
+	return access(path, F_OK) == 0;
+}
+
+long long run_newest_committed(const char *run_dir)
+{
+	char path[HARNESS_PATH + 64];
+	DIR *d;
+	struct dirent *de;
+	long long best = 0;
+
+	snprintf(path, sizeof(path), "%s/checkpoints", run_dir);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		long long s;
+
+		if (sscanf(de->d_name, "step-%lld", &s) == 1 &&
+		    run_committed(run_dir, s) && s > best)
+			best = s;
+	}
+	closedir(d);
+	return best;
+}
+
+void run_wait_committed(const char *run_dir, long long at_least,
+			unsigned timeout_s)
+{
+	for (unsigned t = 0; t < timeout_s * 20; t++) {
+		if (run_newest_committed(run_dir) >= at_least)
+			return;
+		usleep(50000);
+	}
+	cr_assert_fail("no step >= %lld committed in %u s (newest %lld)",
+		       at_least, timeout_s, run_newest_committed(run_dir));
+}
+
+double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

@@ -1,0 +1,38 @@
+/*
+ * tests/supervisor/run_check.h: what the slice-supervisor end-to-end tests
+ * (test_supervisor.c, test_pod.c) look at in a file:// run and in the
+ * supervisor processes they start. Failures are Criterion assertions.
+ */
+#ifndef SLICECTL_TESTS_SUPERVISOR_RUN_CHECK_H
+#define SLICECTL_TESTS_SUPERVISOR_RUN_CHECK_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+void write_text(const char *path, const char *text);
+
+/* Waits up to timeout_s for child *pid: its exit status (128 + N for
+ * signal N) with *pid set to 0, or -1 while it still runs. */
+int wait_child(pid_t *pid, unsigned timeout_s);
+
+/* Kills what is left of the trainers whose supervisors' state files are
+ * DIR/GLOB/state.json (supervisors a test killed outright). */
+void kill_left_trainers(const char *dir, const char *glob);
+
+/* run_dir/control.json, parsed. */
+json_t *run_control(const char *run_dir);
+/* Its generation and state, and (unless NULL) a part of its reason. */
+void assert_run_control(const char *run_dir, long long generation,
+			const char *state, const char *reason_has);
+
+bool run_committed(const char *run_dir, long long step);
+/* The newest committed step, 0 when none. */
+long long run_newest_committed(const char *run_dir);
+void run_wait_committed(const char *run_dir, long long at_least,
+			unsigned timeout_s);
+
+/* CLOCK_MONOTONIC in seconds. */
+double mono_s(void);
+
+#endif

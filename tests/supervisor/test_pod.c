@@ -1,0 +1,342 @@
+/*
+ * slice-supervisor in a pod (`run --pod`, CONTRACTS.md "slice-supervisor
+ * in a pod"): real supervisor processes started as a JobSet's containers
+ * are, with the downward API's variables in their environment, against a
+ * file:// run and tests/supervisor/toy_trainer.py. Identity from the
+ * environment, refused environments, SIGTERM as the notice (exit 143
+ * with the emergency step committed), a JobSet restart (new pods, a new
+ * restart attempt) joining by one bump and restoring the newest committed
+ * step, and the one restart budget ending the run (exit 3).
+ */
+#include "tests/harness/harness.h"
+#include "tests/supervisor/run_check.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAXP 4
+#define GRACE_S 5
+
+struct world {
+	char dir[HARNESS_PATH];
+	char run_dir[HARNESS_PATH + 16];
+	char run_url[HARNESS_PATH + 64];
+	char events[HARNESS_PATH + 16];
+	char sync_dir[HARNESS_PATH + 16];
+	unsigned started;     /* pods started, over every attempt */
+	pid_t pid[MAXP];
+	unsigned slot[MAXP];  /* the pod's number in `started` order */
+};
+
+static struct world w;
+
+static void down(void)
+{
+	for (unsigned i = 0; i < MAXP; i++)
+		if (w.pid[i] > 0) {
+			kill(w.pid[i], SIGKILL);
+			waitpid(w.pid[i], NULL, 0);
+		}
+	/* Trainers of supervisors killed above. */
+	kill_left_trainers(w.dir, "pod*");
+	rm_rf(w.dir);
+	memset(&w, 0, sizeof(w));
+}
+
+TestSuite(pod, .fini = down, .timeout = 300);
+
+/* A run of 2 slices of 1 worker whose job.json has these extra fields and
+ * TOY_* variables (JSON object members, without braces). */
+static void up(const char *fields, const char *toy_env)
+{
+	char job[4096], path[HARNESS_PATH + 32];
+	const char *src = getenv("SLICECTL_SRCDIR");
+
+	memset(&w, 0, sizeof(w));
+	cr_assert_eq(make_temp_dir(w.dir, sizeof(w.dir), "pod"), 0);
+	snprintf(w.run_dir, sizeof(w.run_dir), "%s/run", w.dir);
+	snprintf(w.run_url, sizeof(w.run_url), "file://%s", w.run_dir);
+	snprintf(w.events, sizeof(w.events), "%s/events", w.dir);
+	snprintf(w.sync_dir, sizeof(w.sync_dir), "%s/sync", w.dir);
+	cr_assert_eq(sh("mkdir -p '%s' '%s'", w.run_dir, w.sync_dir), 0);
+	snprintf(job, sizeof(job),
+		 "{\"name\": \"toy\", \"command\": \"exec python3 "
+		 "%s/tests/supervisor/toy_trainer.py\", \"num_slices\": 2, "
+		 "\"workers_per_slice\": 1, \"heartbeat_s\": 1, "
+		 "\"grace_s\": %d%s%s, \"env\": {\"TOY_EVENTS\": \"%s\", "
+		 "\"TOY_SYNC_DIR\": \"%s\"%s%s}}",
+		 src ? src : ".", GRACE_S, *fields ? ", " : "", fields,
+		 w.events, w.sync_dir, *toy_env ? ", " : "", toy_env);
+	snprintf(path, sizeof(path), "%s/job.json", w.run_dir);
+	write_text(path, job);
+}
+
+/* Starts pod i (index into w.pid) as the kubelet starts the worker
+ * container: a fresh state directory (its emptyDir) and env, a NULL-
+ * terminated list of "K=V"; extra_arg is one more argument or NULL. */
+static void start_pod(unsigned i, const char *const *env,
+		      const char *extra_arg)
+{
+	const char *bin = getenv("SLICE_SUPERVISOR_BIN");
+	char state[HARNESS_PATH + 16], log[HARNESS_PATH + 32];
+	pid_t pid;
+
+	cr_assert_not_null(bin, "SLICE_SUPERVISOR_BIN is not set");
+	w.slot[i] = w.started++;
+	snprintf(state, sizeof(state), "%s/pod%u", w.dir, w.slot[i]);
+	snprintf(log, sizeof(log), "%s/pod%u.log", w.dir, w.slot[i]);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		FILE *f;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* Nothing in a pod asks a metadata server; one that did
+		 * would find nobody here. */
+		setenv("GCE_METADATA_HOST", "127.0.0.1:9", 1);
+		unsetenv("JOB_COMPLETION_INDEX");
+		for (const char *const *e = env; *e; e++)
+			putenv((char *)*e);
+		f = freopen(log, "a", stderr);
+		(void)f;
+		execl(bin, bin, "run", "--job", w.run_url, "--pod",
+		      "--state-dir", state, "--control-poll", "0.2", extra_arg,
+		      (char *)NULL);
+		_exit(127);
+	}
+	w.pid[i] = pid;
+}
+
+/* The two pods of restart attempt `attempt`, as JobSet renders them. */
+static void start_attempt(unsigned attempt)
+{
+	static char att[2][48];
+
+	for (unsigned s = 0; s < 2; s++) {
+		snprintf(att[s], sizeof(att[s]),
+			 "SLICE_POD_RESTART_ATTEMPT=%u", attempt);
+		start_pod(s,
+			  (const char *const[]){
+				  s ? "SLICE_POD_SLICE=1" : "SLICE_POD_SLICE=0",
+				  "SLICE_POD_WORKER=0", att[s],
+				  "MEGASCALE_COORDINATOR_ADDRESS=toy-slice-0-0.toy",
+				  "MEGASCALE_NUM_SLICES=2",
+				  s ? "MEGASCALE_SLICE_ID=1"
+				    : "MEGASCALE_SLICE_ID=0",
+				  NULL },
+			  NULL);
+	}
+}
+
+static char *pod_log(unsigned i)
+{
+	char path[HARNESS_PATH + 32];
+	char *text;
+
+	snprintf(path, sizeof(path), "%s/pod%u.log", w.dir, w.slot[i]);
+	text = read_file(path, NULL);
+	return text ? text : strdup("");
+}
+
+static void pods_exit(unsigned n, int want, unsigned timeout_s)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int st = wait_child(&w.pid[i], timeout_s);
+		char *log = pod_log(i);
+
+		cr_assert_eq(st, want, "pod %u exited %d, not %d\n%s", i, st,
+			     want, log);
+		free(log);
+	}
+}
+
+static void assert_control(long long generation, const char *state,
+			   const char *reason_has, long long jobset_restart)
+{
+	json_t *c = run_control(w.run_dir);
+
+	assert_run_control(w.run_dir, generation, state, reason_has);
+	cr_assert_eq(json_integer_value(json_object_get(c, "jobset_restart")),
+		     jobset_restart, "jobset_restart");
+	json_decref(c);
+}
+
+/* Attempt 0's pods run until SIGTERM (an eviction): each saves the same
+ * final step, which is committed before the grace ends; both exit 143.
+ * Returns the final step. */
+static long long run_and_evict(void)
+{
+	long long final0 = -1, final1 = -1;
+	double t0, took;
+
+	start_attempt(0);
+	run_wait_committed(w.run_dir, 10, 60);
+	t0 = mono_s();
+	kill(w.pid[0], SIGTERM);
+	kill(w.pid[1], SIGTERM);
+	pods_exit(2, 143, GRACE_S + 30);
+	took = mono_s() - t0;
+	cr_assert_eq(toy_events(w.events, 0, 1, "final", &final0), 1);
+	cr_assert_eq(toy_events(w.events, 1, 1, "final", &final1), 1);
+	cr_assert_eq(final0, final1, "the workers stepped together");
+	cr_assert(run_committed(w.run_dir, final0),
+		  "the emergency step %lld is committed", final0);
+	cr_assert_lt(took, GRACE_S, "took %.1f s, more than the grace", took);
+	return final0;
+}
+
+Test(pod, identity_and_megascale_come_from_the_pod)
+{
+	char path[HARNESS_PATH + 64], *text;
+
+	up("", "\"TOY_TOTAL\": \"10\"");
+	/* Slice 1's worker from JOB_COMPLETION_INDEX, as the Job controller
+	 * sets it, when SLICE_POD_WORKER is not rendered. */
+	start_pod(0,
+		  (const char *const[]){ "SLICE_POD_SLICE=1",
+					 "JOB_COMPLETION_INDEX=0",
+					 "MEGASCALE_COORDINATOR_ADDRESS=c0.toy",
+					 "MEGASCALE_SLICE_ID=1", NULL },
+		  NULL);
+	start_pod(1,
+		  (const char *const[]){ "SLICE_POD_SLICE=0",
+					 "SLICE_POD_WORKER=0",
+					 "MEGASCALE_COORDINATOR_ADDRESS=c0.toy",
+					 "MEGASCALE_SLICE_ID=0", NULL },
+		  NULL);
+	pods_exit(2, 0, 60);
+	assert_control(1, "done", "every worker finished", 0);
+	/* SLICE_PROCESS_ID 1 is slice 1's worker. */
+	cr_assert_eq(toy_events(w.events, 1, 1, "done", NULL), 1);
+	cr_assert_eq(toy_events(w.events, 0, 1, "done", NULL), 1);
+	text = read_file(w.events, NULL);
+	cr_assert_not_null(text);
+	cr_assert_eq(count_substr(text, "\"coordinator\": \"c0.toy\""), 2,
+		     "%s", text);
+	free(text);
+	snprintf(path, sizeof(path), "%s/status/slice-1-worker-0.json",
+		 w.run_dir);
+	text = read_file(path, NULL);
+	cr_assert_not_null(text, "no heartbeat of slice 1's worker");
+	free(text);
+	text = pod_log(0);
+	cr_assert(strstr(text, "slice-1-worker-0 of run toy"), "%s", text);
+	free(text);
+}
+
+/* Runs one pod with env and extra_arg; it must exit `want` saying `says`. */
+static void refused(const char *const *env, const char *extra_arg, int want,
+		    const char *says)
+{
+	char *log;
+
+	start_pod(0, env, extra_arg);
+	cr_assert_eq(wait_child(&w.pid[0], 30), want);
+	log = pod_log(0);
+	cr_assert(strstr(log, says), "'%s' not in:\n%s", says, log);
+	free(log);
+}
+
+Test(pod, a_pod_without_its_identity_cannot_start)
+{
+	up("", "");
+	refused((const char *const[]){ "SLICE_POD_WORKER=0", NULL }, NULL, 1,
+		"SLICE_POD_SLICE is not set");
+	refused((const char *const[]){ "SLICE_POD_SLICE=0", NULL }, NULL, 1,
+		"neither SLICE_POD_WORKER nor JOB_COMPLETION_INDEX is set");
+	refused((const char *const[]){ "SLICE_POD_SLICE=0",
+				       "SLICE_POD_WORKER=one", NULL },
+		NULL, 1, "SLICE_POD_WORKER is 'one', not a number");
+	refused((const char *const[]){ "SLICE_POD_SLICE=0",
+				       "SLICE_POD_WORKER=0",
+				       "SLICE_POD_RESTART_ATTEMPT=-1", NULL },
+		NULL, 1, "SLICE_POD_RESTART_ATTEMPT is '-1', not a number");
+	refused((const char *const[]){ "SLICE_POD_SLICE=2",
+				       "SLICE_POD_WORKER=0", NULL },
+		NULL, 1,
+		"SLICE_POD_SLICE=2, SLICE_POD_WORKER=0: this is worker 0 of "
+		"slice 2, but the job has 2 slices of 1 worker");
+	refused((const char *const[]){ "SLICE_POD_SLICE=0",
+				       "JOB_COMPLETION_INDEX=1", NULL },
+		NULL, 1, "JOB_COMPLETION_INDEX=1: this is worker 1 of slice 0");
+	refused((const char *const[]){ "SLICE_POD_SLICE=0",
+				       "SLICE_POD_WORKER=0", NULL },
+		"--slice=0", 2, "--pod takes the slice and worker");
+}
+
+Test(pod, sigterm_commits_the_emergency_step_and_exits_143)
+{
+	up("", "\"TOY_TOTAL\": \"100000\", \"TOY_STEP_S\": \"0.05\"");
+	run_and_evict();
+	/* An eviction is no restart: nobody bumped. */
+	assert_control(1, "running", NULL, 0);
+}
+
+/* JobSet recreates both pods as restart attempt 1: they restart the group
+ * once (two pods asking, one bump) from the emergency step, and finish. */
+Test(pod, a_jobset_restart_bumps_once_and_restores_the_newest_step)
+{
+	long long final, restored0 = -1, restored1 = -1;
+
+	up("", "\"TOY_TOTAL\": \"60\", \"TOY_STEP_S\": \"0.05\"");
+	final = run_and_evict();
+	start_attempt(1);
+	pods_exit(2, 0, 90);
+	assert_control(2, "done", NULL, 1);
+	cr_assert_eq(toy_events(w.events, 0, 2, "restored", &restored0), 1);
+	cr_assert_eq(toy_events(w.events, 1, 2, "restored", &restored1), 1);
+	cr_assert_eq(restored0, final);
+	cr_assert_eq(restored1, final);
+	cr_assert_eq(toy_events(w.events, -1, 3, "start", NULL), 0,
+		     "a second bump for the same attempt");
+	{
+		char *a = pod_log(0), *b = pod_log(1);
+
+		cr_assert(strstr(a, "JobSet restart attempt 1") &&
+			  strstr(b, "JobSet restart attempt 1"), "%s\n%s", a,
+			  b);
+		free(a);
+		free(b);
+	}
+}
+
+/* One budget: max_restarts 1 is spent by the JobSet restart, so the
+ * trainer's crash in the next generation fails the run, and every pod
+ * exits 3 (the JobSet's podFailurePolicy then fails it for good). */
+Test(pod, pod_restarts_and_crashes_share_one_budget)
+{
+	up("\"max_restarts\": 1",
+	   "\"TOY_TOTAL\": \"100000\", \"TOY_STEP_S\": \"0.05\"");
+	run_and_evict();
+	start_attempt(1);
+	for (int t = 0; t < 1200 && toy_events(w.events, 0, 2, "start",
+					       NULL) < 1; t++)
+		usleep(50000);
+	cr_assert_eq(toy_events(w.events, 0, 2, "start", NULL), 1);
+	/* The trainer crashes (killed by pid, as the local chaos does). */
+	cr_assert_eq(sh("g=$(sed -n 's/.*\"trainer_pgid\":\\([0-9]*\\).*/"
+			"\\1/p' '%s/pod%u/state.json'); [ \"$g\" -gt 1 ] && "
+			"kill -9 -\"$g\"", w.dir, w.slot[0]), 0);
+	pods_exit(2, 3, 90);
+	assert_control(2, "failed", "max_restarts", 1);
+}
+
+/* A budget already spent when the new pods arrive: they fail the run at
+ * once. */
+Test(pod, a_jobset_restart_beyond_the_budget_fails_the_run)
+{
+	up("\"max_restarts\": 0",
+	   "\"TOY_TOTAL\": \"100000\", \"TOY_STEP_S\": \"0.05\"");
+	run_and_evict();
+	start_attempt(1);
+	pods_exit(2, 3, 60);
+	assert_control(1, "failed", "jobset restart 1", 1);
+	cr_assert_eq(toy_events(w.events, -1, 2, "start", NULL), 0);
+}
