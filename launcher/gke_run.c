@@ -68,16 +68,20 @@ int gke_connect(const char *cluster, const char *location, const char *project,
 				       "no project for --cluster %s: pass "
 				       "--project or set CLOUDSDK_CORE_PROJECT",
 				       cluster);
-		rc = container_cluster_config(project, location, cluster, &cfg,
-					      e);
-		if (rc)
-			err_prefix(e, "cluster %s in %s (project %s)", cluster,
-				   location, project);
-		else if (dup_into(&out->project, project))
+		/* TEMPORARY until cloud/container.c (h-kube) is merged. */
+		rc = err_set(e, COMMON_EUSAGE,
+			     "--cluster needs the GKE API client, which this "
+			     "build lacks yet: use --kubeconfig (%s)", location);
+		if (!rc && dup_into(&out->project, project))
 			rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	} else {
 		rc = kube_config_load(kubeconfig, context, &cfg, e);
-		if (!rc && (dup_into(&out->kubeconfig, kubeconfig) ||
+		/* job.json keeps the path for commands run from elsewhere. */
+		if (!rc && kubeconfig && !(out->kubeconfig = realpath(kubeconfig,
+								      NULL)))
+			rc = err_errno(e, COMMON_EIO, errno, "--kubeconfig %s",
+				       kubeconfig);
+		if (!rc && (dup_into(&out->context, cfg.context) ||
 			    dup_into(&out->context, cfg.context) ||
 			    dup_into(&out->namespace, cfg.namespace)))
 			rc = err_set(e, COMMON_ENOMEM, "out of memory");
@@ -453,12 +457,16 @@ static int follow(struct gke_conn *c, const struct gke_spec *s)
 			snprintf(last, sizeof(last), "%s", line);
 		}
 		end = jobset_end(js);
+		if (end) {
+			bool ok = !strcmp(end, "Completed");
+
+			say(start, "%s: JobSet %s", s->run, end);
+			json_decref(js);
+			json_decref(w);
+			return ok ? 0 : 1;
+		}
 		json_decref(js);
 		json_decref(w);
-		if (end) {
-			say(start, "%s: JobSet %s", s->run, end);
-			return strcmp(end, "Completed") ? 1 : 0;
-		}
 		if (n.running >= want && !strcmp(state, "admitted"))
 			return 0;
 		sleep_ms(poll_ms());
