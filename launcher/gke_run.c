@@ -82,7 +82,6 @@ int gke_connect(const char *cluster, const char *location, const char *project,
 			rc = err_errno(e, COMMON_EIO, errno, "--kubeconfig %s",
 				       kubeconfig);
 		if (!rc && (dup_into(&out->context, cfg.context) ||
-			    dup_into(&out->context, cfg.context) ||
 			    dup_into(&out->namespace, cfg.namespace)))
 			rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	}
