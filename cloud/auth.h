@@ -13,7 +13,10 @@
 
 #include <openssl/evp.h>
 
-#define AUTH_SCOPE "https://www.googleapis.com/auth/cloud-platform"
+/* userinfo.email too, so GKE's RBAC sees a service account by its email
+ * (as gke-gcloud-auth-plugin asks for it), not its numeric id. */
+#define AUTH_SCOPE "https://www.googleapis.com/auth/cloud-platform " \
+	"https://www.googleapis.com/auth/userinfo.email"
 #define AUTH_TOKEN_URI "https://oauth2.googleapis.com/token"
 
 enum auth_kind {

@@ -302,4 +302,26 @@ void metadata_cancel(struct metadata_client *m);
 /* crc32c.c: CRC-32C (Castagnoli), as GCS computes it. Start with 0. */
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len);
 
+/*
+ * The GKE API (container.googleapis.com v1, or SLICECTL_CONTAINER_ENDPOINT):
+ * where a cluster's control plane is, for kube_config_from_endpoint.
+ * Sent with the same credentials as every other call here; the access
+ * token is handed over too, for the Kubernetes API (GKE accepts Google
+ * OAuth tokens with the cloud-platform scope).
+ */
+struct gke_cluster {
+	char *endpoint;       /* "1.2.3.4" (or what the API gives) */
+	char *ca_certificate; /* masterAuth.clusterCaCertificate: base64 of
+				 a PEM; "" when absent */
+	char *status;         /* "RUNNING", "PROVISIONING"...; "" if absent */
+	char *token;          /* the access token used; valid an hour or so */
+};
+
+/* projects/P/locations/L/clusters/C; location is a zone or a region. A
+ * missing cluster is CLOUD_ENOTFOUND with a hint. */
+int gke_cluster_get(const char *project, const char *location,
+		    const char *cluster, struct gke_cluster *out,
+		    struct err *e);
+void gke_cluster_release(struct gke_cluster *c);
+
 #endif

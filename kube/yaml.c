@@ -3,6 +3,10 @@
  * into lines (indent, text), and block nodes are read by recursive
  * descent on the indents. A sequence item "- key: v" is read by moving
  * the line's indent past the dash, so the item is an ordinary block node.
+ * Scalars may run over several lines (gcloud and kubectl fold long
+ * strings): continuation lines are those indented deeper than the
+ * scalar's parent, joined by a space, or by newlines where blank lines
+ * were.
  * Plain scalars are typed as kubectl's YAML library (YAML 1.1) types them,
  * so "yes" is a boolean here as there; kube/config.c then insists on the
  * type each field must have.
@@ -18,9 +22,14 @@
 
 struct yline {
 	unsigned no;     /* 1-based, for messages */
-	unsigned indent; /* columns of spaces before text */
+	int indent;      /* columns of spaces before text */
 	char *text;      /* trailing blanks removed, never empty */
+	unsigned blanks_before; /* blank lines just before it */
+	bool comment_before;    /* a comment line just before it */
 };
+
+/* The parent indent of what cannot run over lines (keys). */
+#define NO_CONTINUATION (1 << 30)
 
 struct yparser {
 	struct yline *lines;
@@ -132,11 +141,43 @@ static char simple_escape(char c)
 }
 
 /*
- * A quoted scalar starting at s (at its quote) into b; *end is set past
- * the closing quote. Quoted scalars that run over a line end are refused.
+ * The next line, when it continues a scalar whose parent is at parent
+ * (it is deeper): the separator for the line break goes onto b (a space,
+ * or a newline per blank line; nothing after an escaped line break) and
+ * the line is taken. NULL when the scalar has ended.
  */
-static int quoted(struct yparser *p, unsigned no, const char *s,
-		  struct buf *b, const char **end)
+static struct yline *continuation(struct yparser *p, int parent,
+				  bool escaped_break, struct buf *b,
+				  int *rc)
+{
+	struct yline *l = cur(p);
+
+	*rc = 0;
+	if (!l || l->indent <= parent || parent == NO_CONTINUATION)
+		return NULL;
+	if (l->comment_before) {
+		*rc = fail(p, l->no, "a comment inside a value that runs "
+			   "over several lines");
+		return NULL;
+	}
+	for (unsigned i = 0; i < l->blanks_before && !*rc; i++)
+		*rc = buf_append(b, "\n", 1);
+	if (!l->blanks_before && !escaped_break && !*rc)
+		*rc = buf_append(b, " ", 1);
+	if (*rc) {
+		*rc = err_set(p->e, KUBE_ENOMEM, "out of memory");
+		return NULL;
+	}
+	p->i++;
+	return l;
+}
+
+/*
+ * A quoted scalar starting at s (at its quote) into b; *end is set past
+ * the closing quote, which may be on a later line (see continuation).
+ */
+static int quoted(struct yparser *p, unsigned *no, const char *s,
+		  int parent, struct buf *b, const char **end)
 {
 	char q = *s++;
 
@@ -145,11 +186,21 @@ static int quoted(struct yparser *p, unsigned no, const char *s,
 	for (;;) {
 		char c = *s;
 		int rc = 0;
+		bool escaped_break = c == '\\' && q == '"' && s[1] == '\0';
 
-		if (c == '\0')
-			return fail(p, no, "a quoted value is not closed on "
-				    "its line (quoted values over several "
-				    "lines are not supported)");
+		if (c == '\0' || escaped_break) {
+			struct yline *l = continuation(p, parent,
+						       escaped_break, b, &rc);
+
+			if (rc)
+				return rc;
+			if (!l)
+				return fail(p, *no, "a quoted value is not "
+					    "closed");
+			s = l->text;
+			*no = l->no;
+			continue;
+		}
 		if (c == q && q == '\'' && s[1] == '\'') {
 			rc = buf_append(b, "'", 1);
 			s += 2;
@@ -184,12 +235,12 @@ static int quoted(struct yparser *p, unsigned no, const char *s,
 				}
 				if ((cp >= 0xd800 && cp < 0xe000) ||
 				    cp > 0x10ffff)
-					return fail(p, no, "an escape in a "
+					return fail(p, *no, "an escape in a "
 						    "quoted value is not a "
 						    "Unicode character");
 				rc = put_utf8(b, cp);
 			} else {
-				return fail(p, no, "unknown escape in a "
+				return fail(p, *no, "unknown escape in a "
 					    "double-quoted value");
 			}
 		} else {
@@ -295,14 +346,41 @@ static int flow(struct yparser *p, unsigned no, const char *s, json_t **out)
 	return 0;
 }
 
-/* The value that starts at s and takes the rest of the line. */
+/* The length of the plain scalar text at s: up to a comment, trailing
+ * blanks dropped. *comment: a comment ends it. */
+static size_t plain_len(const char *s, bool *comment)
+{
+	size_t n;
+
+	for (n = 0; s[n]; n++)
+		if (s[n] == '#' && n && blank(s[n - 1]))
+			break;
+	*comment = s[n] == '#';
+	while (n && blank(s[n - 1]))
+		n--;
+	return n;
+}
+
+static int plain_part(struct yparser *p, unsigned no, const char *s,
+		      size_t n, struct buf *b)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == ':' && (i + 1 == n || blank(s[i + 1])))
+			return fail(p, no, "a value holds \": \"; quote it");
+	if (buf_append(b, s, n))
+		return err_set(p->e, KUBE_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* The value that starts at s (on line no, the current line being the
+ * next one), running over the lines deeper than parent. */
 static int inline_value(struct yparser *p, unsigned no, const char *s,
-			json_t **out)
+			int parent, json_t **out)
 {
 	struct buf b;
 	const char *end;
 	size_t n;
-	char *text;
+	bool comment;
 	int rc;
 
 	*out = NULL;
@@ -310,7 +388,7 @@ static int inline_value(struct yparser *p, unsigned no, const char *s,
 	case '"':
 	case '\'':
 		buf_init(&b);
-		rc = quoted(p, no, s, &b, &end);
+		rc = quoted(p, &no, s, parent, &b, &end);
 		if (!rc && !rest_empty(end))
 			rc = fail(p, no, "text after a quoted value");
 		if (!rc && !(*out = json_stringn(b.data, b.len)))
@@ -341,20 +419,27 @@ static int inline_value(struct yparser *p, unsigned no, const char *s,
 		return fail(p, no, "a sequence cannot start on its key's "
 			    "line");
 	/* A plain scalar ends where a comment starts. */
-	for (n = 0; s[n]; n++)
-		if (s[n] == '#' && n && blank(s[n - 1]))
+	buf_init(&b);
+	n = plain_len(s, &comment);
+	rc = plain_part(p, no, s, n, &b);
+	while (!rc && !comment) {
+		struct yline *l = continuation(p, parent, false, &b, &rc);
+
+		if (!l)
 			break;
-	while (n && blank(s[n - 1]))
-		n--;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] == ':' && (i + 1 == n || blank(s[i + 1])))
-			return fail(p, no, "a value holds \": \"; quote it");
-	text = strndup(s, n);
-	if (!text)
-		return err_set(p->e, KUBE_ENOMEM, "out of memory");
-	*out = plain_value(text);
-	free(text);
-	return *out ? 0 : err_set(p->e, KUBE_ENOMEM, "out of memory");
+		if (seq_item(l->text))
+			rc = fail(p, l->no, "a sequence item inside a value "
+				  "that runs over several lines");
+		else
+			rc = plain_part(p, l->no, l->text,
+					plain_len(l->text, &comment), &b);
+	}
+	if (!rc && buf_appends(&b, ""))
+		rc = err_set(p->e, KUBE_ENOMEM, "out of memory");
+	if (!rc && !(*out = plain_value(b.data)))
+		rc = err_set(p->e, KUBE_ENOMEM, "out of memory");
+	buf_release(&b);
+	return rc;
 }
 
 /*
@@ -376,18 +461,19 @@ static int split_key(struct yparser *p, unsigned no, const char *text,
 		int rc;
 
 		buf_init(&b);
-		rc = quoted(p, no, text, &b, &end);
+		/* A quote not closed on its line starts a value over
+		 * several lines (keys are one line); a bad escape is
+		 * reported when the value is read. */
+		rc = quoted(p, &no, text, NO_CONTINUATION, &b, &end);
 		while (!rc && blank(*end))
 			end++;
-		if (!rc && (*end != ':' || (end[1] && !blank(end[1])))) {
+		if (rc || *end != ':' || (end[1] && !blank(end[1]))) {
 			buf_release(&b);
 			return -1;
 		}
-		if (!rc && strlen(b.data) != b.len)
-			rc = fail(p, no, "a key holds a NUL character");
-		if (rc) {
+		if (strlen(b.data) != b.len) {
 			buf_release(&b);
-			return rc;
+			return fail(p, no, "a key holds a NUL character");
 		}
 		*key = buf_detach(&b);
 		*rest = end + 1;
@@ -416,23 +502,23 @@ static int split_key(struct yparser *p, unsigned no, const char *text,
 
 /* ---- blocks ---- */
 
-static int block(struct yparser *p, json_t **out);
+static int block(struct yparser *p, int parent, json_t **out);
 
 /* What follows "key:" or "-" with nothing after it on the line: a deeper
  * block, a sequence at the same indent (for a key), or null. */
-static int nested(struct yparser *p, unsigned indent, bool after_key,
+static int nested(struct yparser *p, int indent, bool after_key,
 		  json_t **out)
 {
 	struct yline *l = cur(p);
 
 	if (l && (l->indent > indent ||
 		  (after_key && l->indent == indent && seq_item(l->text))))
-		return block(p, out);
+		return block(p, indent, out);
 	*out = json_null();
 	return 0;
 }
 
-static int check_deeper(struct yparser *p, unsigned indent)
+static int check_deeper(struct yparser *p, int indent)
 {
 	struct yline *l = cur(p);
 
@@ -442,7 +528,7 @@ static int check_deeper(struct yparser *p, unsigned indent)
 	return 0;
 }
 
-static int sequence(struct yparser *p, unsigned indent, json_t *arr)
+static int sequence(struct yparser *p, int indent, json_t *arr)
 {
 	struct yline *l;
 
@@ -459,9 +545,9 @@ static int sequence(struct yparser *p, unsigned indent, json_t *arr)
 		} else {
 			/* "- x": x is a block node one column past the
 			 * blanks after the dash. */
-			l->indent += (unsigned)skip;
+			l->indent += (int)skip;
 			l->text += skip;
-			rc = block(p, &item);
+			rc = block(p, indent, &item);
 		}
 		if (!rc && json_array_append_new(arr, item))
 			rc = err_set(p->e, KUBE_ENOMEM, "out of memory");
@@ -473,7 +559,7 @@ static int sequence(struct yparser *p, unsigned indent, json_t *arr)
 	return 0;
 }
 
-static int mapping(struct yparser *p, unsigned indent, json_t *obj)
+static int mapping(struct yparser *p, int indent, json_t *obj)
 {
 	struct yline *l;
 
@@ -506,7 +592,7 @@ static int mapping(struct yparser *p, unsigned indent, json_t *obj)
 		if (rest_empty(rest)) {
 			rc = nested(p, indent, true, &value);
 		} else {
-			rc = inline_value(p, no, rest, &value);
+			rc = inline_value(p, no, rest, indent, &value);
 			if (!rc)
 				rc = check_deeper(p, indent);
 		}
@@ -523,11 +609,12 @@ static int mapping(struct yparser *p, unsigned indent, json_t *obj)
 	return 0;
 }
 
-/* The block node on the current line, at that line's indent. */
-static int block(struct yparser *p, json_t **out)
+/* The block node on the current line, at that line's indent, inside a
+ * node at parent. */
+static int block(struct yparser *p, int parent, json_t **out)
 {
 	struct yline *l = cur(p);
-	unsigned indent = l->indent;
+	int indent = l->indent;
 	const char *rest;
 	char *key;
 	int rc;
@@ -546,7 +633,7 @@ static int block(struct yparser *p, json_t **out)
 			  : err_set(p->e, KUBE_ENOMEM, "out of memory");
 	} else if (rc == -1) {
 		p->i++;
-		rc = inline_value(p, l->no, l->text, out);
+		rc = inline_value(p, l->no, l->text, parent, out);
 		if (!rc)
 			rc = check_deeper(p, indent);
 	}
@@ -569,14 +656,14 @@ static bool marker(const char *text, const char *m)
 /* Cuts the copy into lines, skipping blank and comment lines. */
 static int split_lines(struct yparser *p, char *text)
 {
-	unsigned no = 0;
-	bool content = false, ended = false;
+	unsigned no = 0, blanks = 0;
+	bool content = false, ended = false, comment = false;
 	char *s = text;
 
 	while (*s) {
 		char *eol = strchr(s, '\n');
 		char *next = eol ? eol + 1 : s + strlen(s);
-		unsigned indent = 0;
+		int indent = 0;
 		size_t len;
 
 		no++;
@@ -591,6 +678,10 @@ static int split_lines(struct yparser *p, char *text)
 			return fail(p, no, "a tab in the indentation (YAML "
 				    "indents with spaces)");
 		if (s[indent] == '\0' || s[indent] == '#') {
+			if (s[indent] == '#')
+				comment = true;
+			else
+				blanks++;
 			s = next;
 			continue;
 		}
@@ -619,7 +710,10 @@ static int split_lines(struct yparser *p, char *text)
 					       "out of memory");
 			p->lines = grown;
 		}
-		p->lines[p->n++] = (struct yline){ no, indent, s + indent };
+		p->lines[p->n++] = (struct yline){ no, indent, s + indent,
+						   blanks, comment };
+		blanks = 0;
+		comment = false;
 		s = next;
 	}
 	return 0;
@@ -664,7 +758,7 @@ int yaml_parse(const char *text, size_t len, json_t **out, struct err *e)
 		rc = fail(&p, p.lines[0].no, "the document's first line is "
 			  "indented");
 	if (!rc)
-		rc = block(&p, out);
+		rc = block(&p, -1, out);
 	if (!rc && cur(&p))
 		rc = fail(&p, cur(&p)->no, "unexpected indentation");
 	if (rc) {

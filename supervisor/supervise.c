@@ -106,6 +106,8 @@ struct sup {
 	bool deleting;             /* the queued resource is being deleted */
 	bool ready;                /* set up: the state file is ours */
 	bool broken;               /* it ended for want of memory */
+	int64_t earlier_pod_gen;   /* in a pod: the generation an earlier pod
+				      of this worker last ran, 0 none */
 	const char *end_state;     /* the heartbeat's state once ended */
 	char why[256];             /* of the notice */
 	char message[256];         /* for the heartbeat */
@@ -547,6 +549,18 @@ static void step_join(struct sup *s, const struct control *c)
 		publish(s);
 		return;
 	}
+	if (s->o->pod && s->earlier_pod_gen == c->generation) {
+		/* This worker's pod was replaced without a new restart
+		 * attempt (a JobSet submitted again): the generation's
+		 * step was fixed long ago, the group restarts anew. */
+		s->generation = c->generation;
+		ask_bump(s, c->generation, -1,
+			 "a new pod replaces the one that ran generation %lld",
+			 (long long)c->generation);
+		set_phase(s, P_WAIT_GEN, "a new pod rejoins");
+		publish(s);
+		return;
+	}
 	begin_restore(s, c->generation);
 }
 
@@ -861,6 +875,31 @@ static int load_job(struct sup *s, struct err *e)
 	return rc;
 }
 
+/* In a pod the state file goes with the pod; this worker's heartbeat in
+ * the bucket says which generation an earlier pod of it ran (0 none). A
+ * bucket that cannot say is taken for none, with a warning. */
+static int64_t earlier_pod_generation(const struct sup *s)
+{
+	struct worker_status *v = NULL;
+	struct store *st = NULL;
+	int64_t g = 0;
+	size_t n = 0;
+	struct err e;
+
+	err_init(&e);
+	if (store_open(&st, s->o->run_url, &e) ||
+	    status_list(st, &v, &n, &e))
+		log_warn("reading the heartbeats: %s (taking this for the "
+			 "worker's first pod)", e.msg);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].slice == s->id.slice && v[i].worker == s->id.worker)
+			g = v[i].generation;
+	free(v);
+	if (st)
+		store_close(st);
+	return g;
+}
+
 static int setup(struct sup *s, struct err *e)
 {
 	const struct supervise_options *o = s->o;
@@ -893,9 +932,12 @@ static int setup(struct sup *s, struct err *e)
 		return rc;
 	log_info("%s of run %s (%u workers); boot %s", s->id.name,
 		 s->job.name, s->id.num_processes, s->boot_id);
-	if (o->pod)
-		log_info("in a pod, JobSet restart attempt %u",
-			 s->id.restart_attempt);
+	if (o->pod) {
+		s->earlier_pod_gen = earlier_pod_generation(s);
+		log_info("in a pod, JobSet restart attempt %u; an earlier pod "
+			 "of this worker ran generation %lld",
+			 s->id.restart_attempt, (long long)s->earlier_pod_gen);
+	}
 	/* A supervisor killed outright left its trainer running. */
 	s->orphan = s->st_found && s->st.trainer_pgid;
 	if (s->orphan)

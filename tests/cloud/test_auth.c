@@ -254,7 +254,8 @@ Test(auth, jwt_is_rs256_with_the_claims_google_wants)
 	cr_assert_str_eq(json_string_value(json_object_get(c, "iss")),
 			 "sa@p.iam");
 	cr_assert_str_eq(json_string_value(json_object_get(c, "scope")),
-			 "https://www.googleapis.com/auth/cloud-platform");
+			 "https://www.googleapis.com/auth/cloud-platform "
+			 "https://www.googleapis.com/auth/userinfo.email");
 	cr_assert_str_eq(json_string_value(json_object_get(c, "aud")),
 			 "https://oauth2.googleapis.com/token");
 	cr_assert_eq(json_integer_value(json_object_get(c, "iat")),

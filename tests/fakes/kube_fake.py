@@ -852,7 +852,8 @@ class SchemaCheck:
 		if t in JSON_TYPES and t == got:
 			if t == "string":
 				self.string(s, v, path)
-			elif t == "array":
+				return v
+			if t == "array":
 				return self.array(s, v, path)
 			return self.enum(s, v, path)
 		if t not in ("string", "integer", "number", "boolean", "array",

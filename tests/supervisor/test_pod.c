@@ -307,6 +307,26 @@ Test(pod, a_jobset_restart_bumps_once_and_restores_the_newest_step)
 	}
 }
 
+/* The same pods again without a new restart attempt (the JobSet was
+ * submitted again): each finds that an earlier pod of its worker ran the
+ * current generation, and the group restarts once from the newest step. */
+Test(pod, replaced_pods_of_the_same_attempt_restart_the_group_once)
+{
+	long long final, restored0 = -1, restored1 = -1;
+
+	up("", "\"TOY_TOTAL\": \"60\", \"TOY_STEP_S\": \"0.05\"");
+	final = run_and_evict();
+	start_attempt(0);
+	pods_exit(2, 0, 90);
+	assert_control(2, "done", NULL, 0);
+	cr_assert_eq(toy_events(w.events, 0, 2, "restored", &restored0), 1);
+	cr_assert_eq(toy_events(w.events, 1, 2, "restored", &restored1), 1);
+	cr_assert_eq(restored0, final);
+	cr_assert_eq(restored1, final);
+	cr_assert_eq(toy_events(w.events, -1, 3, "start", NULL), 0,
+		     "a second bump for one replacement");
+}
+
 /* One budget: max_restarts 1 is spent by the JobSet restart, so the
  * trainer's crash in the next generation fails the run, and every pod
  * exits 3 (the JobSet's podFailurePolicy then fails it for good). */
