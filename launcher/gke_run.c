@@ -61,6 +61,8 @@ int gke_connect(const char *cluster, const char *location, const char *project,
 
 	kube_config_init(&cfg);
 	if (cluster) {
+		struct gke_cluster gc = { 0 };
+
 		if (!project || !*project)
 			project = getenv("CLOUDSDK_CORE_PROJECT");
 		if (!project || !*project)
@@ -68,11 +70,21 @@ int gke_connect(const char *cluster, const char *location, const char *project,
 				       "no project for --cluster %s: pass "
 				       "--project or set CLOUDSDK_CORE_PROJECT",
 				       cluster);
-		/* TEMPORARY until cloud/container.c (h-kube) is merged. */
-		rc = err_set(e, COMMON_EUSAGE,
-			     "--cluster needs the GKE API client, which this "
-			     "build lacks yet: use --kubeconfig (%s)", location);
-		if (!rc && dup_into(&out->project, project))
+		rc = gke_cluster_get(project, location, cluster, &gc, e);
+		if (!rc && *gc.status && strcmp(gc.status, "RUNNING") &&
+		    strcmp(gc.status, "RECONCILING"))
+			rc = err_set(e, COMMON_EIO,
+				     "cluster %s is %s, not RUNNING", cluster,
+				     gc.status);
+		if (!rc)
+			rc = kube_config_from_endpoint(gc.endpoint,
+						       gc.ca_certificate,
+						       gc.token, &cfg, e);
+		gke_cluster_release(&gc);
+		if (rc)
+			err_prefix(e, "cluster %s in %s (project %s)", cluster,
+				   location, project);
+		else if (dup_into(&out->project, project))
 			rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	} else {
 		rc = kube_config_load(kubeconfig, context, &cfg, e);

@@ -343,8 +343,9 @@ static const char *jstr(json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
-/* Whether every one of n workers reports running at generation gen (0:
- * any) and the run's committed step is at least min_step. */
+/* Whether every one of n workers reports running at the run's
+ * generation, which is at least gen, and the run's committed step is at
+ * least min_step. */
 static bool all_running(json_t *j, size_t n, long long gen, long long min_step)
 {
 	json_t *ws = json_object_get(j, "workers"), *w;
@@ -354,13 +355,12 @@ static bool all_running(json_t *j, size_t n, long long gen, long long min_step)
 		const char *st = jstr(w, "state");
 
 		if (st && !strcmp(st, "running") &&
-		    (!gen || json_integer_value(json_object_get(
-				     w, "generation")) == gen))
+		    json_integer_value(json_object_get(w, "generation")) ==
+			    json_integer_value(json_object_get(j, "generation")))
 			ok++;
 	}
 	return ok == n &&
-	       (!gen || json_integer_value(json_object_get(j, "generation")) ==
-				gen) &&
+	       json_integer_value(json_object_get(j, "generation")) >= gen &&
 	       json_integer_value(json_object_get(j, "committed_step")) >=
 		       min_step;
 }
@@ -380,7 +380,7 @@ static json_t *wait_running(const char *run, size_t n, long long gen,
 			char *text = json_dumps(j, JSON_INDENT(1));
 
 			cr_assert_fail("%s: workers not running at generation "
-				       "%lld, step %lld:\n%s", run, gen,
+				       ">= %lld, step %lld:\n%s", run, gen,
 				       min_step, text);
 		}
 		sleep_ms(500);
@@ -402,6 +402,30 @@ static json_t *wait_state(const char *run, const char *state, long ms)
 			char *text = json_dumps(j, JSON_INDENT(1));
 
 			cr_assert_fail("%s never got %s:\n%s", run, state, text);
+		}
+		sleep_ms(500);
+	}
+}
+
+/* Waits until the run's JobSet has ended as end; returns the status. */
+static json_t *wait_end(const char *run, const char *end, long ms)
+{
+	long long until = now_ms() + ms;
+	json_t *j = NULL;
+
+	for (;;) {
+		const char *e;
+
+		json_decref(j);
+		j = status_json(run);
+		e = jstr(json_object_get(j, "target"), "end");
+		if (e && !strcmp(e, end))
+			return j;
+		if (now_ms() >= until) {
+			char *text = json_dumps(j, JSON_INDENT(1));
+
+			cr_assert_fail("%s's JobSet never got %s:\n%s", run,
+				       end, text);
 		}
 		sleep_ms(500);
 	}
@@ -532,10 +556,8 @@ Test(gke_live, admission_behind_higher_priority_then_operator_commands)
 	free(err);
 
 	/* The first run is done and its JobSet completed. */
-	j = wait_state("first", "done", 30000);
-	t = json_object_get(j, "target");
-	cr_expect_str_eq(jstr(t, "end"), "Completed");
-	json_decref(j);
+	json_decref(wait_state("first", "done", 30000));
+	json_decref(wait_end("first", "Completed", 30000));
 
 	/* status: the bucket's view plus Kueue and the pods. */
 	j = wait_running("live", 4, 1, 0);
@@ -597,16 +619,8 @@ Test(gke_live, admission_behind_higher_priority_then_operator_commands)
 		"stop", "live", "--bucket", bucket, NULL }, NULL), 0);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	run_result_release(&r);
-	for (long long until = now_ms() + 60000;;) {
-		j = status_json("live");
-		t = json_object_get(j, "target");
-		if (jstr(t, "end") && !strcmp(jstr(t, "end"), "Completed"))
-			break;
-		cr_assert_lt(now_ms(), until, "%s",
-			     json_dumps(j, JSON_INDENT(1)));
-		json_decref(j);
-		sleep_ms(500);
-	}
+	j = wait_end("live", "Completed", 60000);
+	t = json_object_get(j, "target");
 	json_array_foreach(json_object_get(t, "pods"), i, p)
 		cr_expect_str_eq(jstr(p, "phase"), "Succeeded");
 	json_decref(j);
@@ -627,5 +641,259 @@ Test(gke_live, admission_behind_higher_priority_then_operator_commands)
 		"delete", "live", "--bucket", bucket, NULL }, NULL), 0);
 	cr_expect_eq(r.status, 4, "%s", r.err);
 	run_result_release(&r);
+	stop_fake();
+}
+
+/* ---- examples/sgd under chaos, to the bit ---- */
+
+/* Whether /proc/PID/FILE holds every one of the NUL-separated needles. */
+static bool proc_has(const char *pid, const char *file, const char *a,
+		     const char *b)
+{
+	char path[300], buf[65536];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/%s", pid, file);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = '\n';
+	buf[n] = '\0';
+	return strstr(buf, a) && (!b || strstr(buf, b));
+}
+
+/* The host pid of run's trainer of process p (the pods' PID namespaces
+ * hide it from the supervisor's heartbeat), found by its environment. */
+static pid_t trainer_pid(const char *run, int p)
+{
+	char sync[HARNESS_PATH + 64], proc[64];
+	struct dirent *d;
+	pid_t found = 0;
+	DIR *dp;
+
+	snprintf(sync, sizeof(sync), "\nSGD_SYNC_DIR=%s/sync-%s\n", dir, run);
+	snprintf(proc, sizeof(proc), "\nSLICE_PROCESS_ID=%d\n", p);
+	dp = opendir("/proc");
+	cr_assert(dp);
+	while (!found && (d = readdir(dp))) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		if (proc_has(d->d_name, "cmdline", "train.py", NULL) &&
+		    proc_has(d->d_name, "environ", sync + 1, proc))
+			found = (pid_t)atoi(d->d_name);
+	}
+	closedir(dp);
+	return found;
+}
+
+static long long restart_attempt_max(const char *run)
+{
+	json_t *j = status_json(run), *p;
+	long long most = -1;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(j, "target"),
+					   "pods"), i, p) {
+		json_t *a = json_object_get(p, "restart_attempt");
+
+		if (json_is_integer(a) && json_integer_value(a) > most)
+			most = json_integer_value(a);
+	}
+	json_decref(j);
+	return most;
+}
+
+/* The name of run's pod of slice s, worker w, as status shows it. */
+static char *pod_name(const char *run, int s, int w)
+{
+	json_t *j = status_json(run), *p;
+	char *name = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(j, "target"),
+					   "pods"), i, p) {
+		if (json_integer_value(json_object_get(p, "slice")) == s &&
+		    json_integer_value(json_object_get(p, "worker")) == w &&
+		    !strcmp(jstr(p, "phase"), "Running"))
+			name = strdup(jstr(p, "name"));
+	}
+	json_decref(j);
+	cr_assert(name, "no running pod %d/%d of %s", s, w, run);
+	return name;
+}
+
+/* The params of every part of run's newest committed checkpoint: they
+ * agree and are at step; returned as train.py prints them. */
+static char *checkpoint_params(const char *run, long step)
+{
+	char url[HARNESS_PATH + 64], dest[HARNESS_PATH + 96];
+	char cmd[4 * HARNESS_PATH], *text = NULL;
+
+	snprintf(url, sizeof(url), "%s/%s", bucket, run);
+	for (int p = 0; p < 4; p++) {
+		char part[32], path[HARNESS_PATH + 128], *got = NULL;
+		struct run_result r;
+		size_t len = 0;
+		FILE *f;
+
+		snprintf(part, sizeof(part), "slice-%d-worker-%d", p / 2, p % 2);
+		snprintf(dest, sizeof(dest), "%s/restore/%s/%s", dir, run,
+			 part);
+		cr_assert_eq(run_slicectl(&r, (const char *const[]){
+						  "ckpt", "restore", url, dest,
+						  "--part", part, NULL },
+					  NULL),
+			     0);
+		cr_assert_eq(r.status, 0, "ckpt restore %s %s: %s%s", url,
+			     part, r.out, r.err);
+		run_result_release(&r);
+		snprintf(path, sizeof(path), "%s/params.json", dest);
+		snprintf(cmd, sizeof(cmd),
+			 "python3 -c 'import json, sys\n"
+			 "ck = json.load(open(sys.argv[1]))\n"
+			 "print(ck[\"step\"], json.dumps(ck[\"params\"], "
+			 "sort_keys=True))' '%s'", path);
+		f = popen(cmd, "r");
+		cr_assert_not_null(f);
+		cr_assert_gt(getline(&got, &len, f), 0, "%s", path);
+		cr_assert_eq(pclose(f), 0);
+		got[strcspn(got, "\n")] = '\0';
+		cr_assert_eq(strtol(got, NULL, 10), step, "%s: %s", part, got);
+		if (!text)
+			text = strdup(strchr(got, ' ') + 1);
+		else
+			cr_assert_str_eq(strchr(got, ' ') + 1, text,
+					 "%s differs from slice-0-worker-0",
+					 part);
+		free(got);
+	}
+	return text;
+}
+
+/* The "final params:" line worker s/w of run logged last. */
+static char *logged_params(const char *run, int s, int w)
+{
+	char worker[16];
+	struct run_result r;
+	const char *at;
+	char *text;
+
+	snprintf(worker, sizeof(worker), "%d/%d", s, w);
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+					  "logs", run, "--worker", worker,
+					  "--bucket", bucket, NULL },
+				  NULL),
+		     0);
+	cr_assert_eq(r.status, 0, "logs %s: %s", worker, r.err);
+	at = strstr(r.out, "final params: ");
+	cr_assert_not_null(at, "worker %s logged no final params:\n%s",
+			   worker, r.out);
+	at += strlen("final params: ");
+	text = strndup(at, strcspn(at, "\n"));
+	run_result_release(&r);
+	return text;
+}
+
+static void run_job(const char *const *argv)
+{
+	struct run_result r;
+
+	cr_assert_eq(run_slicectl(&r, argv, NULL), 0);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "pods 4/4 running"), "%s", r.out);
+	run_result_release(&r);
+}
+
+Test(gke_live, sgd_under_eviction_node_loss_crash_and_hang_ends_bit_exact)
+{
+	char body[512], *name, *chaos, *calm;
+	long long gen;
+	json_t *j;
+	pid_t pid;
+
+	start_fake((const char *const[]){ "--pass-env", "PYTHONUNBUFFERED",
+					  NULL });
+	make_queue(32);
+	/* v4-16: 2 hosts of 4 chips a slice; 2 slices. */
+	run_job(job_argv("chaos", "v4-16", "2", "exec python3 train.py",
+			 sgd_flags("chaos", "600", "0.03", NULL)));
+
+	/* A trainer crash: the group restarts in place (control.json). */
+	j = wait_running("chaos", 4, 1, 50);
+	gen = json_integer_value(json_object_get(j, "generation"));
+	json_decref(j);
+	pid = trainer_pid("chaos", 1);
+	cr_assert_gt(pid, 0, "no trainer of process 1");
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	j = wait_running("chaos", 4, gen + 1, 100);
+	cr_expect_eq(restart_attempt_max("chaos"), 0,
+		     "a crash recreated pods");
+	gen = json_integer_value(json_object_get(j, "generation"));
+	json_decref(j);
+
+	/* A hang: the hang timeout restarts it in place too. */
+	pid = trainer_pid("chaos", 2);
+	cr_assert_gt(pid, 0, "no trainer of process 2");
+	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	j = wait_running("chaos", 4, gen + 1, 150);
+	cr_expect_eq(restart_attempt_max("chaos"), 0,
+		     "a hang recreated pods");
+	gen = json_integer_value(json_object_get(j, "generation"));
+	json_decref(j);
+
+	/* A pod evicted: SIGTERM and its grace, the emergency checkpoint;
+	 * JobSet recreates every pod (restart attempt 1). */
+	name = pod_name("chaos", 0, 1);
+	snprintf(body, sizeof(body),
+		 "{\"namespace\": \"default\", \"name\": \"%s\"}", name);
+	free(name);
+	POST("/_fake/evict", body);
+	j = wait_running("chaos", 4, gen + 1, 200);
+	gen = json_integer_value(json_object_get(j, "generation"));
+	json_decref(j);
+	for (long long until = now_ms() + 60000;
+	     restart_attempt_max("chaos") < 1; sleep_ms(500))
+		cr_assert_lt(now_ms(), until, "JobSet did not restart");
+
+	/* A node pool lost: slice 1's pods die at once; JobSet restarts. */
+	j = wait_running("chaos", 4, gen, 250);
+	json_decref(j);
+	POST("/_fake/lose-node", "{\"jobset\": \"chaos\", \"slice\": 1, "
+				 "\"namespace\": \"default\"}");
+	for (long long until = now_ms() + 60000;
+	     restart_attempt_max("chaos") < 2; sleep_ms(500))
+		cr_assert_lt(now_ms(), until, "JobSet did not restart again");
+
+	json_decref(wait_state("chaos", "done", 300000));
+	j = wait_end("chaos", "Completed", 60000);
+	cr_expect_geq(json_integer_value(json_object_get(j, "generation")), 5);
+	json_decref(j);
+
+	/* The same job, never interrupted. */
+	run_job(job_argv("calm", "v4-16", "2", "exec python3 train.py",
+			 sgd_flags("calm", "600", "0", NULL)));
+	j = wait_state("calm", "done", 300000);
+	cr_expect_eq(json_integer_value(json_object_get(j, "generation")), 1);
+	json_decref(j);
+
+	chaos = checkpoint_params("chaos", 600);
+	calm = checkpoint_params("calm", 600);
+	cr_assert_str_eq(chaos, calm);
+	for (int p = 0; p < 4; p++) {
+		char *a = logged_params("chaos", p / 2, p % 2);
+		char *b = logged_params("calm", p / 2, p % 2);
+
+		cr_assert_str_eq(a, chaos, "worker %d/%d", p / 2, p % 2);
+		cr_assert_str_eq(b, calm);
+		free(a);
+		free(b);
+	}
+	free(chaos);
+	free(calm);
 	stop_fake();
 }
