@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,6 +155,7 @@ static long api(const char *method, const char *path, const char *body,
 					 "curl", "-s", "-o", outfile, "-w",
 					 "%{http_code}", "-X", method, "-H",
 					 "Content-Type: application/json",
+					 "-H", "Authorization: Bearer t0ken",
 					 "--data-binary", body ? body : "", url,
 					 NULL },
 				 NULL),
@@ -895,5 +897,122 @@ Test(gke_live, sgd_under_eviction_node_loss_crash_and_hang_ends_bit_exact)
 	}
 	free(chaos);
 	free(calm);
+	stop_fake();
+}
+
+/* ---- reaching the cluster: the GKE API, an exec credential plugin ---- */
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+	chmod(path, mode);
+}
+
+Test(gke_live, cluster_from_the_gke_api_and_an_exec_plugin)
+{
+	char endpoint[64], plugin[HARNESS_PATH + 32], kc[HARNESS_PATH + 32];
+	char text[2048], *job;
+	const char *env[] = { endpoint, "SLICECTL_ACCESS_TOKEN=t0ken", NULL };
+	const char *cluster_job[] = {
+		"job", "--target", "gke", "--cluster", "tpu-cluster",
+		"--location", "us-central2", "--project", "proj", "--queue",
+		"lq", "--image", "img", "--name", "viagke", "--bucket", bucket,
+		"--accelerator-type", "v5litepod-16", "--command", "sleep 2",
+		NULL,
+	};
+	struct run_result r;
+	json_t *j;
+
+	/* The API over TLS (its CA from the GKE API) and a bearer token. */
+	start_fake((const char *const[]){ "--tls", "--require-token", "t0ken",
+					  "--cluster",
+					  "proj/us-central2/tpu-cluster",
+					  NULL });
+	make_queue(16);
+	snprintf(endpoint, sizeof(endpoint),
+		 "SLICECTL_CONTAINER_ENDPOINT=http://127.0.0.1:%d", api_port);
+	cr_assert_eq(run_slicectl(&r, cluster_job, env), 0);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "pods 4/4 running"), "%s", r.out);
+	run_result_release(&r);
+	snprintf(kc, sizeof(kc), "%s/bucket/viagke/job.json", dir);
+	job = read_file(kc, NULL);
+	cr_assert(job);
+	j = json_loads(job, 0, NULL);
+	free(job);
+	cr_assert(j);
+	cr_expect_str_eq(jstr(json_object_get(j, "target"), "kind"), "gke");
+	cr_expect_str_eq(jstr(json_object_get(j, "target"), "cluster"),
+			 "tpu-cluster");
+	cr_expect_str_eq(jstr(json_object_get(j, "target"), "location"),
+			 "us-central2");
+	cr_expect_str_eq(jstr(json_object_get(j, "target"), "project"), "proj");
+	cr_expect(json_is_null(json_object_get(json_object_get(j, "target"),
+					       "kubeconfig")));
+	json_decref(j);
+	/* The operator commands find the cluster from job.json. */
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+		"status", "viagke", "--bucket", bucket, NULL }, env), 0);
+	cr_expect(strstr(r.out, "JobSet default/viagke: Kueue"), "%s%s", r.out,
+		  r.err);
+	run_result_release(&r);
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+		"delete", "viagke", "--bucket", bucket, "--wait", NULL }, env),
+		0);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_result_release(&r);
+
+	/* A cluster the API does not know. */
+	cluster_job[4] = "nope";
+	cluster_job[14] = "other";
+	cr_assert_eq(run_slicectl(&r, cluster_job, env), 0);
+	cr_expect_eq(r.status, 1, "%s", r.err);
+	cr_expect(strstr(r.err, "cluster nope in us-central2 (project proj)"),
+		  "%s", r.err);
+	run_result_release(&r);
+
+	/* A kubeconfig whose user is an exec credential plugin (as
+	 * gke-gcloud-auth-plugin), over the plain port. */
+	snprintf(plugin, sizeof(plugin), "%s/auth-plugin", dir);
+	write_file(plugin,
+		   "#!/bin/sh\n"
+		   "printf '{\"apiVersion\": \"client.authentication.k8s.io/"
+		   "v1beta1\", \"kind\": \"ExecCredential\", \"status\": "
+		   "{\"token\": \"%s\"}}\\n' \"${FAKE_TOKEN:-t0ken}\"\n",
+		   0755);
+	snprintf(kc, sizeof(kc), "%s/kubeconfig-exec", dir);
+	snprintf(text, sizeof(text),
+		 "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+		 "clusters:\n- name: k\n  cluster:\n"
+		 "    server: http://127.0.0.1:%d\n"
+		 "users:\n- name: u\n  user:\n    exec:\n"
+		 "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+		 "      command: %s\n"
+		 "      installHint: install the plugin\n"
+		 "contexts:\n- name: c\n  context:\n    cluster: k\n"
+		 "    user: u\n", api_port, plugin);
+	write_file(kc, text, 0600);
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+		"job", "--target", "gke", "--kubeconfig", kc, "--queue", "lq",
+		"--image", "img", "--name", "viaexec", "--bucket", bucket,
+		"--accelerator-type", "v5litepod-16", "--command", "sleep 2",
+		NULL }, NULL), 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "pods 4/4 running"), "%s", r.out);
+	run_result_release(&r);
+	/* The same plugin handing out a wrong token: 401, nothing made. */
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+		"job", "--target", "gke", "--kubeconfig", kc, "--queue", "lq",
+		"--image", "img", "--name", "badtoken", "--bucket", bucket,
+		"--accelerator-type", "v5litepod-16", "--command", "true",
+		NULL }, (const char *const[]){ "FAKE_TOKEN=wrong", NULL }), 0);
+	cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.err, "401"), "%s", r.err);
+	cr_expect(!exists("bucket/badtoken/job.json"));
+	run_result_release(&r);
 	stop_fake();
 }
