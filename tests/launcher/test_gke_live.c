@@ -17,6 +17,7 @@
  * process naming it may be left.
  */
 #include "tests/harness/harness.h"
+#include "tests/launcher/sgd_params.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -729,78 +730,6 @@ static char *pod_name(const char *run, int s, int w)
 	return name;
 }
 
-/* The params of every part of run's newest committed checkpoint: they
- * agree and are at step; returned as train.py prints them. */
-static char *checkpoint_params(const char *run, long step)
-{
-	char url[HARNESS_PATH + 64], dest[HARNESS_PATH + 96];
-	char cmd[4 * HARNESS_PATH], *text = NULL;
-
-	snprintf(url, sizeof(url), "%s/%s", bucket, run);
-	for (int p = 0; p < 4; p++) {
-		char part[32], path[HARNESS_PATH + 128], *got = NULL;
-		struct run_result r;
-		size_t len = 0;
-		FILE *f;
-
-		snprintf(part, sizeof(part), "slice-%d-worker-%d", p / 2, p % 2);
-		snprintf(dest, sizeof(dest), "%s/restore/%s/%s", dir, run,
-			 part);
-		cr_assert_eq(run_slicectl(&r, (const char *const[]){
-						  "ckpt", "restore", url, dest,
-						  "--part", part, NULL },
-					  NULL),
-			     0);
-		cr_assert_eq(r.status, 0, "ckpt restore %s %s: %s%s", url,
-			     part, r.out, r.err);
-		run_result_release(&r);
-		snprintf(path, sizeof(path), "%s/params.json", dest);
-		snprintf(cmd, sizeof(cmd),
-			 "python3 -c 'import json, sys\n"
-			 "ck = json.load(open(sys.argv[1]))\n"
-			 "print(ck[\"step\"], json.dumps(ck[\"params\"], "
-			 "sort_keys=True))' '%s'", path);
-		f = popen(cmd, "r");
-		cr_assert_not_null(f);
-		cr_assert_gt(getline(&got, &len, f), 0, "%s", path);
-		cr_assert_eq(pclose(f), 0);
-		got[strcspn(got, "\n")] = '\0';
-		cr_assert_eq(strtol(got, NULL, 10), step, "%s: %s", part, got);
-		if (!text)
-			text = strdup(strchr(got, ' ') + 1);
-		else
-			cr_assert_str_eq(strchr(got, ' ') + 1, text,
-					 "%s differs from slice-0-worker-0",
-					 part);
-		free(got);
-	}
-	return text;
-}
-
-/* The "final params:" line worker s/w of run logged last. */
-static char *logged_params(const char *run, int s, int w)
-{
-	char worker[16];
-	struct run_result r;
-	const char *at;
-	char *text;
-
-	snprintf(worker, sizeof(worker), "%d/%d", s, w);
-	cr_assert_eq(run_slicectl(&r, (const char *const[]){
-					  "logs", run, "--worker", worker,
-					  "--bucket", bucket, NULL },
-				  NULL),
-		     0);
-	cr_assert_eq(r.status, 0, "logs %s: %s", worker, r.err);
-	at = strstr(r.out, "final params: ");
-	cr_assert_not_null(at, "worker %s logged no final params:\n%s",
-			   worker, r.out);
-	at += strlen("final params: ");
-	text = strndup(at, strcspn(at, "\n"));
-	run_result_release(&r);
-	return text;
-}
-
 static void run_job(const char *const *argv)
 {
 	struct run_result r;
@@ -883,12 +812,12 @@ Test(gke_live, sgd_under_eviction_node_loss_crash_and_hang_ends_bit_exact)
 	cr_expect_eq(json_integer_value(json_object_get(j, "generation")), 1);
 	json_decref(j);
 
-	chaos = checkpoint_params("chaos", 600);
-	calm = checkpoint_params("calm", 600);
+	chaos = sgd_checkpoint_params(bucket, dir, "chaos", 600);
+	calm = sgd_checkpoint_params(bucket, dir, "calm", 600);
 	cr_assert_str_eq(chaos, calm);
 	for (int p = 0; p < 4; p++) {
-		char *a = logged_params("chaos", p / 2, p % 2);
-		char *b = logged_params("calm", p / 2, p % 2);
+		char *a = sgd_logged_params(bucket, "chaos", p / 2, p % 2);
+		char *b = sgd_logged_params(bucket, "calm", p / 2, p % 2);
 
 		cr_assert_str_eq(a, chaos, "worker %d/%d", p / 2, p % 2);
 		cr_assert_str_eq(b, calm);
