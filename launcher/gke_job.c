@@ -234,6 +234,7 @@ int gke_job(struct job_request *r, const struct gke_options *g, int format)
 	}
 	r->target = &t;
 	r->workers_per_slice = s.acc.workers;
+	r->portable = true;
 	r->zone = NULL;
 	if (g->render ? job_plan(r, &run, &e) : job_prepare(r, &run, &e)) {
 		log_error("%s", e.msg);

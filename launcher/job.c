@@ -171,7 +171,8 @@ static bool executable_file(const char *path)
 }
 
 /* --supervisor-bin, $SLICE_SUPERVISOR_BIN, or next to slicectl (an
- * installed pair, or the build tree's supervisor/ next to launcher/). */
+ * installed pair, or the build tree's supervisor/ next to launcher/),
+ * slice-supervisor.portable first when r->portable. */
 static int find_supervisor(const struct job_request *r, char *out, size_t cap,
 			   struct err *e)
 {
@@ -200,12 +201,16 @@ static int find_supervisor(const struct job_request *r, char *out, size_t cap,
 		slash = strrchr(self, '/');
 		if (slash) {
 			*slash = '\0';
+			/* A container image may lack the build's
+			 * libraries: pods get the self-contained one. */
 			static const char *const rel[] = {
+				"/slice-supervisor.portable",
+				"/../supervisor/slice-supervisor.portable",
 				"/slice-supervisor",
 				"/../supervisor/slice-supervisor",
 			};
 
-			for (size_t i = 0; i < 2; i++) {
+			for (size_t i = r->portable ? 0 : 2; i < 4; i++) {
 				int k = snprintf(out, cap, "%s%s", self,
 						 rel[i]);
 

@@ -26,6 +26,7 @@ struct job_request {
 	bool spot, reserved, best_effort, delete_on_finish;
 	const char *project, *zone;   /* cloud only (flags or CLOUDSDK_*) */
 	const char *supervisor_bin;   /* NULL: found next to slicectl */
+	bool portable;                /* prefer slice-supervisor.portable */
 	/* job.json's "target" (GKE); NULL: none. Not owned. */
 	const struct job_target *target;
 };

@@ -844,8 +844,10 @@ static void write_file(const char *path, const char *text, mode_t mode)
 Test(gke_live, cluster_from_the_gke_api_and_an_exec_plugin)
 {
 	char endpoint[64], plugin[HARNESS_PATH + 32], kc[HARNESS_PATH + 32];
-	char text[2048], *job;
-	const char *env[] = { endpoint, "SLICECTL_ACCESS_TOKEN=t0ken", NULL };
+	char text[2048], *job, portable[HARNESS_PATH + 64];
+	/* The pods run slice-supervisor.portable, as on GKE by default. */
+	const char *env[] = { endpoint, "SLICECTL_ACCESS_TOKEN=t0ken",
+			      portable, NULL };
 	const char *cluster_job[] = {
 		"job", "--target", "gke", "--cluster", "tpu-cluster",
 		"--location", "us-central2", "--project", "proj", "--queue",
@@ -864,6 +866,9 @@ Test(gke_live, cluster_from_the_gke_api_and_an_exec_plugin)
 	make_queue(16);
 	snprintf(endpoint, sizeof(endpoint),
 		 "SLICECTL_CONTAINER_ENDPOINT=http://127.0.0.1:%d", api_port);
+	snprintf(portable, sizeof(portable),
+		 "SLICE_SUPERVISOR_BIN=%s/supervisor/slice-supervisor.portable",
+		 getenv("SLICECTL_BUILDDIR"));
 	cr_assert_eq(run_slicectl(&r, cluster_job, env), 0);
 	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
 	cr_expect(strstr(r.out, "pods 4/4 running"), "%s", r.out);
