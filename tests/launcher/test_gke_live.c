@@ -888,6 +888,12 @@ Test(gke_live, cluster_from_the_gke_api_and_an_exec_plugin)
 	cr_expect(json_is_null(json_object_get(json_object_get(j, "target"),
 					       "kubeconfig")));
 	json_decref(j);
+	/* The same command again resumes the run: the JobSet is kept. */
+	cr_assert_eq(run_slicectl(&r, cluster_job, env), 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.err, "JobSet default/viagke exists already: "
+				"keeping it"), "%s", r.err);
+	run_result_release(&r);
 	/* The operator commands find the cluster from job.json. */
 	cr_assert_eq(run_slicectl(&r, (const char *const[]){
 		"status", "viagke", "--bucket", bucket, NULL }, env), 0);
