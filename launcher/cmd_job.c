@@ -268,43 +268,6 @@ struct watch {
 	int64_t generation;
 };
 
-static void sleep_ms(uint64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000),
-			       (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-static void say(const struct watch *w, const char *fmt, ...)
-	ATTR_PRINTF(2, 3);
-
-static void say(const struct watch *w, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("[%8.1f s] ", (double)(mono_ms() - w->start_ms) / 1000.0);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-static uint64_t poll_unit_ms(void)
-{
-	const char *v = getenv("SLICECTL_TPU_POLL_MS");
-	unsigned long ms;
-	char *end;
-
-	if (!v || !*v)
-		return 1000;
-	errno = 0;
-	ms = strtoul(v, &end, 10);
-	return errno || *end || !ms || ms > 60000 ? 1000 : ms;
-}
-
 /* Reads control.json and reports a change. Returns 0, or -1 on a store
  * error (logged). */
 static int watch_run(struct watch *w, struct control *c)
@@ -317,9 +280,9 @@ static int watch_run(struct watch *w, struct control *c)
 		return -1;
 	}
 	if (strcmp(c->state, w->run_state) || c->generation != w->generation) {
-		say(w, "run: %s, generation %" PRId64 "%s%s%s", c->state,
-		    c->generation, *c->reason ? " (" : "", c->reason,
-		    *c->reason ? ")" : "");
+		job_say(w->start_ms, "run: %s, generation %" PRId64 "%s%s%s",
+			c->state, c->generation, *c->reason ? " (" : "",
+			c->reason, *c->reason ? ")" : "");
 		snprintf(w->run_state, sizeof(w->run_state), "%s", c->state);
 		w->generation = c->generation;
 	}
@@ -371,8 +334,8 @@ static int recreate(struct watch *w, const struct control *seen,
 		log_error("bumping the run's generation: %s", e.msg);
 		return 1;
 	}
-	say(w, "run: generation %" PRId64 " (%s), %s", after.generation,
-	    after.state, after.reason);
+	job_say(w->start_ms, "run: generation %" PRId64 " (%s), %s",
+		after.generation, after.state, after.reason);
 	snprintf(w->run_state, sizeof(w->run_state), "%s", after.state);
 	w->generation = after.generation;
 	if (!strcmp(after.state, "failed")) {
@@ -380,7 +343,7 @@ static int recreate(struct watch *w, const struct control *seen,
 		return 1;
 	}
 	wait_ms = backoff_next_ms(&w->bo);
-	say(w, "%s: %s; deleting it, then asking again in %.1f s "
+	job_say(w->start_ms, "%s: %s; deleting it, then asking again in %.1f s "
 	    "(recreation %u of at most %u)", w->spec->id, why,
 	    wait_ms / 1000.0, w->recreated + 1, w->budget);
 	if (tpu_qr_delete(w->c, w->spec->id, true, true, 0, tpu_print_progress,
@@ -389,7 +352,7 @@ static int recreate(struct watch *w, const struct control *seen,
 		log_error("deleting %s: %s", w->spec->id, e.msg);
 		return 1;
 	}
-	sleep_ms(wait_ms);
+	job_sleep_ms(wait_ms);
 	err_init(&e);
 	if (tpu_qr_create(w->c, w->spec, &e)) {
 		log_error("creating %s again: %s", w->spec->id, e.msg);
@@ -397,7 +360,7 @@ static int recreate(struct watch *w, const struct control *seen,
 	}
 	w->recreated++;
 	w->qr_state[0] = '\0';
-	say(w, "%s: asked for again", w->spec->id);
+	job_say(w->start_ms, "%s: asked for again", w->spec->id);
 	return -1;
 }
 
@@ -415,7 +378,7 @@ static int watch_once(struct watch *w, unsigned *errors)
 		return -1;
 	}
 	if (!strcmp(c.state, "done")) {
-		say(w, "run: done");
+		job_say(w->start_ms, "run: done");
 		return 0;
 	}
 	if (!strcmp(c.state, "failed")) {
@@ -427,13 +390,13 @@ static int watch_once(struct watch *w, unsigned *errors)
 	if (rc == CLOUD_ENOTFOUND) {
 		tpu_qr_release(&q);
 		if (!strcmp(c.state, "stopping")) {
-			say(w, "%s is gone and the run is stopping: done "
-			    "watching", w->spec->id);
+			job_say(w->start_ms, "%s is gone and the run is "
+				"stopping: done watching", w->spec->id);
 			return 0;
 		}
 		/* Worker 0 deletes it once the run is done. */
 		if (!watch_run(w, &c) && !strcmp(c.state, "done")) {
-			say(w, "run: done");
+			job_say(w->start_ms, "run: done");
 			return 0;
 		}
 		log_error("queued resource %s is gone while the run is %s; "
@@ -449,21 +412,23 @@ static int watch_once(struct watch *w, unsigned *errors)
 	}
 	*errors = 0;
 	if (strcmp(q.state, w->qr_state)) {
-		say(w, "%s: %s%s%s", w->spec->id, *q.state ? q.state : "accepted",
-		    *q.error_message ? ": " : "", q.error_message);
+		job_say(w->start_ms, "%s: %s%s%s", w->spec->id,
+			*q.state ? q.state : "accepted",
+			*q.error_message ? ": " : "", q.error_message);
 		snprintf(w->qr_state, sizeof(w->qr_state), "%s", q.state);
 	}
 	rc = -1;
 	if (!strcmp(q.state, "SUSPENDED") || !strcmp(q.state, "FAILED")) {
 		if (!strcmp(c.state, "stopping")) {
-			say(w, "%s is %s and the run is stopping: done "
-			    "watching", w->spec->id, q.state);
+			job_say(w->start_ms, "%s is %s and the run is "
+				"stopping: done watching", w->spec->id,
+				q.state);
 			rc = 0;
 		} else {
 			rc = recreate(w, &c, q.state);
 		}
 	} else if (!strcmp(c.state, "stopping") && all_stopped(w)) {
-		say(w, "run: every worker has stopped");
+		job_say(w->start_ms, "run: every worker has stopped");
 		rc = 0;
 	}
 	tpu_qr_release(&q);
@@ -488,11 +453,11 @@ static int watch(struct tpu_client *c, const struct tpu_qr_spec *spec,
 	w.max_restarts = o->r.max_restarts;
 	w.budget = o->recreate_budget;
 	w.start_ms = mono_ms();
-	w.unit_ms = poll_unit_ms();
+	w.unit_ms = job_env_ms("SLICECTL_TPU_POLL_MS", 1000);
 	backoff_init(&w.bo, (unsigned)(WATCH_BACKOFF_BASE_UNITS * w.unit_ms),
 		     (unsigned)(WATCH_BACKOFF_MAX_UNITS * w.unit_ms),
 		     (uint64_t)time(NULL) ^ (uint64_t)mono_us());
-	say(&w, "watching %s and %s (recreate budget %u)", spec->id,
+	job_say(w.start_ms, "watching %s and %s (recreate budget %u)", spec->id,
 	    run->run_url, w.budget);
 	for (;;) {
 		status = watch_once(&w, &errors);
@@ -504,7 +469,7 @@ static int watch(struct tpu_client *c, const struct tpu_qr_spec *spec,
 			status = 1;
 			break;
 		}
-		sleep_ms(WATCH_POLL_UNITS * w.unit_ms);
+		job_sleep_ms(WATCH_POLL_UNITS * w.unit_ms);
 	}
 	store_close(w.s);
 	return status;

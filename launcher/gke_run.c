@@ -8,6 +8,7 @@
 #include "cloud/cloud.h"
 #include "kube/kube.h"
 #include "launcher/gke.h"
+#include "launcher/job.h"
 #include "launcher/launcher.h"
 #include "launcher/target.h"
 
@@ -380,38 +381,7 @@ static const char *jobset_end(const json_t *js)
 
 static unsigned poll_ms(void)
 {
-	const char *v = getenv("SLICECTL_GKE_POLL_MS");
-	unsigned long ms;
-	char *end;
-
-	if (!v || !*v)
-		return DEFAULT_POLL_MS;
-	errno = 0;
-	ms = strtoul(v, &end, 10);
-	return errno || *end || !ms || ms > 60000 ? DEFAULT_POLL_MS
-						  : (unsigned)ms;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-static void say(uint64_t start, const char *fmt, ...) ATTR_PRINTF(2, 3);
-
-static void say(uint64_t start, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("[%8.1f s] ", (double)(mono_ms() - start) / 1000.0);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
+	return job_env_ms("SLICECTL_GKE_POLL_MS", DEFAULT_POLL_MS);
 }
 
 /* Follows the JobSet until its pods all run (0) or it ends (0 when it
@@ -445,7 +415,7 @@ static int follow(struct gke_conn *c, const struct gke_spec *s)
 			if (e.code == KUBE_ENOTFOUND || ++errors >= 30)
 				return kube_status(&e, s->namespace);
 			log_warn("%s", e.msg);
-			sleep_ms(poll_ms());
+			job_sleep_ms(poll_ms());
 			continue;
 		}
 		errors = 0;
@@ -464,14 +434,14 @@ static int follow(struct gke_conn *c, const struct gke_spec *s)
 			 state, where, msg ? ": " : "", msg ? msg : "",
 			 n.running, want);
 		if (strcmp(line, last)) {
-			say(start, "%s", line);
+			job_say(start, "%s", line);
 			snprintf(last, sizeof(last), "%s", line);
 		}
 		end = jobset_end(js);
 		if (end) {
 			bool ok = !strcmp(end, "Completed");
 
-			say(start, "%s: JobSet %s", s->run, end);
+			job_say(start, "%s: JobSet %s", s->run, end);
 			json_decref(js);
 			json_decref(w);
 			return ok ? 0 : 1;
@@ -480,7 +450,7 @@ static int follow(struct gke_conn *c, const struct gke_spec *s)
 		json_decref(w);
 		if (n.running >= want && !strcmp(state, "admitted"))
 			return 0;
-		sleep_ms(poll_ms());
+		job_sleep_ms(poll_ms());
 	}
 }
 
@@ -713,7 +683,7 @@ int gke_delete(const struct job_target *t, bool wait, unsigned timeout_ms,
 				     "JobSet %s/%s is still being deleted",
 				     t->namespace, t->jobset);
 		if (!rc)
-			sleep_ms(poll_ms());
+			job_sleep_ms(poll_ms());
 	}
 	gke_conn_release(&c);
 	return rc;

@@ -12,12 +12,14 @@
 #include "startup/startup.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Larger than any job.json written here (run_options.c reads as much). */
@@ -57,6 +59,40 @@ void prepared_run_release(struct prepared_run *p)
 	job_release(&p->job);
 	memset(p, 0, sizeof(*p));
 	job_init(&p->job);
+}
+
+void job_say(uint64_t start_ms, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("[%8.1f s] ", (double)(mono_ms() - start_ms) / 1000.0);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+void job_sleep_ms(uint64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000),
+			       (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+unsigned job_env_ms(const char *var, unsigned dflt)
+{
+	const char *v = getenv(var);
+	unsigned long ms;
+	char *end;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	ms = strtoul(v, &end, 10);
+	return errno || *end || !ms || ms > 60000 ? dflt : (unsigned)ms;
 }
 
 const char *job_default_runtime(const char *accelerator_type)
