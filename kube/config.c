@@ -427,6 +427,24 @@ static int resolve(const struct ctx *c, const char *path, struct buf *out)
 	return 0;
 }
 
+/* The file a field (key) names, relative to the kubeconfig, whole. */
+static int read_relative(const struct ctx *c, const char *key,
+			 const char *path, char **out, size_t *len)
+{
+	struct buf p;
+	int rc;
+
+	buf_init(&p);
+	rc = resolve(c, path, &p);
+	if (!rc)
+		rc = kube_read_file(p.data, out, len, c->e);
+	buf_release(&p);
+	if (rc)
+		err_prefix(c->e, "kubeconfig %s: %s: %s", c->file->path,
+			   c->where, key);
+	return rc;
+}
+
 /* data (base64) or else the file path names: *out the text. pem: it
  * must be PEM (certificates and keys). */
 static int data_or_file(const struct ctx *c, const char *data_key,
@@ -459,19 +477,11 @@ static int data_or_file(const struct ctx *c, const char *data_key,
 		}
 		*out = (char *)bin;
 	} else if (file && *file) {
-		struct buf p;
 		size_t len;
 
-		buf_init(&p);
-		rc = resolve(c, file, &p);
-		if (!rc)
-			rc = kube_read_file(p.data, out, &len, c->e);
-		buf_release(&p);
-		if (rc) {
-			err_prefix(c->e, "kubeconfig %s: %s: %s",
-				   c->file->path, c->where, file_key);
+		rc = read_relative(c, file_key, file, out, &len);
+		if (rc)
 			return rc;
-		}
 	} else {
 		return 0;
 	}
@@ -645,19 +655,12 @@ static int user_fields(const struct ctx *c, struct kube_config *out)
 		return out->token ? 0 : nomem(c->e);
 	}
 	if (token_file && *token_file) {
-		struct buf p;
 		size_t len;
 
-		buf_init(&p);
-		rc = resolve(c, token_file, &p);
-		if (!rc)
-			rc = kube_read_file(p.data, &out->token, &len, c->e);
-		buf_release(&p);
-		if (rc) {
-			err_prefix(c->e, "kubeconfig %s: %s: tokenFile",
-				   c->file->path, c->where);
+		rc = read_relative(c, "tokenFile", token_file, &out->token,
+				   &len);
+		if (rc)
 			return rc;
-		}
 		while (len && strchr(" \t\r\n", out->token[len - 1]))
 			out->token[--len] = '\0';
 		return 0;

@@ -162,6 +162,13 @@ static void rbac_verb(const char *method, const char *path,
 		snprintf(out, len, "%s", method);
 }
 
+/* " in namespace \"NS\"" when the path has one. */
+static void in_namespace(struct buf *h, const struct api_path *p)
+{
+	if (p->ns[0])
+		buf_appendf(h, " in namespace \"%s\"", p->ns);
+}
+
 static void hint_403(struct buf *h, const char *method, const char *path,
 		     const struct api_path *p, const struct status *st)
 {
@@ -205,9 +212,9 @@ static void hint_404(struct buf *h, const struct api_path *p,
 		buf_appendf(h, "; there is no ClusterQueue \"%s\": see "
 			    "`kubectl get clusterqueues`", st->name);
 	} else if (object) {
-		buf_appendf(h, "; there is no %s \"%s\"%s%s%s", p->resource,
-			    st->name, p->ns[0] ? " in namespace \"" : "",
-			    p->ns, p->ns[0] ? "\"" : "");
+		buf_appendf(h, "; there is no \"%s\" among the %s", st->name,
+			    p->resource);
+		in_namespace(h, p);
 	} else {
 		buf_appendf(h, "; the API server does not serve %s%s%s: is "
 			    "this the right cluster?", p->resource,
@@ -290,15 +297,16 @@ static void hint(struct buf *h, const struct kube_client *k,
 				    "may have deleted it)");
 		break;
 	case 409:
-		if (has(st->reason, "AlreadyExists"))
-			buf_appendf(h, "; a %s named \"%s\" already exists%s%s"
-				    "%s: choose another name, or delete it "
-				    "first", p.resource, st->name ? st->name
-				    : "", p.ns[0] ? " in namespace \"" : "",
-				    p.ns, p.ns[0] ? "\"" : "");
-		else
+		if (has(st->reason, "AlreadyExists")) {
+			buf_appendf(h, "; the name \"%s\" is taken among the "
+				    "%s", st->name ? st->name : "", p.resource);
+			in_namespace(h, &p);
+			buf_appends(h, ": choose another name, or delete that "
+				    "one first");
+		} else {
 			buf_appends(h, "; the object changed meanwhile: read "
 				    "it again and retry");
+		}
 		if (retried && strcmp(c->method, "POST") == 0)
 			buf_appends(h, " (an earlier attempt of this request "
 				    "may have created it)");
@@ -355,12 +363,14 @@ static const char *curl_hint(CURLcode cc)
 	}
 }
 
-/* Control characters out of a server's text. */
-static void clean(char *s)
+/* Control characters out of a server's text, and trailing blanks. */
+static void clean(struct buf *b)
 {
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = ' ';
+	for (size_t i = 0; i < b->len; i++)
+		if ((unsigned char)b->data[i] < 0x20 || b->data[i] == 0x7f)
+			b->data[i] = ' ';
+	while (b->len && b->data[b->len - 1] == ' ')
+		b->data[--b->len] = '\0';
 }
 
 int kube_failure(const struct kube_client *k, const struct kube_call *c,
@@ -390,7 +400,7 @@ int kube_failure(const struct kube_client *k, const struct kube_call *c,
 		buf_appendf(&msg, "%.200s", a->body.data);
 	hint(&h, k, c, a->status, &st, retried);
 	if (msg.data)
-		clean(msg.data);
+		clean(&msg);
 	code = status_error(a->status);
 	err_set(e, code, "%s %.*s: %ld %s%s%s%s%s", c->method, path_len,
 		c->path, a->status, reason_phrase(a->status),

@@ -596,10 +596,11 @@ static int mapping(struct yparser *p, int indent, json_t *obj)
 			if (!rc)
 				rc = check_deeper(p, indent);
 		}
-		if (!rc && json_object_set_new(obj, key, value)) {
-			value = NULL;
+		/* json_object_set_new takes value even when it fails. */
+		if (rc)
+			json_decref(value);
+		else if (json_object_set_new(obj, key, value))
 			rc = err_set(p->e, KUBE_ENOMEM, "out of memory");
-		}
 		free(key);
 		if (!rc)
 			rc = check_deeper(p, indent);

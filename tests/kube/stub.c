@@ -152,3 +152,17 @@ void stub_config(const struct kstub *s, struct kube_config *c)
 	c->origin = strdup("the test");
 	cr_assert(c->server && c->token && c->origin);
 }
+
+struct kube_client *kstub_client(struct kstub *s, const char *script)
+{
+	struct kube_config c;
+	struct kube_client *k;
+	struct err e;
+
+	kstub_start(s, script, false, false);
+	stub_config(s, &c);
+	err_init(&e);
+	cr_assert_eq(kube_client_new(&c, &k, &e), 0, "%s", e.msg);
+	kube_config_release(&c);
+	return k;
+}

@@ -40,5 +40,7 @@ json_t *kstub_requests(struct kstub *s);
 
 /* A plain config for the stub: server, token "tok". */
 void stub_config(const struct kstub *s, struct kube_config *c);
+/* Starts the stub (plain HTTP) and a client with stub_config. */
+struct kube_client *kstub_client(struct kstub *s, const char *script);
 
 #endif

@@ -29,20 +29,6 @@ static void teardown(void)
 
 TestSuite(client, .init = setup, .fini = teardown, .timeout = 60);
 
-static struct kube_client *client_for(const char *script)
-{
-	struct kube_config c;
-	struct kube_client *k;
-	struct err e;
-
-	kstub_start(&stub, script, false, false);
-	stub_config(&stub, &c);
-	err_init(&e);
-	cr_assert_eq(kube_client_new(&c, &k, &e), 0, "%s", e.msg);
-	kube_config_release(&c);
-	return k;
-}
-
 static json_t *request(size_t i)
 {
 	json_t *all = kstub_requests(&stub);
@@ -70,7 +56,7 @@ static const char *header(json_t *r, const char *name)
 
 Test(client, create_get_list_delete_as_sent)
 {
-	struct kube_client *k = client_for(
+	struct kube_client *k = kstub_client(&stub,
 		"[{\"method\": \"POST\", \"status\": 201, \"body\": "
 		"{\"kind\": \"JobSet\", \"metadata\": {\"name\": \"r1\", "
 		"\"uid\": \"u-1\"}}},"
@@ -148,7 +134,7 @@ static size_t requests_seen(void)
 static int fails(const char *script, const char *method, const char *path,
 		 struct err *e)
 {
-	struct kube_client *k = client_for(script);
+	struct kube_client *k = kstub_client(&stub, script);
 	json_t *obj = json_pack("{s:{s:s}}", "metadata", "name", "r1");
 	json_t *out = NULL;
 	int rc;
@@ -238,7 +224,7 @@ Test(client, error_404_jobset_not_installed)
 	/* What an API server without the JobSet CRD answers. */
 	cr_assert_eq(fails("[{\"status\": 404, \"body\": \"404 page not "
 			   "found\\n\"}]", "POST", NS, &e), KUBE_ENOTFOUND);
-	assert_msg(&e, "POST " NS ": 404 Not Found: 404 page not found");
+	assert_msg(&e, "POST " NS ": 404 Not Found: 404 page not found; ");
 	assert_msg(&e, "; JobSet is not installed on this cluster: kubectl "
 		   "apply --server-side -f https://github.com/kubernetes-sigs/"
 		   "jobset/releases/download/v0.10.1/manifests.yaml");
@@ -268,7 +254,7 @@ Test(client, error_404_missing_objects)
 				      "\"jobsets\"}") "]", "GET", NS "/r9", &e),
 		     KUBE_ENOTFOUND);
 	assert_msg(&e, "404 Not Found: jobsets.jobset.x-k8s.io \"r9\" not "
-		   "found; there is no jobsets \"r9\" in namespace "
+		   "found; there is no \"r9\" among the jobsets in namespace "
 		   "\"default\"");
 	kstub_stop(&stub);
 	cr_assert_eq(fails("[" STATUS(404, "NotFound", "localqueues.kueue.x-"
@@ -301,9 +287,9 @@ Test(client, error_409_already_exists)
 				      "\"jobsets\"}") "]", "POST", NS, &e),
 		     KUBE_ECONFLICT);
 	assert_msg(&e, "409 Conflict: jobsets.jobset.x-k8s.io \"r1\" already "
-		   "exists; a jobsets named \"r1\" already exists in "
-		   "namespace \"default\": choose another name, or delete it "
-		   "first");
+		   "exists; the name \"r1\" is taken among the jobsets in "
+		   "namespace \"default\": choose another name, or delete that "
+		   "one first");
 	cr_assert_null(strstr(e.msg, "earlier attempt"), "%s", e.msg);
 }
 
@@ -352,7 +338,7 @@ Test(client, retry_after_is_honoured)
 {
 	struct err e;
 	json_t *out = NULL;
-	struct kube_client *k = client_for(
+	struct kube_client *k = kstub_client(&stub,
 		"[" STATUS_A("\"headers\": {\"Retry-After\": \"1\"}, ", 429,
 			     "TooManyRequests", "slow down", "{}") ","
 		"{\"body\": {\"kind\": \"JobSet\"}}]");
@@ -376,7 +362,7 @@ Test(client, transient_failures_are_retried)
 	/* A dropped connection, a 503, a 502 and a stalled body, then the
 	 * answer. */
 	setenv("SLICECTL_HTTP_STALL_SECONDS", "1", 1);
-	k = client_for("[{\"drop\": true}, {\"status\": 503}, "
+	k = kstub_client(&stub, "[{\"drop\": true}, {\"status\": 503}, "
 		       "{\"status\": 502, \"body\": \"<html>bad gateway"
 		       "</html>\"}, {\"stall_ms\": 3000, \"body\": "
 		       "{\"kind\": \"Pod\", \"pad\": \"xxxxxxxxxxxx\"}}, "

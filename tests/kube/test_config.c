@@ -574,3 +574,80 @@ Test(yaml, deep_nesting_is_refused)
 	cr_assert(strstr(e.msg, "nested too deeply"), "%s", e.msg);
 	buf_release(&b);
 }
+
+/*
+ * Against a real YAML parser (PyYAML, YAML 1.1 like kubectl's) on a
+ * kubeconfig that kubectl itself wrote (folded long values, quoted keys
+ * and numbers) and on the corners above: the same document, value for
+ * value. Skipped where kubectl or PyYAML is missing.
+ */
+Test(kubeconfig, agrees_with_pyyaml_on_what_kubectl_writes)
+{
+	static const char *const docs[] = {
+		"a: 1\nb: -2.5\nc: 0x1f\nd: true\ne: yes\nf: Off\ng: ~\nh:\n"
+		"j: 1.2.3\nk: https://x:6443/p?q=1\n",
+		"a: 'x # y'  # c\nb: \"\\u00e9\\x41\\\"\\\\\"\nc: x#y\n"
+		"\"d e\": '' \n",
+		"l:\n- a\n- - b\n  - c\n-\n  k: v\n- k2: v2\n  k3: v3\n",
+		"a: one\n  two\n\n   three # c\nb: x\n",
+		"- \"q1\n  q2 \\\n  q3\"\n- 'a\n\n  b'\n",
+	};
+	char cmd[2048], cfg[300], ref[300];
+	json_t *want, *got;
+	struct err e;
+	char *text;
+
+	if (system("command -v kubectl >/dev/null 2>&1 && "
+		   "python3 -c 'import yaml' 2>/dev/null") != 0)
+		cr_skip_test("kubectl or PyYAML is not installed");
+	snprintf(cfg, sizeof(cfg), "%s/kubectl-config", dir);
+	snprintf(ref, sizeof(ref), "%s/ref.json", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; export KUBECONFIG='%s'; cd '%s'; exec >/dev/null; "
+		 "printf -- '-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END "
+		 "CERTIFICATE-----\\n' > ca.crt; "
+		 "kubectl config set-cluster c --server=https://34.1.2.3 "
+		 "--certificate-authority=ca.crt --embed-certs=true; "
+		 "kubectl config set-credentials u --exec-command=plugin "
+		 "--exec-api-version=client.authentication.k8s.io/v1beta1 "
+		 "--exec-arg='a long argument with spaces that the YAML writer "
+		 "folds over lines because it is longer than eighty columns' "
+		 "--exec-arg=\"it's # not a comment: no\" --exec-env=K=yes "
+		 "--exec-env=N=0123 --exec-provide-cluster-info=true; "
+		 "kubectl config set-credentials t --token=1234; "
+		 "kubectl config set-context x --cluster=c --user=u "
+		 "--namespace=team-a; kubectl config use-context x", cfg, dir);
+	cr_assert_eq(system(cmd), 0, "kubectl config failed");
+	for (size_t i = 0; i <= sizeof(docs) / sizeof(docs[0]); i++) {
+		const char *doc = cfg;
+
+		if (i < sizeof(docs) / sizeof(docs[0]))
+			doc = scratch_write(dir, "doc.yaml", docs[i], false);
+		snprintf(cmd, sizeof(cmd), "python3 -c 'import json, sys, yaml; "
+			 "json.dump(yaml.safe_load(open(sys.argv[1])), "
+			 "open(sys.argv[2], \"w\"))' '%s' '%s'", doc, ref);
+		cr_assert_eq(system(cmd), 0);
+		want = json_load_file(ref, 0, NULL);
+		text = slurp(doc);
+		err_init(&e);
+		cr_assert_eq(yaml_parse(text, strlen(text), &got, &e), 0,
+			     "%s: %s", e.msg, text);
+		cr_assert(want && json_equal(got, want), "%s\nours   %s\nPyYAML "
+			  "%s", text, json_dumps(got, JSON_SORT_KEYS),
+			  json_dumps(want, JSON_SORT_KEYS));
+		json_decref(got);
+		json_decref(want);
+		free(text);
+	}
+	{
+		struct kube_config c;
+
+		err_init(&e);
+		cr_assert_eq(kube_config_load(cfg, NULL, &c, &e), 0, "%s",
+			     e.msg);
+		cr_assert_eq(c.exec_argv.n, 3);
+		cr_assert_str_eq(c.exec_argv.v[2], "it's # not a comment: no");
+		cr_assert_str_eq(c.namespace, "team-a");
+		kube_config_release(&c);
+	}
+}

@@ -51,20 +51,6 @@ static int on_event(void *ud, const char *type, json_t *obj)
 #define WATCH(extra, events) "{\"path\": \"" PODS "?watch=1\", " extra \
 	"\"events\": [" events "]}"
 
-static struct kube_client *client_for(const char *script)
-{
-	struct kube_config c;
-	struct kube_client *k;
-	struct err e;
-
-	kstub_start(&stub, script, false, false);
-	stub_config(&stub, &c);
-	err_init(&e);
-	cr_assert_eq(kube_client_new(&c, &k, &e), 0, "%s", e.msg);
-	kube_config_release(&c);
-	return k;
-}
-
 static const char *path_of(json_t *all, size_t i)
 {
 	const char *p = json_string_value(json_object_get(
@@ -76,7 +62,7 @@ static const char *path_of(json_t *all, size_t i)
 
 Test(watch, resumes_and_relists)
 {
-	struct kube_client *k = client_for("["
+	struct kube_client *k = kstub_client(&stub, "["
 		LIST("10", POD("a", "5") "," POD("b", "6")) ","
 		WATCH("\"end\": \"cut\", ",
 		      EV("MODIFIED", POD("a", "11")) ","
@@ -119,7 +105,7 @@ Test(watch, resumes_and_relists)
 
 Test(watch, gone_answer_relists_and_error_events_end)
 {
-	struct kube_client *k = client_for("["
+	struct kube_client *k = kstub_client(&stub, "["
 		LIST("1", "") ","
 		"{\"path\": \"" PODS "?watch=1\", \"status\": 410, \"body\": "
 		"{\"kind\": \"Status\", \"code\": 410}},"
@@ -143,7 +129,7 @@ Test(watch, gone_answer_relists_and_error_events_end)
 
 Test(watch, time_limit_ends_it)
 {
-	struct kube_client *k = client_for("["
+	struct kube_client *k = kstub_client(&stub, "["
 		LIST("1", POD("x", "1")) ","
 		WATCH("\"repeat\": true, \"event_delay_ms\": 300, ",
 		      EV("BOOKMARK", "{\"metadata\": {\"resourceVersion\": "
