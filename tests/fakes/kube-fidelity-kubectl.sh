@@ -41,6 +41,12 @@ check "get jobsets" "jobset.jobset.x-k8s.io/kfid" "$out"
 out=$(kc wait --for=jsonpath='{.status.terminalState}'=Completed \
 	jobset/kfid --timeout=60s 2>&1)
 check "wait (watch) for Completed" "jobset.jobset.x-k8s.io/kfid condition met" "$out"
+# The server's tables: the CRD's printer columns, kubelet's pod status.
+out=$(kc get jobset kfid --no-headers 2>&1 | awk '{print $1, $2, $3, $4}')
+check "get (table)" "kfid Completed 0 True" "$out"
+out=$(kc get pods -l jobset.sigs.k8s.io/jobset-name=kfid --no-headers \
+	2>&1 | awk '{print $2, $3}' | sort -u)
+check "get pods (table)" "0/1 Completed" "$out"
 out=$(kc get pods -l jobset.sigs.k8s.io/jobset-name=kfid \
 	-o jsonpath='{range .items[*]}{.status.phase} {end}' 2>&1)
 check "get pods -l" "Succeeded Succeeded " "$out"

@@ -8,8 +8,9 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   (plain APIGroupList/APIResourceList; aggregated discovery is not offered,
   clients fall back as they do for an old server); no /openapi (use
   kubectl --validate=false);
-- resources: namespaces, pods (+ /log, /eviction, /status), events,
-  priorityclasses (scheduling.k8s.io/v1), jobs (batch/v1), and every CRD
+- resources: namespaces, pods (+ /log, /eviction, /status), events, nodes
+  (made as pods are bound), priorityclasses (scheduling.k8s.io/v1), jobs
+  (batch/v1), and every CRD
   in the CRD directory (default ../shared/k8s from the repository root:
   JobSet jobset.x-k8s.io/v1alpha2; Kueue kueue.x-k8s.io v1beta1 and v1beta2,
   both served: an object is kept as it was written, apiVersion follows the
@@ -23,7 +24,9 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   lines from resourceVersion, ADDED for every object without one or with
   "0", BOOKMARK every --bookmark-interval s with allowWatchBookmarks, an
   ERROR event with a 410 Expired Status for a version older than the kept
-  history, timeoutSeconds);
+  history, timeoutSeconds); a meta.k8s.io/v1 Table when asked for one (as
+  kubectl get does): the CRD's additionalPrinterColumns, kubectl's pod,
+  job, event, node and namespace columns;
 - CRD objects are checked against the CRD's openAPIV3Schema as the API
   server does (nulls pruned, defaults applied, types, enum, required,
   formats int32/int64/date-time, int-or-string, pattern, min/max,
@@ -33,13 +36,20 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   fieldValidation: Strict refuses them with 400 BadRequest ("strict decoding
   error: unknown field ...", what the real server answers), Warn (the
   default) drops them with a "Warning: 299" header, Ignore drops them.
-  JobSet's webhook checks (generated pod names <= 63, rule names) are 422
-  too. CEL rules are not evaluated. Core objects are not validated;
+  JobSet's validating webhook (generated Job and pod names <= 63, rule
+  names, failure reasons) denies as controller-runtime does: 403 Forbidden,
+  'admission webhook "vjobset.kb.io" denied the request: ...'. CEL rules
+  are not evaluated. Core objects (pods, jobs, ...) are not validated;
 - errors are Status objects: 401 (with --require-token), 403 (rules set by
   /_fake/forbid), 404 NotFound (object, namespace; a plain "404 page not
   found" for an unknown path, e.g. a group left out by --without-group),
   409 AlreadyExists / Conflict, 410, 422, 429/500 and resets and stalls
   through fault rules (fake_common.py's language);
+- Kueue's visibility API (visibility.kueue.x-k8s.io/v1beta1, served with
+  Kueue unless --without-group visibility.kueue.x-k8s.io): GET
+  .../clusterqueues/CQ/pendingworkloads and .../namespaces/NS/localqueues/
+  LQ/pendingworkloads (offset, limit): PendingWorkloadsSummary with
+  positionInClusterQueue and positionInLocalQueue, in admission order;
 - GKE's container API: GET /v1/projects/P/locations/L/clusters/C gives a
   RUNNING cluster whose "endpoint" is 127.0.0.1:PORT (the API port) and,
   with --tls, masterAuth.clusterCaCertificate = base64 of the CA's PEM
@@ -67,7 +77,9 @@ The controllers (one reconcile loop, every 50 ms):
   RestartJobSetAndIgnoreMaxRestarts), no rule: restart; a restart while
   restarts < maxRestarts deletes every Job (foreground: their pods are
   killed with grace) and recreates them once gone, restart-attempt + 1;
-  else Failed (ReachedMaxRestarts); all Jobs complete: Completed.
+  else Failed (ReachedMaxRestarts); successPolicy (All or Any, over
+  targetReplicatedJobs) met: Completed; ttlSecondsAfterFinished deletes
+  a finished JobSet.
   status.restarts, restartsCountTowardsMax, conditions, terminalState,
   replicatedJobsStatus.
 - Job: Indexed (and NonIndexed) pods NAME-I-xxxxx with
@@ -75,8 +87,11 @@ The controllers (one reconcile loop, every 50 ms):
   job-name and controller-uid labels, env JOB_COMPLETION_INDEX, hostname
   JOBSET-RJOB-J-I and subdomain for JobSet pods; backoffLimit;
   podFailurePolicy (onExitCodes In/NotIn with containerName,
-  onPodConditions; FailJob, Ignore, Count); Failed (BackoffLimitExceeded,
-  PodFailurePolicy) kills the other pods; Complete.
+  onPodConditions; FailJob, Ignore, Count); activeDeadlineSeconds; Failed
+  (BackoffLimitExceeded, PodFailurePolicy, DeadlineExceeded) kills the
+  other pods (not counted as failures, nor are pods a suspend stops);
+  Complete. restartPolicy OnFailure/Always do not restart containers in
+  place: a container's exit ends its pod (slicectl renders Never).
 - kubelet: a pod is bound to node gke-tpu-slice-J (J = its JobSet job
   index; gke-node-0 otherwise), runs its initContainers in order then its
   containers, each as a local process tree: command + args with $(VAR)
@@ -86,7 +101,11 @@ The controllers (one reconcile loop, every 50 ms):
   private mount and PID namespace (unshare --mount --pid --fork
   --propagation private, as root) where each volumeMount is bind-mounted
   at its mountPath (emptyDir: STATE/pods/UID/volumes/NAME; hostPath: the
-  path; subPath, readOnly), a missing mountPath being created on the host.
+  path; subPath, readOnly), a missing mountPath being created on the host;
+  a pod with a subdomain gets an /etc/hosts (bind-mounted) that resolves
+  its JobSet's names (JOBSET-RJOB-J-I.SUBDOMAIN[.NS.svc.cluster.local]) to
+  127.0.0.1, standing in for the cluster DNS. Note $$ is $ after
+  expansion, as in Kubernetes: "echo $$" prints "$".
   The image is ignored; the environment is PATH, HOSTNAME and the names
   given with --pass-env, plus the container's env. Output is the log
   (GET .../pods/NAME/log?container=&follow=&tailLines=&previous=).
@@ -140,16 +159,12 @@ import base64
 import copy
 import datetime
 import hashlib
-import http.server
-import itertools
 import json
 import os
 import random
 import re
-import shlex
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -283,17 +298,9 @@ class _Yaml:
 	def key_of(self, text):
 		"""(key, rest) when text is "key: rest" or "key:", else None."""
 		if text[:1] in ("'", '"'):
-			q = text[0]
-			j = 1
-			while j < len(text):
-				if text[j] == q:
-					if q == "'" and text[j + 1:j + 2] == "'":
-						j += 2
-						continue
-					break
-				if q == '"' and text[j] == "\\":
-					j += 1
-				j += 1
+			j = self.closing(text, text[0])
+			if j < 0:
+				return None
 			rest = text[j + 1:]
 			if rest.startswith(":") and (len(rest) == 1 or rest[1] == " "):
 				return self.quoted(text[:j + 1]), rest[1:].strip()
@@ -721,7 +728,6 @@ class FieldErrors:
 
 # ---------------------------------------------------------------- names
 
-DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 			       r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -732,10 +738,6 @@ SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case "
 		 "with an alphanumeric character (e.g. 'example.com', regex "
 		 "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z"
 		 "0-9]([-a-z0-9]*[a-z0-9])?)*')")
-LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case "
-	     "alphanumeric characters or '-', and must start and end with an "
-	     "alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-	     "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
 OBJECT_META = ("name", "generateName", "namespace", "selfLink", "uid",
 	       "resourceVersion", "generation", "creationTimestamp",
 	       "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
@@ -758,15 +760,15 @@ def check_qualified_key(errs, field, key):
 			     "characters")
 
 
-def check_meta(errs, meta, namespaced, name_check=DNS1123_SUBDOMAIN):
+def check_meta(errs, meta):
 	"""ObjectMeta's validation (apimachinery's ValidateObjectMeta)."""
 	name = meta.get("name")
 	if not name and not meta.get("generateName"):
 		errs.add("FieldValueRequired", "metadata.name",
 			 "Required value: name or generateName is required")
-	elif name and (len(name) > 253 or not name_check.fullmatch(name)):
-		errs.invalid("metadata.name", name, SUBDOMAIN_MSG if
-			     name_check is DNS1123_SUBDOMAIN else LABEL_MSG)
+	elif name and (len(name) > 253 or
+		       not DNS1123_SUBDOMAIN.fullmatch(name)):
+		errs.invalid("metadata.name", name, SUBDOMAIN_MSG)
 	for k, v in (meta.get("labels") or {}).items():
 		check_qualified_key(errs, "metadata.labels", k)
 		if not isinstance(v, str) or len(v) > 63 or \
@@ -891,24 +893,17 @@ class SchemaCheck:
 				-(1 << bits) <= v < (1 << bits):
 			self.errs.invalid(path, v, "%s in body must be of type %s: "
 					  "%s" % (path, fmt, go_quote(str(v))))
-		if "minimum" in s:
-			low = s["minimum"]
-			if v < low or (s.get("exclusiveMinimum") and v == low):
-				self.errs.invalid(path, v, "%s in body should be "
-						  "greater than %s%s" % (
-							  path, "" if s.get(
-								  "exclusiveMinimum")
-							  else "or equal to ",
-							  go_quote(low)))
-		if "maximum" in s:
-			high = s["maximum"]
-			if v > high or (s.get("exclusiveMaximum") and v == high):
-				self.errs.invalid(path, v, "%s in body should be "
-						  "less than %s%s" % (
-							  path, "" if s.get(
-								  "exclusiveMaximum")
-							  else "or equal to ",
-							  go_quote(high)))
+		for key, word, beyond in (("minimum", "greater", lambda x, y: x < y),
+					  ("maximum", "less", lambda x, y: x > y)):
+			if key not in s:
+				continue
+			bound = s[key]
+			strict = s.get("exclusive" + key.capitalize())
+			if beyond(v, bound) or (strict and v == bound):
+				self.errs.invalid(path, v, "%s in body should be %s "
+						  "than %s%s" % (path, word, "" if strict
+								 else "or equal to ",
+								 go_quote(bound)))
 
 	def array(self, s, v, path):
 		out = []
@@ -1009,13 +1004,6 @@ class SchemaCheck:
 			else:
 				self.unknown.append("metadata." + k)
 		return out
-
-
-def prune_unknown(schema, obj):
-	"""obj without the fields its schema does not know (what the API
-	server stores with fieldValidation Ignore or Warn)."""
-	chk = SchemaCheck()
-	return chk.run(schema, obj), chk
 
 
 # ---------------------------------------------------------------- selectors
@@ -1126,6 +1114,7 @@ class Resource:
 		self.short, self.status, self.categories = list(short), status, \
 			list(categories)
 		self.schemas = schemas
+		self.printer = {}
 		self.qualified = plural + ("." + group if group else "")
 
 	@property
@@ -1194,14 +1183,17 @@ def load_crds(directory, without=()):
 			schemas = {v["name"]: v["schema"]["openAPIV3Schema"]
 				   for v in served}
 			names = spec["names"]
-			out.append(Resource(
+			res = Resource(
 				spec["group"], [v["name"] for v in served],
 				names["plural"], names["kind"],
 				spec["scope"] == "Namespaced",
 				names.get("shortNames", ()),
 				any("status" in (v.get("subresources") or {})
 				    for v in served), schemas,
-				names.get("categories", ())))
+				names.get("categories", ()))
+			res.printer = {v["name"]: v.get("additionalPrinterColumns")
+				       or [] for v in served}
+			out.append(res)
 	return out
 
 
@@ -1266,6 +1258,8 @@ class Store:
 		if not res.builtin or res.plural == "jobs":
 			m["generation"] = 1
 		m["resourceVersion"] = str(self.next_rv())
+		# Creation order, finer than creationTimestamp's seconds.
+		obj["_seq"] = self.rv
 		self.objects[res.qualified][(m.get("namespace", ""),
 					     m["name"])] = obj
 		self.uids[m["uid"]] = (res, m.get("namespace", ""), m["name"])
@@ -1593,6 +1587,10 @@ class Fake:
 	def __init__(self, args, resources, state_dir):
 		self.store = Store(resources, args.watch_history)
 		self.verbose = args.verbose
+		# Kueue's visibility API (an aggregated API server of its own)
+		# comes with Kueue unless left out by name.
+		self.visibility = "workloads.kueue.x-k8s.io" in \
+			self.store.res and VISIBILITY not in args.without_group
 		self.require_token = args.require_token
 		self.state_dir = state_dir
 		self.bookmark_interval = args.bookmark_interval
@@ -1621,6 +1619,8 @@ class Fake:
 				out.setdefault(r.group, [])
 				if v not in out[r.group]:
 					out[r.group].append(v)
+		if self.visibility:
+			out[VISIBILITY] = ["v1beta1"]
 		return out
 
 	def route(self, path):
@@ -1677,6 +1677,9 @@ class Fake:
 			return h.answer(200, dict(self.group_doc(
 				segs[2], self.groups()[segs[2]]), kind="APIGroup",
 						  apiVersion="v1"))
+		if self.visibility and p.startswith("/apis/%s/v1beta1/" %
+							 VISIBILITY):
+			return self.pending_workloads(h, segs[4:])
 		r = self.route(p)
 		if r is None:
 			raise page_not_found()
@@ -1695,6 +1698,17 @@ class Fake:
 		return {"name": g, "versions": vs, "preferredVersion": vs[0]}
 
 	def resource_list(self, group, version):
+		if group == VISIBILITY:
+			return {"kind": "APIResourceList", "apiVersion": "v1",
+				"groupVersion": VISIBILITY + "/v1beta1",
+				"resources": [{
+					"name": plural + sub, "singularName": "",
+					"namespaced": plural == "localqueues",
+					"kind": "PendingWorkloadsSummary" if sub else kind,
+					"verbs": ["get"]} for plural, kind in (
+						("clusterqueues", "ClusterQueue"),
+						("localqueues", "LocalQueue"))
+					for sub in ("", "/pendingworkloads")]}
 		out = []
 		for r in self.store.resources:
 			if r.group == group and version in r.versions:
@@ -1744,14 +1758,15 @@ class Fake:
 			if m == "GET":
 				if h.query.get("watch") in ("1", "true"):
 					return self.watch(h, r)
-				return h.answer(200, self.list(h, r))
+				return h.answer(200, self.tabled(h, r, self.list(h, r)))
 			if m == "POST":
 				return self.create(h, r)
 			if m == "DELETE":
 				return self.delete_collection(h, r)
 		elif r.sub is None:
 			if m == "GET":
-				return h.answer(200, self.served(r, self.find(r)))
+				return h.answer(200, self.tabled(
+					h, r, self.served(r, self.find(r))))
 			if m == "PUT":
 				return self.replace(h, r)
 			if m == "PATCH":
@@ -1805,6 +1820,31 @@ class Fake:
 		return {"apiVersion": r.res.api_version(r.version),
 			"kind": r.res.kind + "List",
 			"metadata": {"resourceVersion": rv}, "items": items}
+
+	def tabled(self, h, r, doc):
+		"""doc (an object or a list) as a meta.k8s.io/v1 Table when the
+		client asks for one (kubectl get does), else doc."""
+		accept = h.headers.get("Accept", "")
+		if "as=Table" not in accept or "g=meta.k8s.io" not in accept:
+			return doc
+		items = doc["items"] if "items" in doc else [doc]
+		cols = table_columns(r.res, r.version)
+		include = h.query.get("includeObject", "Metadata")
+		rows = []
+		for o in items:
+			row = {"cells": [c[1](o) for c in cols]}
+			if include == "Object":
+				row["object"] = o
+			elif include != "None":
+				row["object"] = {
+					"kind": "PartialObjectMetadata",
+					"apiVersion": "meta.k8s.io/v1",
+					"metadata": o["metadata"]}
+			rows.append(row)
+		return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
+			"metadata": {"resourceVersion": doc.get("metadata", {}).get(
+				"resourceVersion", "")},
+			"columnDefinitions": [c[0] for c in cols], "rows": rows}
 
 	def body_object(self, h, r, name=None):
 		obj = decode_json(h.body)
@@ -1861,7 +1901,7 @@ class Fake:
 			if mode == "Warn":
 				warnings = texts
 		errs = chk.errs
-		check_meta(errs, out.get("metadata") or {}, r.res.namespaced)
+		check_meta(errs, out.get("metadata") or {})
 		if errs.items:
 			raise errs.error((r.res.kind, r.res.group), name or
 					 out["metadata"].get("name") or "")
@@ -1883,7 +1923,8 @@ class Fake:
 		m = obj["metadata"]
 		if not m.get("name") and m.get("generateName"):
 			m["name"] = m["generateName"] + random_suffix()
-		Webhooks.default(r.res, obj)
+		Webhooks.default(r.res, obj, "workloads.kueue.x-k8s.io" in
+				 self.store.res)
 		obj, warnings = self.validate(h, r, obj, m.get("name"))
 		for k in ("uid", "resourceVersion", "creationTimestamp",
 			  "deletionTimestamp", "generation"):
@@ -1901,7 +1942,6 @@ class Fake:
 			obj.setdefault("apiVersion", r.res.api_version(r.version))
 			obj.setdefault("kind", r.res.kind)
 			st.add(r.res, obj)
-			self.controllers.created(r.res, obj)
 			out = self.served(r, copy.deepcopy(obj))
 		return h.answer(201, out, self.warning_headers(warnings))
 
@@ -1945,7 +1985,6 @@ class Fake:
 			cur.clear()
 			cur.update(new)
 			st.put(r.res, cur, changed)
-			self.controllers.changed(r.res, cur)
 			out = self.served(r, copy.deepcopy(cur))
 		return h.answer(200, out, self.warning_headers(warnings))
 
@@ -2067,6 +2106,57 @@ class Fake:
 			self.controllers.event(pod, self.store.resource("pods"),
 					       etype, reason, message)
 
+	def pending_workloads(self, h, segs):
+		"""Kueue's visibility API: a queue's pending workloads with
+		their positions, in the order admission tries them."""
+		if h.command != "GET":
+			raise KubeError(405, "MethodNotAllowed", "the server does "
+					"not allow this method on the requested "
+					"resource")
+		st = self.store
+		ctl = self.controllers
+		with st.lock:
+			if len(segs) == 3 and segs[0] == "clusterqueues" and \
+					segs[2] == "pendingworkloads":
+				res, ns, name = ctl.r("clusterqueues.kueue.x-k8s.io"), \
+					"", segs[1]
+			elif len(segs) == 5 and segs[0] == "namespaces" and \
+					segs[2] == "localqueues" and \
+					segs[4] == "pendingworkloads":
+				res, ns, name = ctl.r("localqueues.kueue.x-k8s.io"), \
+					segs[1], segs[3]
+			else:
+				raise page_not_found()
+			if st.get(res, ns, name) is None:
+				raise not_found(res, name)
+			by_cq, items = {}, []
+			for wl in ctl.pending():
+				cq, _ = ctl.cluster_queue(wl)
+				if cq is None:
+					continue
+				cqn = cq["metadata"]["name"]
+				lq = (wl["metadata"]["namespace"], wl["spec"]["queueName"])
+				pos = by_cq.setdefault(cqn, {"cq": 0})
+				entry = {"metadata": {
+					k: wl["metadata"][k] for k in (
+						"name", "namespace", "creationTimestamp",
+						"ownerReferences") if k in wl["metadata"]},
+					"priority": wl["spec"].get("priority", 0),
+					"localQueueName": lq[1],
+					"positionInClusterQueue": pos["cq"],
+					"positionInLocalQueue": pos.get(lq, 0)}
+				pos["cq"] += 1
+				pos[lq] = pos.get(lq, 0) + 1
+				if (ns == "" and cqn == name) or (ns, name) == lq:
+					items.append(entry)
+		offset = int(h.query.get("offset") or 0)
+		limit = int(h.query.get("limit") or 1000)
+		return h.answer(200, {
+			"kind": "PendingWorkloadsSummary",
+			"apiVersion": VISIBILITY + "/v1beta1",
+			"metadata": {"creationTimestamp": None},
+			"items": items[offset:offset + limit]})
+
 	# ---- watch
 
 	def watch(self, h, r):
@@ -2085,7 +2175,7 @@ class Fake:
 
 		def line(etype, obj):
 			if etype != "ERROR" and etype != "BOOKMARK":
-				obj = self.served(r, obj)
+				obj = self.tabled(h, r, self.served(r, obj))
 			return json.dumps({"type": etype, "object": obj}).encode() + \
 				b"\n"
 		out = []
@@ -2279,6 +2369,153 @@ class Fake:
 				(m, p))
 
 
+def human_age(stamp):
+	"""apimachinery's HumanDuration of the time since stamp."""
+	try:
+		s = int(seconds_since(stamp))
+	except (TypeError, ValueError):
+		return "<unknown>"
+	if s < 0:
+		return "<invalid>"
+	if s < 120:
+		return "%ds" % s
+	m = s // 60
+	if m < 10:
+		return "%dm%ds" % (m, s % 60) if s % 60 else "%dm" % m
+	if m < 180:
+		return "%dm" % m
+	h = m // 60
+	if h < 8:
+		return "%dh%dm" % (h, m % 60) if m % 60 else "%dh" % h
+	if h < 48:
+		return "%dh" % h
+	return "%dd" % (h // 24) if h < 24 * 365 * 2 else "%dy" % (h // 8760)
+
+
+def seconds_since(stamp):
+	"""Seconds since an RFC 3339 time the fake wrote (now_text)."""
+	t = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
+	return time.time() - t.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def json_path(obj, path):
+	"""The values a printer column's JSONPath (.a.b, [?(@.k=="v")],
+	[N]) selects in obj."""
+	cur = [obj]
+	for part in re.findall(r"\.([^.\[]+)|\[\?\(@\.(\w+)==[\"']([^\"']*)"
+			       r"[\"']\)\]|\[(\d+)\]", path):
+		key, fkey, fval, idx = part
+		nxt = []
+		for c in cur:
+			if key and isinstance(c, dict) and key in c:
+				nxt.append(c[key])
+			elif fkey and isinstance(c, list):
+				nxt += [x for x in c if isinstance(x, dict) and
+					str(x.get(fkey)) == fval]
+			elif idx and isinstance(c, list) and int(idx) < len(c):
+				nxt.append(c[int(idx)])
+		cur = nxt
+	return cur
+
+
+NAME_COLUMN = {"name": "Name", "type": "string", "format": "name",
+	       "description": "Name must be unique within a namespace.",
+	       "priority": 0}
+
+
+def column(name, fn, ctype="string", priority=0):
+	return ({"name": name, "type": ctype, "format": "", "description": "",
+		 "priority": priority}, fn)
+
+
+def pod_status_text(o):
+	"""kubectl's STATUS of a pod."""
+	s = o.get("status") or {}
+	if o["metadata"].get("deletionTimestamp"):
+		return "Terminating"
+	inits = s.get("initContainerStatuses") or []
+	done = sum(1 for c in inits if (c["state"].get("terminated") or {})
+		   .get("exitCode") == 0)
+	if inits and done < len(inits) and s.get("phase") == "Pending":
+		return "Init:%d/%d" % (done, len(inits))
+	for c in s.get("containerStatuses") or []:
+		st = c.get("state") or {}
+		if "terminated" in st and s.get("phase") != "Running":
+			return st["terminated"].get("reason") or "Error"
+		if "waiting" in st and s.get("phase") == "Pending":
+			return st["waiting"].get("reason") or "Pending"
+	return s.get("phase") or "Pending"
+
+
+def table_columns(res, version):
+	"""[(columnDefinition, cell(obj))] as the API server prints res."""
+	age = column("Age", lambda o: human_age(o["metadata"].get(
+		"creationTimestamp")))
+	name = (NAME_COLUMN, lambda o: o["metadata"]["name"])
+	if not res.builtin:
+		cols = [name]
+		printer = res.printer.get(version) or []
+		for c in printer:
+			def cell(o, c=c):
+				vals = json_path(o, c["jsonPath"])
+				if not vals:
+					return None
+				v = vals[0]
+				if c["type"] == "date":
+					return human_age(v)
+				if c["type"] == "string" and not isinstance(v, str):
+					return go_quote(v) if not isinstance(v, (
+						dict, list)) else json.dumps(v)
+				return v
+			cols.append(({"name": c["name"], "type": c["type"],
+				      "format": c.get("format", ""),
+				      "description": c.get("description", ""),
+				      "priority": c.get("priority", 0)}, cell))
+		return cols if printer else cols + [age]
+	if res.plural == "pods":
+		def ready(o):
+			cs = (o.get("status") or {}).get("containerStatuses") or []
+			return "%d/%d" % (sum(1 for c in cs if c.get("ready")),
+					  len(o["spec"].get("containers") or []))
+		return [name, column("Ready", ready),
+			column("Status", pod_status_text),
+			column("Restarts", lambda o: sum(
+				c.get("restartCount", 0) for c in (o.get(
+					"status") or {}).get("containerStatuses") or []),
+				"integer"), age,
+			column("IP", lambda o: (o.get("status") or {}).get(
+				"podIP", "<none>"), priority=1),
+			column("Node", lambda o: o["spec"].get("nodeName",
+							       "<none>"),
+			       priority=1)]
+	if res.plural == "jobs":
+		def status(o):
+			for t in ("Complete", "Failed", "Suspended"):
+				if condition(o, t):
+					return t
+			return "Running"
+		return [name, column("Status", status), column(
+			"Completions", lambda o: "%d/%d" % (
+				(o.get("status") or {}).get("succeeded", 0),
+				o["spec"].get("completions") or 1)), age]
+	if res.plural == "events":
+		return [column("Last Seen", lambda o: human_age(
+			o.get("lastTimestamp"))), column("Type", lambda o: o.get(
+				"type", "")), column("Reason", lambda o: o.get(
+					"reason", "")),
+			column("Object", lambda o: "%s/%s" % (
+				o["involvedObject"].get("kind", "").lower(),
+				o["involvedObject"].get("name", ""))),
+			column("Message", lambda o: o.get("message", "")), name]
+	if res.plural in ("namespaces", "nodes"):
+		def state(o):
+			if res.plural == "namespaces":
+				return (o.get("status") or {}).get("phase", "Active")
+			return "Ready" if condition(o, "Ready") else "NotReady"
+		return [name, column("Status", state), age]
+	return [name, age]
+
+
 def random_suffix(n=5):
 	# The alphabet apimachinery's rand.String uses (no vowels).
 	return "".join(random.choice("bcdfghjklmnpqrstvwxz2456789")
@@ -2341,6 +2578,7 @@ JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded",
 		       "FailedIndexes", "MaxFailedIndexesExceeded",
 		       "PodFailurePolicy")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+VISIBILITY = "visibility.kueue.x-k8s.io"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 JS = "jobset.sigs.k8s.io/"
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"
@@ -2350,13 +2588,14 @@ class Webhooks:
 	"""What the JobSet and Kueue admission webhooks do on create."""
 
 	@staticmethod
-	def default(res, obj):
+	def default(res, obj, kueue):
+		"""kueue: whether Kueue (and so its webhook) is installed."""
 		if res.plural != "jobsets" or not isinstance(obj.get("spec"),
 							      dict):
 			return
 		spec = obj["spec"]
 		labels = (obj.get("metadata") or {}).get("labels") or {}
-		if QUEUE_LABEL in labels and not spec.get("suspend"):
+		if kueue and QUEUE_LABEL in labels and not spec.get("suspend"):
 			# Kueue's JobSet webhook.
 			spec["suspend"] = True
 		spec.setdefault("successPolicy", {"operator": "All"})
@@ -2472,20 +2711,16 @@ class Controllers:
 	def has(self, qualified):
 		return qualified in self.st.res
 
-	def created(self, res, obj):
-		self.st.cond.notify_all()
-
-	def changed(self, res, obj):
-		self.st.cond.notify_all()
-
 	def run(self):
+		# A fixed pace, not every change's wake-up: a busy server
+		# must not make the controllers spin.
 		while True:
 			with self.st.lock:
 				try:
 					self.reconcile()
 				except Exception:
 					traceback.print_exc()
-				self.st.cond.wait(self.TICK)
+			time.sleep(self.TICK)
 
 	def reconcile(self):
 		if self.has("jobsets.jobset.x-k8s.io"):
@@ -2556,6 +2791,14 @@ class Controllers:
 						     condition(j, "Failed")):
 					st.delete(jres, j, "Foreground")
 			self.jobset_status(js, current, before)
+			ttl = spec.get("ttlSecondsAfterFinished")
+			ended = [c.get("lastTransitionTime") for c in
+				 status.get("conditions") or [] if c["type"] in
+				 ("Completed", "Failed") and c["status"] == "True"]
+			if ttl is not None and ended and seconds_since(
+					ended[0]) >= ttl:
+				st.delete(self.r("jobsets.jobset.x-k8s.io"), js,
+					  "Foreground")
 			return
 		if suspended:
 			set_condition(status, "Suspended", "True", "SuspendedJobs",
@@ -2577,10 +2820,16 @@ class Controllers:
 			self.jobset_status(js, current, before)
 			return
 		rjobs = spec.get("replicatedJobs") or []
-		want = sum(rj.get("replicas", 1) for rj in rjobs)
-		done = [j for j in current if condition(j, "Complete")]
-		if want and len(done) == want if spec.get("successPolicy", {}).get(
-				"operator", "All") == "All" else done:
+		sp = spec.get("successPolicy") or {}
+		targets = sp.get("targetReplicatedJobs") or [
+			rj.get("name") for rj in rjobs]
+		mine = [j for j in current if j["metadata"]["labels"].get(
+			JS + "replicatedjob-name") in targets]
+		want = sum(rj.get("replicas", 1) for rj in rjobs
+			   if rj.get("name") in targets)
+		done = [j for j in mine if condition(j, "Complete")]
+		if want and len(done) == want if sp.get("operator", "All") == \
+				"All" else done:
 			set_condition(status, "Completed", "True", "AllJobsCompleted",
 				      "jobset completed successfully")
 			status["terminalState"] = "Completed"
@@ -2767,6 +3016,12 @@ class Controllers:
 				status.get("failed", 0) > spec.get("backoffLimit", 6):
 			failed_now = ("BackoffLimitExceeded", "Job has reached the "
 				      "specified backoff limit")
+		deadline = spec.get("activeDeadlineSeconds")
+		if not finished and failed_now is None and deadline is not None \
+				and status.get("startTime") and not spec.get("suspend") \
+				and seconds_since(status["startTime"]) >= deadline:
+			failed_now = ("DeadlineExceeded", "Job was active longer than "
+				      "specified deadline")
 		active = [p for p in pods if p.get("status", {}).get("phase") not
 			  in ("Succeeded", "Failed") and
 			  not p["metadata"].get("deletionTimestamp")]
@@ -2860,8 +3115,7 @@ class Controllers:
 		return "Count", ""
 
 	def create_pods(self, job, pods, succeeded, indexed, completions):
-		st = self.st
-		m, spec = job["metadata"], job["spec"]
+		spec = job["spec"]
 		live = [p for p in pods if p.get("status", {}).get("phase") not in
 			("Succeeded", "Failed")]
 		if indexed:
@@ -3095,7 +3349,6 @@ class Controllers:
 	def admit(self):
 		st = self.st
 		wres = self.r("workloads.kueue.x-k8s.io")
-		jsres = self.r("jobsets.jobset.x-k8s.io")
 		wls = st.items(wres)
 		# Evicted workloads give their quota back once their pods
 		# are gone.
@@ -3113,14 +3366,7 @@ class Controllers:
 					      "Preempted to accommodate a higher "
 					      "priority Workload")
 				st.put(wres, wl)
-		pending = [w for w in wls if not (w.get("status") or {}).get(
-			"admission") and not condition(w, "Finished") and
-			   not w["metadata"].get("deletionTimestamp") and
-			   w["spec"].get("active", True)]
-		pending.sort(key=lambda w: (-w["spec"].get("priority", 0),
-					    w["metadata"]["creationTimestamp"],
-					    int(w["metadata"]["resourceVersion"])))
-		for wl in pending:
+		for wl in self.pending():
 			s = wl.setdefault("status", {})
 			cq, why = self.cluster_queue(wl)
 			if cq is None:
@@ -3163,10 +3409,20 @@ class Controllers:
 			self.event(wl, wres, "Normal", "QuotaReserved", msg)
 			self.event(wl, wres, "Normal", "Admitted", "Admitted by "
 				   "ClusterQueue %s" % cq["metadata"]["name"])
-			res_, js = st.by_uid(wl["metadata"]["ownerReferences"][0][
-				"uid"])
+			_, js = st.by_uid(wl["metadata"]["ownerReferences"][0]["uid"])
 			if js is not None and js["spec"].get("suspend"):
 				self.start(js, flavors)
+
+	def pending(self):
+		"""Workloads waiting for quota, in the order Kueue tries them:
+		priority, then age."""
+		out = [w for w in self.st.items(self.r("workloads.kueue.x-k8s.io"))
+		       if not (w.get("status") or {}).get("admission") and
+		       not condition(w, "Finished") and
+		       not w["metadata"].get("deletionTimestamp") and
+		       w["spec"].get("active", True)]
+		out.sort(key=lambda w: (-w["spec"].get("priority", 0), w["_seq"]))
+		return out
 
 	def start(self, js, flavors):
 		"""Kueue starts an admitted JobSet: the flavors' nodeLabels
@@ -3364,7 +3620,9 @@ class Container:
 			except OSError:
 				pass
 			return
-		for _ in range(50):
+		# unshare forks the container's first process at once, but a
+		# busy machine may take a while.
+		for _ in range(500):
 			pid = self.init_pid()
 			if pid or self.proc.poll() is not None:
 				break
@@ -3421,6 +3679,7 @@ class Kubelet:
 			spec = pod.setdefault("spec", {})
 			if not spec.get("nodeName"):
 				spec["nodeName"] = self.node_of(pod)
+				self.ensure_node(spec["nodeName"], pod)
 				set_condition(pod.setdefault("status", {}),
 					      "PodScheduled", "True", None, None)
 				pod["status"]["conditions"][-1].pop("reason", None)
@@ -3435,6 +3694,73 @@ class Kubelet:
 					     daemon=True)
 			self.running[m["uid"]] = t
 			t.start()
+
+	def ensure_node(self, name, pod):
+		"""The Node object a pod is bound to, made on first use with
+		the labels the pod selects (a node pool that fits it)."""
+		st = self.st
+		nres = st.resource("nodes")
+		if st.get(nres, "", name) is not None:
+			return
+		labels = dict(pod["spec"].get("nodeSelector") or {})
+		labels["kubernetes.io/hostname"] = name
+		labels.setdefault("cloud.google.com/gke-nodepool",
+				  name.replace("gke-", "", 1))
+		tpu = 0
+		for c in pod["spec"].get("containers") or []:
+			tpu += quantity(((c.get("resources") or {}).get("limits")
+					 or {}).get("google.com/tpu", 0))
+		cap = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+		spec = {}
+		if tpu:
+			cap["google.com/tpu"] = quantity_text(tpu)
+			spec["taints"] = [{"key": "google.com/tpu", "value":
+					   "present", "effect": "NoSchedule"}]
+		st.add(nres, {"apiVersion": "v1", "kind": "Node", "metadata": {
+			"name": name, "labels": labels}, "spec": spec, "status": {
+				"capacity": cap, "allocatable": dict(cap),
+				"addresses": [{"type": "InternalIP",
+					       "address": "127.0.0.1"},
+					      {"type": "Hostname", "address": name}],
+				"conditions": [{"type": "Ready", "status": "True",
+						"reason": "KubeletReady",
+						"message": "kubelet is posting ready "
+						"status", "lastHeartbeatTime": now_text(),
+						"lastTransitionTime": now_text()}]}})
+
+	def hosts_file(self, pod):
+		"""/etc/hosts for a pod: what the cluster's DNS would resolve
+		for it and its JobSet's peers (hostname.subdomain), all on
+		loopback; None when the pod has no subdomain."""
+		spec, m = pod["spec"], pod["metadata"]
+		sub = spec.get("subdomain")
+		if not sub or not os.path.isfile("/etc/hosts"):
+			return None
+		names = {spec.get("hostname") or m["name"]}
+		with self.st.lock:
+			js_name = (m.get("labels") or {}).get(JS + "jobset-name")
+			jres = self.st.res.get("jobsets.jobset.x-k8s.io")
+			js = self.st.get(jres, m["namespace"], js_name) \
+				if jres and js_name else None
+			for rj in ((js or {}).get("spec") or {}).get(
+					"replicatedJobs") or []:
+				par = rj.get("template", {}).get("spec", {}).get(
+					"parallelism", 1)
+				for i in range(rj.get("replicas", 1)):
+					for k in range(par):
+						names.add("%s-%s-%d-%d" % (js_name, rj["name"],
+									   i, k))
+		path = os.path.join(self.pod_dir(pod), "hosts")
+		with open(path, "w") as f:
+			f.write("# Kubernetes-managed hosts file (kube-fake).\n"
+				"127.0.0.1\tlocalhost\n::1\tlocalhost "
+				"ip6-localhost ip6-loopback\n")
+			for n in sorted(names):
+				f.write("127.0.0.1\t%s.%s %s.%s.%s.svc %s.%s.%s.svc."
+					"cluster.local %s\n" % (
+						n, sub, n, sub, m["namespace"], n, sub,
+						m["namespace"], n))
+		return path
 
 	# ---- one pod
 
@@ -3617,6 +3943,9 @@ class Kubelet:
 			x.reason = "StartError"
 		else:
 			binds = self.mounts(pod, c)
+			hosts = self.hosts_file(pod)
+			if hosts:
+				binds += [hosts, "/etc/hosts", "rw"]
 			ns = ["unshare", "--mount", "--pid", "--fork",
 			      "--propagation", "private"]
 			if not self.root:
@@ -3751,6 +4080,11 @@ class Kubelet:
 				for x in self.containers:
 					if x.pod_key == key:
 						x.signal(signal.SIGKILL)
+		nres = st.resource("nodes")
+		gone = st.get(nres, "", node)
+		if gone is not None:
+			# The pool comes back empty: a new Node when pods return.
+			st.delete(nres, gone)
 		self.wake()
 		return [p["metadata"]["name"] for p in victims]
 
