@@ -279,23 +279,30 @@ Test(pod, sigterm_commits_the_emergency_step_and_exits_143)
 	assert_control(1, "running", NULL, 0);
 }
 
-/* JobSet recreates both pods as restart attempt 1: they restart the group
- * once (two pods asking, one bump) from the emergency step, and finish. */
-Test(pod, a_jobset_restart_bumps_once_and_restores_the_newest_step)
+/* Attempt 0's pods are evicted, then pods of `attempt` start: they
+ * restart the group once (two pods asking, one bump) from the emergency
+ * step, and finish; control.json then records jobset_restart. */
+static void restart_after_eviction(unsigned attempt, long long jobset_restart)
 {
 	long long final, restored0 = -1, restored1 = -1;
 
 	up("", "\"TOY_TOTAL\": \"60\", \"TOY_STEP_S\": \"0.05\"");
 	final = run_and_evict();
-	start_attempt(1);
+	start_attempt(attempt);
 	pods_exit(2, 0, 90);
-	assert_control(2, "done", NULL, 1);
+	assert_control(2, "done", NULL, jobset_restart);
 	cr_assert_eq(toy_events(w.events, 0, 2, "restored", &restored0), 1);
 	cr_assert_eq(toy_events(w.events, 1, 2, "restored", &restored1), 1);
 	cr_assert_eq(restored0, final);
 	cr_assert_eq(restored1, final);
 	cr_assert_eq(toy_events(w.events, -1, 3, "start", NULL), 0,
-		     "a second bump for the same attempt");
+		     "a second bump for one restart");
+}
+
+/* JobSet recreates both pods as restart attempt 1. */
+Test(pod, a_jobset_restart_bumps_once_and_restores_the_newest_step)
+{
+	restart_after_eviction(1, 1);
 	{
 		char *a = pod_log(0), *b = pod_log(1);
 
@@ -312,19 +319,7 @@ Test(pod, a_jobset_restart_bumps_once_and_restores_the_newest_step)
  * current generation, and the group restarts once from the newest step. */
 Test(pod, replaced_pods_of_the_same_attempt_restart_the_group_once)
 {
-	long long final, restored0 = -1, restored1 = -1;
-
-	up("", "\"TOY_TOTAL\": \"60\", \"TOY_STEP_S\": \"0.05\"");
-	final = run_and_evict();
-	start_attempt(0);
-	pods_exit(2, 0, 90);
-	assert_control(2, "done", NULL, 0);
-	cr_assert_eq(toy_events(w.events, 0, 2, "restored", &restored0), 1);
-	cr_assert_eq(toy_events(w.events, 1, 2, "restored", &restored1), 1);
-	cr_assert_eq(restored0, final);
-	cr_assert_eq(restored1, final);
-	cr_assert_eq(toy_events(w.events, -1, 3, "start", NULL), 0,
-		     "a second bump for one replacement");
+	restart_after_eviction(0, 0);
 }
 
 /* One budget: max_restarts 1 is spent by the JobSet restart, so the
