@@ -47,8 +47,9 @@ static const char usage[] =
 	"control.json or heartbeat yet, no step) is null.\n"
 	"\n"
 	"A run on GKE (slicectl job --target gke) also shows its JobSet:\n"
-	"Kueue's state (pending with its position when Kueue reports it,\n"
-	"quota reserved, admitted, evicted, finished), JobSet's restarts, and\n"
+	"Kueue's state (pending, with the workloads ahead of it in its\n"
+	"LocalQueue when Kueue's visibility API tells: \"position\"; quota\n"
+	"reserved, admitted, evicted, finished), JobSet's restarts, and\n"
 	"each pod's slice, worker, restart attempt, phase and node; in JSON\n"
 	"as \"target\": {\"kind\", \"object\", \"kueue\", \"message\",\n"
 	"\"position\", \"restarts\", \"end\", \"pods\": [{\"name\", \"slice\",\n"
@@ -479,7 +480,7 @@ static void print_target(const struct view *v)
 	printf("\n%s: Kueue %s%s%s", t->what, t->state, *t->message ? ": " : "",
 	       t->message);
 	if (t->position >= 0)
-		printf(", position %ld in its queue", t->position);
+		printf(", %ld ahead of it in its queue", t->position);
 	if (t->restarts >= 0)
 		printf("; restarts %ld", t->restarts);
 	if (*t->end)

@@ -427,7 +427,7 @@ static int follow(struct gke_conn *c, const struct gke_spec *s)
 			      : queue_position(c, s->namespace, s->queue,
 					       str_at(w, "metadata", "name"));
 		if (pos >= 0)
-			snprintf(where, sizeof(where), ", position %ld in %s",
+			snprintf(where, sizeof(where), ", %ld ahead of it in %s",
 				 pos, s->queue);
 		snprintf(line, sizeof(line),
 			 "%s: Kueue %s%s%s%s; pods %u/%u running", s->run,

@@ -29,7 +29,8 @@ struct target_view {
 	char what[300];       /* "JobSet NS/NAME" */
 	char state[64];       /* "admitted", "pending", ... */
 	char message[256];    /* the condition's message, or "" */
-	long position;        /* in the queue; -1 unknown */
+	long position;        /* workloads ahead of it in its LocalQueue
+				 (Kueue's positionInLocalQueue); -1 unknown */
 	long restarts;        /* the JobSet's status.restarts; -1 unknown */
 	char end[32];         /* "Completed", "Failed" or "" */
 	struct target_worker *workers;

@@ -550,7 +550,8 @@ Test(gke_live, admission_behind_higher_priority_then_operator_commands)
 	out = output_of("live", "out");
 	err = output_of("live", "err");
 	cr_assert_eq(status, 0, "%d\n%s\n%s", status, out, err);
-	cr_expect(strstr(out, "live: Kueue pending"), "%s", out);
+	cr_expect(strstr(out, "live: Kueue pending, 0 ahead of it in lq"),
+		  "%s", out);
 	cr_expect(strstr(out, "live: Kueue admitted"), "%s", out);
 	cr_expect(strstr(out, "pods 4/4 running"), "%s", out);
 	cr_expect(strstr(out, "slicectl status live --bucket"), "%s", out);
