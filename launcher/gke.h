@@ -112,6 +112,9 @@ int gke_describe(const struct job_target *t, struct target_view *out,
 int gke_delete(const struct job_target *t, bool wait, unsigned timeout_ms,
 	       bool *absent, struct err *e);
 
+int gke_reset(const struct job_target *t, unsigned pods, bool wait,
+	      unsigned timeout_ms, long *attempt, struct err *e);
+
 /* DNS-1123 label (RFC 1123: [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63);
  * DNS-1035 as well when it must start with a letter. */
 bool gke_dns_label(const char *s, bool dns1035);

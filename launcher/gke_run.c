@@ -688,3 +688,95 @@ int gke_delete(const struct job_target *t, bool wait, unsigned timeout_ms,
 	gke_conn_release(&c);
 	return rc;
 }
+
+/* The highest restart attempt among the pods of list, and how many of
+ * that attempt run. */
+static long newest_attempt(const json_t *list, unsigned *running)
+{
+	long most = -1;
+	size_t i;
+	json_t *p;
+
+	*running = 0;
+	json_array_foreach(json_object_get(list, "items"), i, p) {
+		long a = label_num(json_object_get(json_object_get(p,
+								   "metadata"),
+						   "labels"),
+				   "jobset.sigs.k8s.io/restart-attempt");
+		const char *phase = str_at(p, "status", "phase");
+		bool run = phase && !strcmp(phase, "Running") &&
+			   !json_object_get(json_object_get(p, "metadata"),
+					    "deletionTimestamp");
+
+		if (a > most) {
+			most = a;
+			*running = 0;
+		}
+		if (a == most && run)
+			++*running;
+	}
+	return most;
+}
+
+int gke_reset(const struct job_target *t, unsigned pods, bool wait,
+	      unsigned timeout_ms, long *attempt, struct err *e)
+{
+	uint64_t deadline = mono_ms() + timeout_ms;
+	json_t *list = NULL;
+	unsigned running;
+	struct gke_conn c;
+	char path[512];
+	long before = -1;
+	int rc;
+
+	*attempt = -1;
+	gke_conn_init(&c);
+	rc = gke_connect(t->cluster, t->location, t->project, t->kubeconfig,
+			 t->context, &c, e);
+	if (!rc)
+		rc = list_pods(&c, t->namespace, t->jobset, &list, e);
+	if (!rc) {
+		before = newest_attempt(list, &running);
+		if (!json_array_size(json_object_get(list, "items")))
+			rc = err_set(e, KUBE_ENOTFOUND,
+				     "JobSet %s/%s has no pods to reset (is it "
+				     "admitted? slicectl status shows Kueue's "
+				     "state)", t->namespace, t->jobset);
+	}
+	json_decref(list);
+	list = NULL;
+	if (!rc) {
+		json_t *out = NULL;
+		long status;
+
+		/* All at once (deletecollection), as a reset takes every VM
+		 * of a queued resource together. */
+		snprintf(path, sizeof(path),
+			 "/api/v1/namespaces/%s/pods?labelSelector="
+			 "jobset.sigs.k8s.io%%2Fjobset-name%%3D%s",
+			 t->namespace, t->jobset);
+		rc = kube_request(c.k, "DELETE", path, NULL, &status, &out, e);
+		json_decref(out);
+	}
+	while (!rc && wait) {
+		rc = list_pods(&c, t->namespace, t->jobset, &list, e);
+		if (!rc) {
+			long now = newest_attempt(list, &running);
+
+			if (now > before && running >= pods) {
+				*attempt = now;
+				wait = false;
+			}
+		}
+		json_decref(list);
+		list = NULL;
+		if (!rc && wait && timeout_ms && mono_ms() >= deadline)
+			rc = err_set(e, COMMON_EIO,
+				     "JobSet %s/%s's pods are not all running "
+				     "again yet", t->namespace, t->jobset);
+		if (!rc && wait)
+			job_sleep_ms(poll_ms());
+	}
+	gke_conn_release(&c);
+	return rc;
+}

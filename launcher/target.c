@@ -56,3 +56,12 @@ int target_delete(const struct job *j, bool wait, unsigned timeout_ms,
 		return no_view(j, e);
 	return gke_delete(&j->target, wait, timeout_ms, absent, e);
 }
+
+int target_reset(const struct job *j, bool wait, unsigned timeout_ms,
+		 long *attempt, struct err *e)
+{
+	if (target_of(j) != TARGET_GKE)
+		return no_view(j, e);
+	return gke_reset(&j->target, j->num_slices * j->workers_per_slice,
+			 wait, timeout_ms, attempt, e);
+}

@@ -49,4 +49,13 @@ void target_view_release(struct target_view *v);
 int target_delete(const struct job *j, bool wait, unsigned timeout_ms,
 		  bool *absent, struct err *e);
 
+/* Every worker killed and started again, the way out for a stuck run
+ * (a queued resource's reset): on GKE every pod of the JobSet is deleted
+ * (SIGTERM and its grace), and JobSet recreates them all with a new
+ * restart attempt; the supervisors rejoin from the newest committed step.
+ * With wait, returns once every pod of the new attempt runs (timeout_ms:
+ * COMMON_EIO). *attempt gets that restart attempt (-1 without wait). */
+int target_reset(const struct job *j, bool wait, unsigned timeout_ms,
+		 long *attempt, struct err *e);
+
 #endif

@@ -7,7 +7,7 @@
  * - each error before a run starts, with its hint: JobSet not installed,
  *   Kueue not installed, an unknown LocalQueue, 403;
  * - admission waiting behind a higher-priority workload, then running;
- *   status, logs, restart, stop and delete against that live run;
+ *   status, logs, restart, reset, stop and delete against that live run;
  * - examples/sgd on 2 slices x 2 workers under a trainer crash, a hang,
  *   a pod eviction and the loss of a node pool, whose final parameters
  *   are those of an uninterrupted run through the fake, to the bit.
@@ -615,6 +615,23 @@ Test(gke_live, admission_behind_higher_priority_then_operator_commands)
 				     json_object_get(p, "restart_attempt")), 0);
 	}
 	free(names_before);
+	json_decref(j);
+
+	/* reset: every pod deleted, JobSet recreates them (restart attempt
+	 * 1); the supervisors rejoin at a new generation. */
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+		"reset", "live", "--bucket", bucket, NULL }, NULL), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "JobSet default/live reset: every pod of "
+				"restart attempt 1 runs"), "%s", r.out);
+	run_result_release(&r);
+	j = wait_running("live", 4, 3, 0);
+	json_array_foreach(json_object_get(json_object_get(j, "target"), "pods"),
+			   i, p)
+		cr_expect_eq(json_integer_value(
+				     json_object_get(p, "restart_attempt")), 1);
+	cr_expect_eq(json_integer_value(json_object_get(
+			     json_object_get(j, "target"), "restarts")), 1);
 	json_decref(j);
 
 	/* stop: every trainer saves and exits; the pods end Succeeded and
