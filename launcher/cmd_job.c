@@ -131,21 +131,12 @@ static int prepare_status(const struct err *e)
 	}
 }
 
-static const char *env_or(const char *flag, const char *var)
-{
-	const char *v;
-
-	if (flag && *flag)
-		return flag;
-	v = getenv(var);
-	return v && *v ? v : NULL;
-}
-
 /* Checks what only the cloud path needs, before anything is touched. */
 static int check_cloud(struct job_options *o)
 {
 	struct job_request *r = &o->r;
 	int modes = r->spot + r->reserved + r->best_effort;
+	struct err e;
 
 	if (!r->accelerator_type)
 		return usage_error("--accelerator-type is required (for example "
@@ -161,15 +152,25 @@ static int check_cloud(struct job_options *o)
 	if (modes > 1)
 		return usage_error("choose one of --spot, --reserved and "
 				   "--best-effort%s", NULL);
-	o->to.project = r->project =
-		env_or(o->to.project, "CLOUDSDK_CORE_PROJECT");
-	o->to.zone = r->zone = env_or(o->to.zone, "CLOUDSDK_COMPUTE_ZONE");
+	err_init(&e);
+	if (gcloud_default(o->to.project, "core", "project",
+			   o->to.project_buf, sizeof(o->to.project_buf),
+			   &o->to.project, &e) ||
+	    gcloud_default(o->to.zone, "compute", "zone", o->to.zone_buf,
+			   sizeof(o->to.zone_buf), &o->to.zone, &e)) {
+		log_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
+	r->project = o->to.project;
+	r->zone = o->to.zone;
 	if (!r->project)
-		return usage_error("no project: pass --project or set "
-				   "CLOUDSDK_CORE_PROJECT%s", NULL);
+		return usage_error("no project: pass --project, set "
+				   "CLOUDSDK_CORE_PROJECT or run `gcloud config "
+				   "set project PROJECT`%s", NULL);
 	if (!r->zone)
 		return usage_error("no zone: pass --zone (for example "
-				   "us-central2-b) or set CLOUDSDK_COMPUTE_ZONE%s",
+				   "us-central2-b), set CLOUDSDK_COMPUTE_ZONE or "
+				   "run `gcloud config set compute/zone ZONE`%s",
 				   NULL);
 	if (o->local_dir || o->chaos || o->seed)
 		return usage_error("--local-dir, --chaos and --seed are for "

@@ -63,13 +63,16 @@ int gke_connect(const char *cluster, const char *location, const char *project,
 	kube_config_init(&cfg);
 	if (cluster) {
 		struct gke_cluster gc = { 0 };
+		char project_buf[128];
 
-		if (!project || !*project)
-			project = getenv("CLOUDSDK_CORE_PROJECT");
-		if (!project || !*project)
+		if (gcloud_default(project, "core", "project", project_buf,
+				   sizeof(project_buf), &project, e))
+			return COMMON_EUSAGE;
+		if (!project)
 			return err_set(e, COMMON_EUSAGE,
 				       "no project for --cluster %s: pass "
-				       "--project or set CLOUDSDK_CORE_PROJECT",
+				       "--project, set CLOUDSDK_CORE_PROJECT or "
+				       "run `gcloud config set project PROJECT`",
 				       cluster);
 		rc = gke_cluster_get(project, location, cluster, &gc, e);
 		if (!rc && *gc.status && strcmp(gc.status, "RUNNING") &&
