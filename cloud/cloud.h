@@ -393,4 +393,29 @@ int gke_cluster_get(const char *project, const char *location,
 		    struct err *e);
 void gke_cluster_release(struct gke_cluster *c);
 
+/*
+ * gcloud_config.c: project, zone and region defaults the way every Google
+ * tool takes them, so a user who ran `gcloud config set project P` needs
+ * nothing more. The configuration directory is CLOUDSDK_CONFIG, else
+ * ~/.config/gcloud; the active configuration is CLOUDSDK_ACTIVE_CONFIG_NAME,
+ * else the one named in DIR/active_config, else "default"; its properties
+ * are DIR/configurations/config_NAME, an INI file ("[core]" "project = P").
+ */
+
+/* The active configuration's value of key in [section] into out (cap
+ * len); "" when the file, the section or the key is absent or the value
+ * empty. CLOUD_EINVAL names the file, the line and the fix when the file
+ * is malformed, the configuration name invalid or the value longer than
+ * len - 1; CLOUD_EIO when a file exists but cannot be read. */
+int gcloud_config_get(const char *section, const char *key, char *out,
+		      size_t len, struct err *e);
+
+/* A gcloud property in gcloud's order: flag when non-empty, else the
+ * environment variable CLOUDSDK_SECTION_KEY (upper case: for [core]
+ * project, CLOUDSDK_CORE_PROJECT), else gcloud_config_get into buf (cap
+ * len). *out is flag, the variable's value or buf; NULL when none gives
+ * one. Errors as gcloud_config_get's. */
+int gcloud_default(const char *flag, const char *section, const char *key,
+		   char *buf, size_t len, const char **out, struct err *e);
+
 #endif

@@ -1,11 +1,12 @@
 // kube-fidelity.js SERVER CA_FILE TOKEN YAML_DUMPS...: the real
 // Kubernetes JavaScript client (@kubernetes/client-node) against
 // kube_fake.py over TLS with a bearer token: it creates the Kueue objects
-// and a JobSet, reads, lists and watches it, lists its pods and reads a
-// pod's log, sees the server's errors as ApiExceptions, and deletes it.
-// First, js-yaml checks that kube_fake.py's YAML reader gave, for every
-// CRD file, what a real YAML parser gives (YAML_DUMPS: "file.yaml=file.json"
-// pairs written by the reader). Exits 0 when every check passes.
+// and a JobSet, reads, lists and watches it, follows its pods with an
+// informer, lists them and reads a pod's log, sees the server's errors
+// as ApiExceptions, and deletes it.
+// First, js-yaml checks that the fake's YAML reader (kube_yaml.py) gave,
+// for every CRD file, what a real YAML parser gives (YAML_DUMPS:
+// "file.yaml=file.json" pairs written by the reader). Exits 0 when every check passes.
 'use strict';
 
 const fs = require('fs');
@@ -119,6 +120,17 @@ async function main() {
 		(type, obj) => events.push([type, obj]),
 		(err) => { if (err && err.name !== 'AbortError') events.push(['end', err]); });
 
+	// An informer (list, then watch from the list's version, as
+	// controllers do) on the pods the JobSet will make.
+	const informed = new Set();
+	const informer = k8s.makeInformer(kc,
+		'/api/v1/namespaces/default/pods',
+		() => core.listNamespacedPod({namespace: 'default',
+			labelSelector: 'jobset.sigs.k8s.io/jobset-name=fid'}),
+		'jobset.sigs.k8s.io/jobset-name=fid');
+	informer.on('add', (pod) => informed.add(pod.metadata.name));
+	await informer.start();
+
 	const made = await custom.createNamespacedCustomObject({...JS,
 		body: jobset('fid'), fieldValidation: 'Strict'});
 	check(made.metadata.uid && made.spec.suspend === true,
@@ -163,6 +175,9 @@ async function main() {
 		p.status.phase === 'Succeeded' && p.spec.nodeName ===
 		'gke-tpu-slice-0'), 'list pods by label',
 	      JSON.stringify(pods.items.map((p) => p.status.phase)));
+	await informer.stop();
+	check(pods.items.every((p) => informed.has(p.metadata.name)),
+	      'informer: every pod added', JSON.stringify([...informed]));
 	const byIndex = pods.items.find((p) => p.metadata.labels[
 		'batch.kubernetes.io/job-completion-index'] === '1');
 	const log = await core.readNamespacedPodLog({namespace: 'default',

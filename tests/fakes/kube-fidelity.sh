@@ -17,35 +17,17 @@ mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
 python=${PYTHON:-python3}
 token=fidelity-token
+name=kube-fidelity
+. "$here/fidelity-lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "kube-fidelity: SKIP: the fake's pods need root" \
 		"(private mount namespaces)" >&2
 	exit 77
 fi
-for tool in node npm; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		echo "kube-fidelity: SKIP: $tool is not installed" \
-			"(apt-get install nodejs npm)" >&2
-		exit 77
-	fi
-done
-
-if [ ! -f "$work/node_modules/@kubernetes/client-node/package.json" ] ||
-	[ ! -f "$work/node_modules/js-yaml/package.json" ]; then
-	if ! npm install --no-save --no-audit --no-fund --prefix "$work" \
-		'@kubernetes/client-node@1' 'js-yaml@4' \
-		>"$work/npm.log" 2>&1; then
-		if ! npm ping >/dev/null 2>&1; then
-			echo "kube-fidelity: SKIP: npm's registry is" \
-				"unreachable; see $work/npm.log" >&2
-			exit 77
-		fi
-		echo "kube-fidelity: npm install failed:" >&2
-		cat "$work/npm.log" >&2
-		exit 1
-	fi
-fi
+fidelity_tools
+fidelity_npm_install "$work" @kubernetes/client-node \
+	'@kubernetes/client-node@1' 'js-yaml@4'
 
 # What the fake's YAML reader makes of each CRD file, for js-yaml to judge.
 crds=$(cd "$here" && "$python" -c \
@@ -54,38 +36,18 @@ rm -rf "$work/yaml" && mkdir -p "$work/yaml" || exit 1
 dumps=""
 for f in "$crds"/*.yaml; do
 	out="$work/yaml/$(basename "$f").json"
-	(cd "$here" && "$python" -c 'import json, sys, kube_fake
+	(cd "$here" && "$python" -c 'import json, sys, kube_yaml
 with open(sys.argv[1]) as f:
-	docs = kube_fake.load_yaml(f.read())
+	docs = kube_yaml.load_yaml(f.read())
 with open(sys.argv[2], "w") as f:
 	json.dump(docs, f)' "$f" "$out") || exit 1
 	dumps="$dumps $f=$out"
 done
 
-port_file="$work/port"
-rm -rf "$port_file" "$work/state"
-"$python" "$here/kube_fake.py" --port-file "$port_file" --tls \
-	--require-token "$token" --state-dir "$work/state" \
-	2>"$work/fake.log" &
-fake=$!
-trap 'kill "$fake" 2>/dev/null; wait "$fake" 2>/dev/null' EXIT
-trap 'exit 1' INT TERM
-
-tries=0
-while [ ! -s "$port_file" ]; do
-	if ! kill -0 "$fake" 2>/dev/null; then
-		echo "kube-fidelity: the fake exited:" >&2
-		cat "$work/fake.log" >&2
-		exit 1
-	fi
-	tries=$((tries + 1))
-	if [ "$tries" -gt 200 ]; then
-		echo "kube-fidelity: the fake did not listen within 20 s" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-server="https://127.0.0.1:$(head -n 1 "$port_file")"
+rm -rf "$work/state"
+fidelity_start_fake "$work" kube_fake.py --tls --require-token "$token" \
+	--state-dir "$work/state"
+server="https://127.0.0.1:$fake_port"
 ca="$work/state/ca.pem"
 
 # shellcheck disable=SC2086 # one argument per CRD file
@@ -103,8 +65,4 @@ if [ "$status" -eq 0 ]; then
 			"is skipped" >&2
 	fi
 fi
-if [ "$status" -ne 0 ] && [ -s "$work/fake.log" ]; then
-	echo "kube-fidelity: the fake's stderr:" >&2
-	cat "$work/fake.log" >&2
-fi
-exit "$status"
+fidelity_finish "$status"
