@@ -59,6 +59,7 @@ struct host {
 	bool started;           /* the remote command was started */
 	bool signalled;
 	bool retryable;         /* the last failure may go away */
+	bool overload;          /* ...and looks like servers overloaded */
 	enum fanout_outcome ending; /* timeout or cancel decided locally */
 	const char *signal_name;    /* for HS_SIGNAL */
 	size_t key_index;
@@ -66,19 +67,27 @@ struct host {
 	char *command;          /* exports and command, freed after exec */
 	size_t sent;
 	uint64_t deadline_ms;   /* of the current phase; 0: none */
+	uint64_t attempt_ms;    /* when this connection attempt began */
 	uint64_t retry_at_ms;
 	uint64_t last_rx_ms;
 	uint64_t next_keepalive_ms;
 	struct backoff backoff;
 };
 
+/* The one way a host changes state, here and in fanout.c: logs every
+ * change by name (at debug level), as curl's state() does. */
+void host_set_state(struct host *h, enum host_state s);
+
 /* Runs the state machine until it must wait; arms the loop for what it
- * waits on. Called on events, on timers and when a slot frees up. */
+ * waits on. Called on events, on timers and when a slot frees up. An
+ * error drops the connection on the spot (the session cannot be trusted
+ * to carry a close) and then retries or finishes the host. */
 void host_drive(struct fanout *f, struct host *h);
 
 /* Ends a host from outside the machine: for a timeout or a cancel, the
- * remote command is signalled first; for an abort the connection is
- * dropped on the spot. */
+ * remote command is signalled first and the connection closed through
+ * the teardown states; for an abort, or before a channel is open, the
+ * connection is dropped on the spot. */
 void host_end(struct fanout *f, struct host *h, enum fanout_outcome why,
 	      bool hard);
 
@@ -94,6 +103,10 @@ int command_build(struct buf *out, const char *command, char *const *env,
 
 /* fanout.c services the hosts use. */
 void fanout_slot_release(struct fanout *f, struct host *h);
+/* Handshake pacing (fanout.c): h logged in, or h's attempt failed in a way
+ * that says the servers are overloaded (dropped or timed out). */
+void fanout_handshake_ok(struct fanout *f, struct host *h);
+void fanout_overloaded(struct fanout *f, struct host *h, const char *why);
 void fanout_host_done(struct fanout *f, struct host *h);
 void fanout_output(struct fanout *f, struct host *h, int stream,
 		   const char *data, size_t len);
