@@ -7,6 +7,7 @@
 #include "cloud/transfer.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -75,6 +76,9 @@ static int pool_open(struct pool *p, struct gcs_client *parent, unsigned n,
 {
 	int rc = 0;
 
+	/* Jansson seeds its hash function on first use; its documentation
+	 * asks threaded programs to have that done before the threads. */
+	json_object_seed(0);
 	p->parent = parent;
 	p->n = 0;
 	atomic_init(&p->abort, false);
