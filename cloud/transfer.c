@@ -119,8 +119,9 @@ struct threads {
 	unsigned n;
 };
 
-/* Starts fn on one thread per client of p, each given a struct pool_job;
- * on failure the threads started are stopped (abort) and joined. */
+/* Starts fn on one thread per client of p, each given a struct pool_job.
+ * On failure those started run on: the caller stops them and joins them
+ * (pool_join) as it would have anyway. */
 static int pool_start(struct pool *p, struct threads *t, void *(*fn)(void *),
 		      void *ud, struct err *e)
 {
@@ -288,6 +289,19 @@ static int go_parallel(struct xfer_upload *u, struct err *e)
 	return rc;
 }
 
+/* A worker's failure, which ends the upload: no more packing for it. */
+static int worker_failure(struct xfer_upload *u, struct err *e)
+{
+	int rc;
+
+	pthread_mutex_lock(&u->mu);
+	rc = u->rc;
+	if (rc)
+		*e = u->err;
+	pthread_mutex_unlock(&u->mu);
+	return rc;
+}
+
 /* Queues the filled piece for a worker. */
 static int submit(struct xfer_upload *u, struct err *e)
 {
@@ -295,6 +309,8 @@ static int submit(struct xfer_upload *u, struct err *e)
 	size_t k = u->temps.n;
 	int rc;
 
+	if (u->parallel && (rc = worker_failure(u, e)))
+		return rc;
 	if (k == COMPONENTS_MAX)
 		return err_set(e, CLOUD_EINVAL,
 			       "uploading gs://%s/%s: more than %d pieces "
@@ -344,11 +360,8 @@ static int next_fill(struct xfer_upload *u, struct err *e)
 		while (!u->rc && u->inflight &&
 		       u->inflight + cap > XFER_MEMORY_MAX)
 			pthread_cond_wait(&u->cv, &u->mu);
-		if (u->rc) {
-			rc = u->rc;
-			*e = u->err;
-		}
 		pthread_mutex_unlock(&u->mu);
+		rc = worker_failure(u, e);
 		if (rc)
 			return rc;
 	}
