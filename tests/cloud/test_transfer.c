@@ -256,8 +256,10 @@ Test(transfer, faults_during_ranges)
 	};
 	size_t len = 6 * MiB + 3;
 	unsigned char *data = gcs_check_pattern(len, 8);
+	struct buf got;
 	struct err e;
 
+	buf_init(&got);
 	cr_assert_eq(upload("dl", data, len, STORE_CREATE_ONLY, NULL, &e), 0,
 		     "%s", e.msg);
 	for (size_t i = 0; i < sizeof(rules) / sizeof(*rules); i++) {
@@ -265,6 +267,13 @@ Test(transfer, faults_during_ranges)
 		gcs_check_object(&client, BUCKET, "dl", data, len);
 		gcs_check_no_faults_left(&fake);
 	}
+	/* A range damaged on the way fails the whole, as one stream does. */
+	gcs_check_fault(&fake, "{\"method\": \"GET\", \"path\": \"alt=media\", "
+			"\"action\": \"corrupt\", \"after_bytes\": 1000}");
+	cr_assert_eq(gcs_get(&client, BUCKET, "dl", 0, gcs_check_to_buf, &got,
+			     NULL, &e), CLOUD_ECORRUPT);
+	cr_assert(strstr(e.msg, "damaged"), "%s", e.msg);
+	buf_release(&got);
 	free(data);
 }
 
