@@ -124,7 +124,9 @@ struct worker_status {
 	unsigned slice, worker;
 	char state[24];          /* "starting", "restoring", "running",
 				    "stopping", "finished", "failed",
-				    "preempted", "exited" */
+				    "preempted", "waiting" (a flex-start
+				    run ended: waiting for capacity),
+				    "exited" */
 	int64_t generation;
 	int64_t step;            /* newest step the trainer reported
 				    (SLICE_STEP_FILE) or wrote; -1 none */
