@@ -516,10 +516,12 @@ static void end(struct sup *s, const char *why)
 		if (shipper_flush(s->ship, mono_ms() + FLUSH_AT_END_MS, &e))
 			log_warn("last checkpoint not uploaded: %s", e.msg);
 	}
-	s->end_state = s->phase == P_FINISHED	 ? "finished"
+	/* A VM that goes away after its window leaves the run waiting for
+	 * the next; a waiting worker of a stopped run has exited. */
+	s->end_state = s->phase == P_FINISHED ? "finished"
 		       : s->phase == P_EMERGENCY ? "preempted"
-		       : s->phase == P_WAITING	 ? "waiting"
-						 : "exited";
+		       : s->phase == P_WAITING && s->notice ? "waiting"
+		       : "exited";
 	set_phase(s, P_END, why);
 	publish(s);
 }
