@@ -91,6 +91,7 @@ static void stop_workers(int sig)
 			w.sup[i] = 0;
 		}
 	kill_left_trainers(w.dir, "w*");
+	kill_left_trainers(w.dir, "vm*/w*");
 }
 
 static void down(void)
@@ -143,19 +144,50 @@ static void create(const char *name, const char *const *extra)
 	run_result_release(&r);
 }
 
-/* Starts both workers of run `run` on queued resource `qr`, the toy
- * trainer taking `total` steps of 0.1 s with a checkpoint every `every`;
- * boot ids are new each time (a VM that comes back has another). */
-static void boot(const char *run, const char *qr, unsigned total,
-		 unsigned every)
+/* Starts both workers of run `run` (its job.json in place): boot ids
+ * are new each time (a VM that comes back has another), and so are the
+ * state directories when `fresh` (new VMs). */
+static void boot_vms(const char *run, bool fresh)
 {
-	char job[2048], path[HARNESS_PATH + 64], state[HARNESS_PATH + 16];
+	char path[HARNESS_PATH + 64], state[HARNESS_PATH + 32];
 	char log[HARNESS_PATH + 16], boot_env[HARNESS_PATH + 96];
 	char run_url[HARNESS_PATH + 64];
-	const char *src = getenv("SLICECTL_SRCDIR");
 
 	snprintf(w.run_dir, sizeof(w.run_dir), "%s/bucket/%s", w.dir, run);
 	snprintf(run_url, sizeof(run_url), "%s/%s", w.bucket, run);
+	w.boots++;
+	for (unsigned i = 0; i < MAXW; i++) {
+		snprintf(path, sizeof(path), "%s/boot%u", w.dir, i);
+		snprintf(log, sizeof(log), "boot-%u-%u\n", w.boots, i);
+		write_text(path, log);
+		snprintf(boot_env, sizeof(boot_env), "SLICE_BOOT_ID_FILE=%s",
+			 path);
+		if (fresh)
+			snprintf(state, sizeof(state), "%s/vm%u/w%u", w.dir,
+				 w.boots, i);
+		else
+			snprintf(state, sizeof(state), "%s/w%u", w.dir, i);
+		snprintf(log, sizeof(log), "%s/sup%u.log", w.dir, i);
+		w.sup[i] = spawn_supervisor(run_url, state, i, log,
+					    (const char *const[]){
+						    env_tpu, boot_env,
+						    "SLICECTL_ACCESS_TOKEN=t",
+						    "SLICE_DEADLINE_POLL_MS=300",
+						    "SLICECTL_HTTP_RETRY_BASE_MS=50",
+						    NULL });
+	}
+}
+
+/* Writes job.json for run `run` on queued resource `qr` (as slicectl job
+ * would), the toy trainer taking `total` steps of 0.1 s with a checkpoint
+ * every `every`, and boots its VMs. */
+static void boot(const char *run, const char *qr, unsigned total,
+		 unsigned every)
+{
+	char job[2048], path[HARNESS_PATH + 64];
+	const char *src = getenv("SLICECTL_SRCDIR");
+
+	snprintf(w.run_dir, sizeof(w.run_dir), "%s/bucket/%s", w.dir, run);
 	cr_assert_eq(sh("mkdir -p '%s'", w.run_dir), 0);
 	snprintf(job, sizeof(job),
 		 "{\"name\": \"%s\", \"command\": \"exec python3 "
@@ -170,23 +202,7 @@ static void boot(const char *run, const char *qr, unsigned total,
 		 total, every);
 	snprintf(path, sizeof(path), "%s/job.json", w.run_dir);
 	write_text(path, job);
-	w.boots++;
-	for (unsigned i = 0; i < MAXW; i++) {
-		snprintf(path, sizeof(path), "%s/boot%u", w.dir, i);
-		snprintf(log, sizeof(log), "boot-%u-%u\n", w.boots, i);
-		write_text(path, log);
-		snprintf(boot_env, sizeof(boot_env), "SLICE_BOOT_ID_FILE=%s",
-			 path);
-		snprintf(state, sizeof(state), "%s/w%u", w.dir, i);
-		snprintf(log, sizeof(log), "%s/sup%u.log", w.dir, i);
-		w.sup[i] = spawn_supervisor(run_url, state, i, log,
-					    (const char *const[]){
-						    env_tpu, boot_env,
-						    "SLICECTL_ACCESS_TOKEN=t",
-						    "SLICE_DEADLINE_POLL_MS=300",
-						    "SLICECTL_HTTP_RETRY_BASE_MS=50",
-						    NULL });
-	}
+	boot_vms(run, false);
 }
 
 static char *sup_log(unsigned i)
@@ -256,6 +272,21 @@ static void wait_deadline(const char *kind, unsigned timeout_s)
 		       kind, sup_log(0));
 }
 
+/* The queued resource's state, "(gone)" when there is none. */
+static void qr_state(const char *name, char *out, size_t cap)
+{
+	char path[256];
+	json_t *qr;
+
+	snprintf(path, sizeof(path), API "/queuedResources/%s", name);
+	qr = tpu_get(path);
+	snprintf(out, cap, "%s",
+		 qr ? json_string_value(json_object_get(
+			      json_object_get(qr, "state"), "state"))
+		    : "(gone)");
+	json_decref(qr);
+}
+
 static void heartbeat(unsigned i, char *state, size_t cap)
 {
 	char path[HARNESS_PATH + 64];
@@ -273,7 +304,7 @@ static void heartbeat(unsigned i, char *state, size_t cap)
 
 Test(flex, a_window_ends_after_the_final_step_is_committed)
 {
-	char state[32], qr_state[32] = "";
+	char state[32], qrs[32] = "";
 	uint64_t end_ms, seen_ms = 0;
 	long long step = 0, last = -1;
 	json_t *qr;
@@ -305,16 +336,11 @@ Test(flex, a_window_ends_after_the_final_step_is_committed)
 	}
 	/* The fake ends the run at its time: SUSPENDED, and the workers
 	 * wait for capacity. */
-	for (int t = 0; t < 400 && strcmp(qr_state, "SUSPENDED"); t++) {
-		qr = tpu_get(API "/queuedResources/fx");
-		snprintf(qr_state, sizeof(qr_state), "%s",
-			 qr ? json_string_value(json_object_get(
-				      json_object_get(qr, "state"), "state"))
-			    : "(gone)");
-		json_decref(qr);
+	for (int t = 0; t < 400 && strcmp(qrs, "SUSPENDED"); t++) {
+		qr_state("fx", qrs, sizeof(qrs));
 		sleep_ms(50);
 	}
-	cr_assert_str_eq(qr_state, "SUSPENDED");
+	cr_assert_str_eq(qrs, "SUSPENDED");
 	for (unsigned i = 0; i < MAXW; i++) {
 		heartbeat(i, state, sizeof(state));
 		cr_assert_str_eq(state, "waiting", "worker %u\n%s", i,
@@ -457,4 +483,165 @@ Test(flex, maintenance_refuses_what_it_cannot_do)
 				  NULL }, env), 0);
 	cr_assert_eq(r.status, 2, "%s", r.err);
 	run_result_release(&r);
+}
+
+/* ---- flex-start windows chained by slicectl job --watch */
+
+/* The toy trainer's parameters after `steps` uninterrupted steps. */
+static long long toy_params(long long steps)
+{
+	long long p = 1;
+
+	for (long long s = 1; s <= steps; s++)
+		p = (p * 31 + s) % 1000003;
+	return p;
+}
+
+/* Worker `worker`'s part of step `step`, restored by slicectl ckpt:
+ * its "params". */
+static long long restored_params(const char *run, long long step,
+				 unsigned worker)
+{
+	char url[HARNESS_PATH + 64], dest[HARNESS_PATH + 32], n[32];
+	char part[32], path[HARNESS_PATH + 64];
+	struct run_result r;
+	long long p;
+	json_t *j;
+
+	snprintf(url, sizeof(url), "%s/%s", w.bucket, run);
+	snprintf(dest, sizeof(dest), "%s/check%u", w.dir, worker);
+	snprintf(n, sizeof(n), "%lld", step);
+	snprintf(part, sizeof(part), "slice-0-worker-%u", worker);
+	slicectl_ok(&r, (const char *const[]){ "ckpt", "restore", url, dest,
+					       "--step", n, "--part", part,
+					       NULL });
+	run_result_release(&r);
+	snprintf(path, sizeof(path), "%s/state.json", dest);
+	j = json_load_file(path, 0, NULL);
+	cr_assert_not_null(j, "no %s", path);
+	cr_assert_eq(json_integer_value(json_object_get(j, "step")), step);
+	p = json_integer_value(json_object_get(j, "params"));
+	json_decref(j);
+	return p;
+}
+
+#define TOTAL 250
+
+Test(flex, a_watched_job_runs_through_windows_to_an_uninterrupted_result,
+     .timeout = 480)
+{
+	char out_path[HARNESS_PATH + 32], err_path[HARNESS_PATH + 32];
+	char command[HARNESS_PATH + 64], e_events[HARNESS_PATH + 32];
+	char e_sync[HARNESS_PATH + 32], qrs[32] = "", state[32];
+	const char *src = getenv("SLICECTL_SRCDIR");
+	unsigned windows = 0;
+	bool done = false, checked_between = false;
+	struct run_result r;
+	pid_t watch;
+	json_t *st;
+	int status;
+
+	snprintf(command, sizeof(command),
+		 "exec python3 %s/tests/supervisor/toy_trainer.py",
+		 src ? src : ".");
+	snprintf(e_events, sizeof(e_events), "TOY_EVENTS=%s", w.events);
+	snprintf(e_sync, sizeof(e_sync), "TOY_SYNC_DIR=%s/sync", w.dir);
+	snprintf(out_path, sizeof(out_path), "%s/watch.out", w.dir);
+	snprintf(err_path, sizeof(err_path), "%s/watch.err", w.dir);
+	for (size_t i = 0; env[i]; i++)
+		cr_assert_eq(putenv((char *)env[i]), 0);
+	/* Time for the test to end the VMs when the nodes go, before the
+	 * watch sees SUSPENDED and moves the run to its next window. */
+	cr_assert_eq(fake_tpu_config(&w.tpu, "{\"delays\": {\"SUSPENDING\": "
+						 "1.5}}"), 0);
+	/* Each 30 s window trains for about 16 s (less the lead and the
+	 * start), some 150 steps: the run needs two windows, or more on a
+	 * slow machine. */
+	watch = spawn_slicectl((const char *const[]){
+		"job", "--name", "fj", "--accelerator-type", "v4-16",
+		"--command", command, "--env", e_events, "--env", e_sync,
+		"--env", "TOY_TOTAL=250", "--env", "TOY_STEP_S=0.1", "--env",
+		"TOY_CKPT_EVERY=50", "--grace", "2", "--provisioning-model",
+		"flex-start", "--max-run-duration", "30s", "--watch",
+		"--recreate-budget", "4", NULL }, out_path, err_path);
+	cr_assert_gt(watch, 0);
+	while (!done) {
+		for (int t = 0; t < 1200 && strcmp(qrs, "ACTIVE"); t++) {
+			qr_state("fj", qrs, sizeof(qrs));
+			sleep_ms(50);
+		}
+		cr_assert_str_eq(qrs, "ACTIVE", "window %u never came\n%s",
+				 windows + 1, read_file(err_path, NULL));
+		windows++;
+		cr_assert_leq(windows, 4, "more windows than the budget");
+		boot_vms("fj", true);
+		/* Until the run is done or the window is over. */
+		while (!strcmp(qrs, "ACTIVE") && !done) {
+			json_t *c = run_control(w.run_dir);
+
+			done = !strcmp(json_string_value(json_object_get(
+					       c, "state")), "done");
+			json_decref(c);
+			qr_state("fj", qrs, sizeof(qrs));
+			sleep_ms(100);
+		}
+		if (done)
+			break;
+		/* The window's VMs go with its nodes (while SUSPENDING). */
+		stop_workers(SIGTERM);
+		/* Between two windows: the workers wait, nobody is stuck,
+		 * and status shows the queued resource. */
+		for (unsigned i = 0; i < MAXW; i++) {
+			heartbeat(i, state, sizeof(state));
+			cr_assert_str_eq(state, "waiting", "worker %u\n%s", i,
+					 sup_log(i));
+		}
+		if (!checked_between) {
+			slicectl_ok(&r, (const char *const[]){
+				"status", "fj", "--format", "json", NULL });
+			st = json_loads(r.out, 0, NULL);
+			cr_assert_not_null(st, "%s", r.out);
+			cr_assert_eq(json_integer_value(json_object_get(
+					     st, "stuck")), 0, "%s", r.out);
+			cr_assert_str_eq(json_string_value(json_object_get(
+				json_object_get(st, "queued_resource"),
+				"name")), "fj", "%s", r.out);
+			json_decref(st);
+			run_result_release(&r);
+			checked_between = true;
+		}
+	}
+	cr_assert_geq(windows, 2, "the run fit in one window");
+	for (unsigned i = 0; i < MAXW; i++)
+		cr_assert_eq(wait_child(&w.sup[i], 60), 0, "worker %u\n%s", i,
+			     sup_log(i));
+	status = wait_exit(watch, 60);
+	cr_assert_eq(status, 0, "watch: exit %d\n%s", status,
+		     read_file(err_path, NULL));
+	/* Each window resumed from the step the last one saved before its
+	 * end: nothing was computed twice. */
+	for (long long g = 2; g <= windows; g++)
+		for (int p = 0; p < MAXW; p++) {
+			long long saved = -1, restored = -1;
+
+			cr_assert_eq(toy_events(w.events, p, g - 1, "final",
+						&saved), 1, "generation %lld",
+				     g - 1);
+			cr_assert_eq(toy_events(w.events, p, g, "restored",
+						&restored), 1);
+			cr_assert_eq(restored, saved, "generation %lld", g);
+		}
+	/* And the result is an uninterrupted run's, to the bit. */
+	cr_assert_eq(run_newest_committed(w.run_dir), TOTAL);
+	for (unsigned i = 0; i < MAXW; i++)
+		cr_assert_eq(restored_params("fj", TOTAL, i),
+			     toy_params(TOTAL), "worker %u", i);
+	{
+		char *o = read_file(out_path, NULL);
+
+		ASSERT_HAS(o, "its flex-start window ends at");
+		ASSERT_HAS(o, "the end of its flex-start window");
+		ASSERT_HAS(o, "run: done");
+		free(o);
+	}
 }
