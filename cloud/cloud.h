@@ -54,7 +54,8 @@ struct store_object {
 
 void store_object_release(struct store_object *o);
 
-/* Opens gs://BUCKET[/PREFIX] or file:///DIR (DIR created if missing). */
+/* Opens gs://BUCKET[/PREFIX] or file:///DIR (DIR created at the first
+ * write: reads, lists and deletes of a missing DIR create nothing). */
 int store_open(struct store **out, const char *url, struct err *e);
 void store_close(struct store *s);
 /* The URL of an object, for messages: "gs://b/p/name". Valid until the
@@ -369,5 +370,52 @@ void metadata_cancel(struct metadata_client *m);
 
 /* crc32c.c: CRC-32C (Castagnoli), as GCS computes it. Start with 0. */
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len);
+
+/*
+ * The GKE API (container.googleapis.com v1, or SLICECTL_CONTAINER_ENDPOINT):
+ * where a cluster's control plane is, for kube_config_from_endpoint.
+ * Sent with the same credentials as every other call here; the access
+ * token is handed over too, for the Kubernetes API (GKE accepts Google
+ * OAuth tokens with the cloud-platform scope).
+ */
+struct gke_cluster {
+	char *endpoint;       /* "1.2.3.4" (or what the API gives) */
+	char *ca_certificate; /* masterAuth.clusterCaCertificate: base64 of
+				 a PEM; "" when absent */
+	char *status;         /* "RUNNING", "PROVISIONING"...; "" if absent */
+	char *token;          /* the access token used; valid an hour or so */
+};
+
+/* projects/P/locations/L/clusters/C; location is a zone or a region. A
+ * missing cluster is CLOUD_ENOTFOUND with a hint. */
+int gke_cluster_get(const char *project, const char *location,
+		    const char *cluster, struct gke_cluster *out,
+		    struct err *e);
+void gke_cluster_release(struct gke_cluster *c);
+
+/*
+ * gcloud_config.c: project, zone and region defaults the way every Google
+ * tool takes them, so a user who ran `gcloud config set project P` needs
+ * nothing more. The configuration directory is CLOUDSDK_CONFIG, else
+ * ~/.config/gcloud; the active configuration is CLOUDSDK_ACTIVE_CONFIG_NAME,
+ * else the one named in DIR/active_config, else "default"; its properties
+ * are DIR/configurations/config_NAME, an INI file ("[core]" "project = P").
+ */
+
+/* The active configuration's value of key in [section] into out (cap
+ * len); "" when the file, the section or the key is absent or the value
+ * empty. CLOUD_EINVAL names the file, the line and the fix when the file
+ * is malformed, the configuration name invalid or the value longer than
+ * len - 1; CLOUD_EIO when a file exists but cannot be read. */
+int gcloud_config_get(const char *section, const char *key, char *out,
+		      size_t len, struct err *e);
+
+/* A gcloud property in gcloud's order: flag when non-empty, else the
+ * environment variable CLOUDSDK_SECTION_KEY (upper case: for [core]
+ * project, CLOUDSDK_CORE_PROJECT), else gcloud_config_get into buf (cap
+ * len). *out is flag, the variable's value or buf; NULL when none gives
+ * one. Errors as gcloud_config_get's. */
+int gcloud_default(const char *flag, const char *section, const char *key,
+		   char *buf, size_t len, const char **out, struct err *e);
 
 #endif

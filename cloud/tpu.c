@@ -393,74 +393,11 @@ static int call(struct tpu_client *c, const char *method, const char *url,
 
 /* ---- operations ---- */
 
-struct operation {
-	char *name;
-	bool done;
-	bool failed;
-	int code;
-	char message[512];
-};
-
 static int op_corrupt(struct err *e, const char *field, const char *want)
 {
 	return err_set(e, CLOUD_ECORRUPT,
 		       "malformed operation from the TPU API: \"%s\" is %s",
 		       field, want);
-}
-
-static int op_parse(const struct http_response *resp, struct operation *op,
-		    struct err *e)
-{
-	json_t *root, *name, *done, *error;
-	json_error_t jerr;
-	int rc = 0;
-
-	free(op->name);
-	memset(op, 0, sizeof(*op));
-	root = json_loadb(resp->body.data ? resp->body.data : "",
-			  resp->body.len, 0, &jerr);
-	if (!root)
-		return err_set(e, CLOUD_ECORRUPT,
-			       "malformed operation from the TPU API: not "
-			       "JSON (%s)", jerr.text);
-	if (!json_is_object(root)) {
-		json_decref(root);
-		return op_corrupt(e, "(the operation)", "not a JSON object");
-	}
-	name = json_object_get(root, "name");
-	done = json_object_get(root, "done");
-	error = json_object_get(root, "error");
-	if (json_is_null(done))
-		done = NULL;
-	if (json_is_null(error))
-		error = NULL;
-	if (name && !json_is_string(name))
-		rc = op_corrupt(e, "name", "not a string");
-	else if (done && !json_is_boolean(done))
-		rc = op_corrupt(e, "done", "not a boolean");
-	else if (error && !json_is_object(error))
-		rc = op_corrupt(e, "error", "not an object");
-	if (!rc && error) {
-		json_t *code = json_object_get(error, "code");
-		json_t *msg = json_object_get(error, "message");
-
-		if (code && !json_is_integer(code))
-			rc = op_corrupt(e, "error.code", "not an integer");
-		else if (msg && !json_is_string(msg))
-			rc = op_corrupt(e, "error.message", "not a string");
-		op->failed = true;
-		op->code = code ? (int)json_integer_value(code) : 0;
-		snprintf(op->message, sizeof(op->message), "%s",
-			 msg ? json_string_value(msg) : "no message");
-	}
-	op->done = json_is_true(done);
-	if (!rc && !op->done && !given(json_string_value(name)))
-		rc = op_corrupt(e, "name", "missing from an operation not "
-			       "yet done");
-	if (!rc && name && !(op->name = strdup(json_string_value(name))))
-		rc = nomem(e);
-	json_decref(root);
-	return rc;
 }
 
 /* base + "v2alpha1/" + the operation's name, each segment escaped. */
@@ -549,14 +486,14 @@ static double seconds(uint64_t ms)
 static int op_wait(struct tpu_client *c, const struct http_response *first,
 		   const char *what, struct poller *p, struct err *e)
 {
-	struct operation op = { 0 };
+	struct tpu_operation op = { 0 };
 	struct http_response resp;
 	struct buf url;
 	int rc;
 
 	http_response_init(&resp);
 	buf_init(&url);
-	rc = op_parse(first, &op, e);
+	rc = tpu_operation_parse(first->body.data, first->body.len, &op, e);
 	if (rc)
 		err_prefix(e, "%s", what);
 	while (!rc && !op.done) {
@@ -574,7 +511,8 @@ static int op_wait(struct tpu_client *c, const struct http_response *first,
 		if (!rc)
 			rc = call(c, "GET", url.data, NULL, false, &resp, e);
 		if (!rc) {
-			rc = op_parse(&resp, &op, e);
+			rc = tpu_operation_parse(resp.body.data, resp.body.len,
+						 &op, e);
 			if (rc) {
 				short_url(url.data, shown, sizeof(shown));
 				err_prefix(e, "GET %s", shown);

@@ -46,14 +46,22 @@ struct kube_config {
 	struct strlist exec_argv; /* exec plugin: command and args, or empty */
 	struct strlist exec_env;  /* its extra "NAME=VALUE" */
 	char *exec_api_version;   /* client.authentication.k8s.io/v1beta1 */
+	char *exec_install_hint;  /* its installHint, or NULL */
+	bool exec_cluster_info;   /* provideClusterInfo */
+	char *origin;          /* for messages: "kubeconfig F (user U)" */
 };
 
 void kube_config_init(struct kube_config *c);
 void kube_config_release(struct kube_config *c);
 
-/* A kubeconfig: path NULL means $KUBECONFIG (its first existing file)
- * and else ~/.kube/config; context NULL means its current-context. Data
- * fields and file paths (relative to the kubeconfig) are both read. */
+/* A kubeconfig: path NULL means $KUBECONFIG (its files merged as kubectl
+ * merges them: missing ones skipped, the first current-context and the
+ * first entry of each name win) and else ~/.kube/config; context NULL
+ * means its current-context. Data fields and file paths (relative to the
+ * kubeconfig) are both read; what slicectl cannot honour (auth-provider,
+ * basic auth, impersonation, proxy-url, tls-server-name, YAML beyond the
+ * subset kube/yaml.h describes) is KUBE_ECONFIG naming the file and line
+ * or field. The exec plugin is not run here. */
 int kube_config_load(const char *path, const char *context,
 		     struct kube_config *out, struct err *e);
 
@@ -63,6 +71,15 @@ int kube_config_load(const char *path, const char *context,
 int kube_config_from_endpoint(const char *endpoint, const char *ca_base64,
 			      const char *token, struct kube_config *out,
 			      struct err *e);
+
+/* Runs c's exec plugin (with KUBERNETES_EXEC_INFO, stdin closed, a
+ * bounded time) and takes the ExecCredential it prints: token,
+ * token_expiry (0 when it gives none) or a client certificate and key.
+ * A missing command is KUBE_ECONFIG with the plugin's installHint; a
+ * failing one, with the end of what it wrote to stderr. The client calls
+ * this itself when it has no credential yet, when the token is within
+ * 10 s of expiring, and once after a 401. */
+int kube_exec_credential(struct kube_config *c, struct err *e);
 
 struct kube_client;
 
@@ -74,9 +91,11 @@ void kube_client_free(struct kube_client *k);
  * Paths are the API's own, with the query where one is wanted:
  * "/apis/jobset.x-k8s.io/v1alpha2/namespaces/NS/jobsets",
  * "/api/v1/namespaces/NS/pods". Transient failures (429 with
- * Retry-After, 5xx, dropped connections) are retried with backoff within
- * a bounded time; other statuses become the kube_error above, with e
- * holding "METHOD PATH: STATUS REASON: the server's message; hint".
+ * Retry-After, 5xx, dropped connections and stalls) are retried with
+ * backoff, at most 8 attempts within 2 minutes (creates too: a create
+ * that then meets 409 says an earlier attempt may have made it); other
+ * statuses become the kube_error above, with e holding "METHOD PATH:
+ * STATUS REASON: the server's message; hint" (the query left out).
  */
 
 /* POST with fieldValidation=Strict and fieldManager=slicectl (dryRun=All
@@ -94,13 +113,16 @@ int kube_delete(struct kube_client *k, const char *path,
 		const char *propagation, struct err *e);
 
 /* Called for each watch event (type "ADDED", "MODIFIED", "DELETED");
- * a non-zero return ends the watch and is returned from kube_watch. */
+ * object is borrowed (json_incref it to keep it). A non-zero return ends
+ * the watch and is returned from kube_watch. */
 typedef int (*kube_watch_fn)(void *ud, const char *type, json_t *object);
 
 /* Lists, hands every item to fn as "ADDED", then watches from the list's
- * resourceVersion until fn returns non-zero or timeout_ms passes (then 0);
- * a dropped stream is resumed from the last resourceVersion seen, and a
- * 410 Gone relists. */
+ * resourceVersion until fn returns non-zero or timeout_ms passes (then 0;
+ * timeout_ms 0: no limit); a dropped stream is resumed from the last
+ * resourceVersion seen (bookmarks included), and a 410 Gone relists,
+ * handing every item over as "ADDED" again: fn must take a repeat as a
+ * refresh. */
 int kube_watch(struct kube_client *k, const char *collection,
 	       const char *label_selector, unsigned timeout_ms,
 	       kube_watch_fn fn, void *ud, struct err *e);

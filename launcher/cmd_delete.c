@@ -4,6 +4,7 @@
  */
 #include "launcher/launcher.h"
 #include "launcher/run_qr.h"
+#include "launcher/target.h"
 
 #include <stdio.h>
 
@@ -17,6 +18,10 @@ static const char usage[] =
 	"say) unless --force, which deletes the nodes first. --wait returns\n"
 	"only once it is gone. A run's objects stay in its bucket.\n"
 	"\n" RUN_QR_USAGE_NAME "\n"
+	"A run on GKE (slicectl job --target gke): deletes its JobSet, and\n"
+	"with it Kueue's Workload and every pod (each trainer gets SIGTERM\n"
+	"and its grace); the cluster comes from the run's job.json.\n"
+	"\n"
 	"Prints \"QR deleted\" (\"QR is being deleted\" without --wait);\n"
 	"--format json prints {\"name\", \"url\", \"queued_resource\", \"project\",\n"
 	"\"zone\", \"action\": \"delete\", \"state\": \"deleted\" or \"deleting\"}.\n"
@@ -25,6 +30,44 @@ static const char usage[] =
 	"refused or failed (or the store did); 2 bad arguments, or a run of\n"
 	"the local provider; 4 no such queued resource, or no run NAME under\n"
 	"--bucket; 124 --timeout ran out.";
+
+/* A run on another target: what slicectl job created there. */
+static int delete_target(const struct run_qr *q)
+{
+	const struct job_target *t = &q->ro.job.target;
+	bool absent = false;
+	struct err e;
+
+	err_init(&e);
+	log_info("deleting JobSet %s/%s of run %s", t->namespace, t->jobset,
+		 q->ro.url);
+	if (target_delete(&q->ro.job, q->to.wait, q->to.timeout_ms, &absent,
+			  &e)) {
+		log_error("%s", e.msg);
+		return e.code == COMMON_EUSAGE ? EXIT_USAGE : 1;
+	}
+	if (absent) {
+		log_error("JobSet %s/%s is not there (deleted already?)",
+			  t->namespace, t->jobset);
+		return EXIT_NOT_FOUND;
+	}
+	if (q->ro.format == 1) {
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name",
+				      q->name, "url", q->ro.url, "jobset",
+				      t->jobset, "namespace", t->namespace,
+				      "action", "delete");
+
+		if (o)
+			json_object_set_new(o, "state",
+					    json_string(q->to.wait ? "deleted"
+								   : "deleting"));
+		run_print_json(o);
+	} else {
+		printf("JobSet %s/%s %s\n", t->namespace, t->jobset,
+		       q->to.wait ? "deleted" : "is being deleted");
+	}
+	return 0;
+}
 
 int cmd_delete(int argc, char **argv)
 {
@@ -40,9 +83,14 @@ int cmd_delete(int argc, char **argv)
 
 	err_init(&e);
 	run_qr_table(&q, &opts[1], TPU_WITH_WAIT | TPU_WITH_TIMEOUT);
+	q.other_targets = true;
 	status = run_qr_start(opts, argc, argv, usage, &q, &c);
 	if (status >= 0)
 		goto out;
+	if (!q.qr) {
+		status = delete_target(&q);
+		goto out;
+	}
 	status = 0;
 	run_qr_say(&q, "deleting");
 	rc = tpu_qr_delete(c, q.qr, force, q.to.wait, q.to.timeout_ms,

@@ -6,6 +6,8 @@
  * to recreate the queued resource when a preemption suspends it. With
  * --local the local provider (local.h) runs the workers here instead.
  */
+#include "launcher/accelerator.h"
+#include "launcher/gke.h"
 #include "launcher/hosts.h"
 #include "launcher/job.h"
 #include "launcher/launcher.h"
@@ -35,6 +37,10 @@ static const char usage[] =
 	"--accelerator-type T --command CMD [options]\n"
 	"       slicectl job --local --workers-per-slice W --bucket file:///DIR "
 	"--name RUN --command CMD [options]\n"
+	"       slicectl job --target gke --cluster C --location L --queue LQ "
+	"--image IMG\n"
+	"                    --name RUN --bucket URL --accelerator-type T "
+	"--command CMD [options]\n"
 	"\n"
 	"Hands a training job to slice-supervisor on every worker. Checks\n"
 	"everything first, then uploads to BUCKET/RUN the code bundle (the\n"
@@ -64,6 +70,19 @@ static const char usage[] =
 	"budget. slicectl status shows the window's end and the queue state\n"
 	"of the next.\n"
 	"\n"
+	"--target gke runs the job on Google Kubernetes Engine instead: one\n"
+	"JobSet (jobset.x-k8s.io) admitted by Kueue through LocalQueue --queue,\n"
+	"--num-slices slices each on its own TPU node pool, one pod per host\n"
+	"running --image with slice-supervisor (fetched from the bucket by an\n"
+	"init container) as its entry point. The cluster is found through the\n"
+	"GKE API (--cluster, --location, --project) or a kubeconfig\n"
+	"(--kubeconfig, $KUBECONFIG; --context). It checks that JobSet, Kueue\n"
+	"and the LocalQueue are there, creates the JobSet and shows Kueue's\n"
+	"admission until every pod runs. --render prints the JobSet instead\n"
+	"(YAML, or with --format json a v1 List) for kubectl apply -f.\n"
+	"Capacity: --spot, --flex-start (with --queued-provisioning: Kueue's\n"
+	"ProvisioningRequest, all or nothing), or --reservation R.\n"
+	"\n"
 	"--local runs every worker here instead, as local processes started\n"
 	"by the same startup script, with file:// storage; --chaos injects\n"
 	"failures ('preempt:slice=1@20s,reset@45s,crash:worker=3@60s,\n"
@@ -79,9 +98,11 @@ struct job_options {
 	unsigned hang_timeout_ms, grace_ms;
 	unsigned recreate_budget;
 	bool watch;
+	/* --max-run-duration is gke_options' max_run_ms, for both targets */
 	const char *provisioning_model;
-	unsigned max_run_ms;
 	enum tpu_capacity capacity;
+	int target;
+	struct gke_options gke;
 	/* the local provider */
 	bool local, quiet;
 	const char *local_dir, *chaos, *seed;
@@ -97,6 +118,17 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
+static int unknown_type(const char *type)
+{
+	char known[512];
+
+	accelerator_examples(known, sizeof(known));
+	log_error("--accelerator-type '%s' is not a TPU type slicectl knows; "
+		  "it knows %s (each family in the sizes Cloud TPU documents; "
+		  "see slicectl job --help)", type, known);
+	return EXIT_USAGE;
+}
+
 /* What job_prepare's error means for the exit status. */
 static int prepare_status(const struct err *e)
 {
@@ -109,16 +141,6 @@ static int prepare_status(const struct err *e)
 	default:
 		return 1;
 	}
-}
-
-static const char *env_or(const char *flag, const char *var)
-{
-	const char *v;
-
-	if (flag && *flag)
-		return flag;
-	v = getenv(var);
-	return v && *v ? v : NULL;
 }
 
 /* The capacity flags, checked as slicectl create checks them. */
@@ -140,7 +162,7 @@ static int check_capacity(struct job_options *o)
 				 : r->best_effort ? "--best-effort"
 						  : NULL,
 				 &o->capacity, &e);
-	if (!rc && o->max_run_ms % 1000)
+	if (!rc && o->gke.max_run_ms % 1000)
 		rc = err_set(&e, COMMON_EUSAGE,
 			     "--max-run-duration takes whole seconds");
 	if (!rc) {
@@ -149,7 +171,7 @@ static int check_capacity(struct job_options *o)
 		t.accelerator_type = r->accelerator_type;
 		t.node_count = r->num_slices;
 		t.capacity = o->capacity;
-		t.max_run_duration_s = o->max_run_ms / 1000;
+		t.max_run_duration_s = o->gke.max_run_ms / 1000;
 		rc = tpu_qr_spec_check(&t, &e);
 		tpu_qr_spec_release(&t);
 	}
@@ -161,15 +183,14 @@ static int check_cloud(struct job_options *o)
 {
 	struct job_request *r = &o->r;
 	int modes = r->spot + r->reserved + r->best_effort;
+	struct err e;
 
 	if (!r->accelerator_type)
 		return usage_error("--accelerator-type is required (for example "
 				   "v4-32 or v5litepod-16)%s", NULL);
 	r->workers_per_slice = job_workers_per_slice(r->accelerator_type);
 	if (!r->workers_per_slice)
-		return usage_error("--accelerator-type '%s' is not a TPU type "
-				   "slicectl knows (v4-32, v5litepod-16, v5p-64, "
-				   "v6e-16 ...)", r->accelerator_type);
+		return unknown_type(r->accelerator_type);
 	if (!r->runtime_version)
 		r->runtime_version = job_default_runtime(r->accelerator_type);
 	if (!r->runtime_version)
@@ -178,15 +199,25 @@ static int check_cloud(struct job_options *o)
 	if (modes > 1)
 		return usage_error("choose one of --spot, --reserved and "
 				   "--best-effort%s", NULL);
-	o->to.project = r->project =
-		env_or(o->to.project, "CLOUDSDK_CORE_PROJECT");
-	o->to.zone = r->zone = env_or(o->to.zone, "CLOUDSDK_COMPUTE_ZONE");
+	err_init(&e);
+	if (gcloud_default(o->to.project, "core", "project",
+			   o->to.project_buf, sizeof(o->to.project_buf),
+			   &o->to.project, &e) ||
+	    gcloud_default(o->to.zone, "compute", "zone", o->to.zone_buf,
+			   sizeof(o->to.zone_buf), &o->to.zone, &e)) {
+		log_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
+	r->project = o->to.project;
+	r->zone = o->to.zone;
 	if (!r->project)
-		return usage_error("no project: pass --project or set "
-				   "CLOUDSDK_CORE_PROJECT%s", NULL);
+		return usage_error("no project: pass --project, set "
+				   "CLOUDSDK_CORE_PROJECT or run `gcloud config "
+				   "set project PROJECT`%s", NULL);
 	if (!r->zone)
 		return usage_error("no zone: pass --zone (for example "
-				   "us-central2-b) or set CLOUDSDK_COMPUTE_ZONE%s",
+				   "us-central2-b), set CLOUDSDK_COMPUTE_ZONE or "
+				   "run `gcloud config set compute/zone ZONE`%s",
 				   NULL);
 	if (o->local_dir || o->chaos || o->seed)
 		return usage_error("--local-dir, --chaos and --seed are for "
@@ -231,7 +262,7 @@ static int build_spec(const struct job_options *o,
 	s->runtime_version = r->runtime_version;
 	s->node_count = r->num_slices;
 	s->capacity = o->capacity;
-	s->max_run_duration_s = o->max_run_ms / 1000;
+	s->max_run_duration_s = o->gke.max_run_ms / 1000;
 	buf_init(&kv);
 	if (buf_appendf(&kv, "startup-script=%s", run->startup_script) ||
 	    strlist_push(&s->metadata, kv.data))
@@ -284,43 +315,6 @@ struct watch {
 	int64_t generation;
 };
 
-static void sleep_ms(uint64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000),
-			       (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-static void say(const struct watch *w, const char *fmt, ...)
-	ATTR_PRINTF(2, 3);
-
-static void say(const struct watch *w, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("[%8.1f s] ", (double)(mono_ms() - w->start_ms) / 1000.0);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-static uint64_t poll_unit_ms(void)
-{
-	const char *v = getenv("SLICECTL_TPU_POLL_MS");
-	unsigned long ms;
-	char *end;
-
-	if (!v || !*v)
-		return 1000;
-	errno = 0;
-	ms = strtoul(v, &end, 10);
-	return errno || *end || !ms || ms > 60000 ? 1000 : ms;
-}
-
 /* Reads control.json and reports a change. Returns 0, or -1 on a store
  * error (logged). */
 static int watch_run(struct watch *w, struct control *c)
@@ -333,9 +327,9 @@ static int watch_run(struct watch *w, struct control *c)
 		return -1;
 	}
 	if (strcmp(c->state, w->run_state) || c->generation != w->generation) {
-		say(w, "run: %s, generation %" PRId64 "%s%s%s", c->state,
-		    c->generation, *c->reason ? " (" : "", c->reason,
-		    *c->reason ? ")" : "");
+		job_say(w->start_ms, "run: %s, generation %" PRId64 "%s%s%s",
+			c->state, c->generation, *c->reason ? " (" : "",
+			c->reason, *c->reason ? ")" : "");
 		snprintf(w->run_state, sizeof(w->run_state), "%s", c->state);
 		w->generation = c->generation;
 	}
@@ -390,8 +384,8 @@ static void seen_qr(struct watch *w, const struct tpu_qr *q)
 	    !strcmp(q->termination_time, w->window_end))
 		return;
 	if (*q->termination_time && strcmp(q->termination_time, w->window_end))
-		say(w, "%s: its %s window ends at %s", w->spec->id,
-		    q->capacity, q->termination_time);
+		job_say(w->start_ms, "%s: its %s window ends at %s",
+			w->spec->id, q->capacity, q->termination_time);
 	snprintf(w->window_end, sizeof(w->window_end), "%s",
 		 q->termination_time);
 	publish_watch(w, q);
@@ -433,8 +427,8 @@ static int recreate(struct watch *w, const struct control *seen,
 		log_error("bumping the run's generation: %s", e.msg);
 		return 1;
 	}
-	say(w, "run: generation %" PRId64 " (%s), %s", after.generation,
-	    after.state, after.reason);
+	job_say(w->start_ms, "run: generation %" PRId64 " (%s), %s",
+		after.generation, after.state, after.reason);
 	snprintf(w->run_state, sizeof(w->run_state), "%s", after.state);
 	w->generation = after.generation;
 	if (!strcmp(after.state, "failed")) {
@@ -442,7 +436,7 @@ static int recreate(struct watch *w, const struct control *seen,
 		return 1;
 	}
 	wait_ms = backoff_next_ms(&w->bo);
-	say(w, "%s: %s; deleting it, then asking again in %.1f s "
+	job_say(w->start_ms, "%s: %s; deleting it, then asking again in %.1f s "
 	    "(recreation %u of at most %u)", w->spec->id, why,
 	    wait_ms / 1000.0, w->recreated + 1, w->budget);
 	if (tpu_qr_delete(w->c, w->spec->id, true, true, 0, tpu_print_progress,
@@ -451,7 +445,7 @@ static int recreate(struct watch *w, const struct control *seen,
 		log_error("deleting %s: %s", w->spec->id, e.msg);
 		return 1;
 	}
-	sleep_ms(wait_ms);
+	job_sleep_ms(wait_ms);
 	err_init(&e);
 	if (tpu_qr_create(w->c, w->spec, &e)) {
 		log_error("creating %s again: %s", w->spec->id, e.msg);
@@ -460,7 +454,7 @@ static int recreate(struct watch *w, const struct control *seen,
 	w->recreated++;
 	w->qr_state[0] = '\0';
 	w->window_end[0] = '\0';
-	say(w, "%s: asked for again", w->spec->id);
+	job_say(w->start_ms, "%s: asked for again", w->spec->id);
 	publish_watch(w, NULL);
 	return -1;
 }
@@ -479,7 +473,7 @@ static int watch_once(struct watch *w, unsigned *errors)
 		return -1;
 	}
 	if (!strcmp(c.state, "done")) {
-		say(w, "run: done");
+		job_say(w->start_ms, "run: done");
 		return 0;
 	}
 	if (!strcmp(c.state, "failed")) {
@@ -491,13 +485,13 @@ static int watch_once(struct watch *w, unsigned *errors)
 	if (rc == CLOUD_ENOTFOUND) {
 		tpu_qr_release(&q);
 		if (!strcmp(c.state, "stopping")) {
-			say(w, "%s is gone and the run is stopping: done "
-			    "watching", w->spec->id);
+			job_say(w->start_ms, "%s is gone and the run is "
+				"stopping: done watching", w->spec->id);
 			return 0;
 		}
 		/* Worker 0 deletes it once the run is done. */
 		if (!watch_run(w, &c) && !strcmp(c.state, "done")) {
-			say(w, "run: done");
+			job_say(w->start_ms, "run: done");
 			return 0;
 		}
 		log_error("queued resource %s is gone while the run is %s; "
@@ -514,21 +508,23 @@ static int watch_once(struct watch *w, unsigned *errors)
 	*errors = 0;
 	seen_qr(w, &q);
 	if (strcmp(q.state, w->qr_state)) {
-		say(w, "%s: %s%s%s", w->spec->id, *q.state ? q.state : "accepted",
-		    *q.error_message ? ": " : "", q.error_message);
+		job_say(w->start_ms, "%s: %s%s%s", w->spec->id,
+			*q.state ? q.state : "accepted",
+			*q.error_message ? ": " : "", q.error_message);
 		snprintf(w->qr_state, sizeof(w->qr_state), "%s", q.state);
 	}
 	rc = -1;
 	if (!strcmp(q.state, "SUSPENDED") || !strcmp(q.state, "FAILED")) {
 		if (!strcmp(c.state, "stopping")) {
-			say(w, "%s is %s and the run is stopping: done "
-			    "watching", w->spec->id, q.state);
+			job_say(w->start_ms, "%s is %s and the run is "
+				"stopping: done watching", w->spec->id,
+				q.state);
 			rc = 0;
 		} else {
 			rc = recreate(w, &c, why_over(&q));
 		}
 	} else if (!strcmp(c.state, "stopping") && all_stopped(w)) {
-		say(w, "run: every worker has stopped");
+		job_say(w->start_ms, "run: every worker has stopped");
 		rc = 0;
 	}
 	tpu_qr_release(&q);
@@ -553,11 +549,11 @@ static int watch(struct tpu_client *c, const struct tpu_qr_spec *spec,
 	w.max_restarts = o->r.max_restarts;
 	w.budget = o->recreate_budget;
 	w.start_ms = mono_ms();
-	w.unit_ms = poll_unit_ms();
+	w.unit_ms = job_env_ms("SLICECTL_TPU_POLL_MS", 1000);
 	backoff_init(&w.bo, (unsigned)(WATCH_BACKOFF_BASE_UNITS * w.unit_ms),
 		     (unsigned)(WATCH_BACKOFF_MAX_UNITS * w.unit_ms),
 		     (uint64_t)time(NULL) ^ (uint64_t)mono_us());
-	say(&w, "watching %s and %s (recreate budget %u)", spec->id,
+	job_say(w.start_ms, "watching %s and %s (recreate budget %u)", spec->id,
 	    run->run_url, w.budget);
 	for (;;) {
 		status = watch_once(&w, &errors);
@@ -569,7 +565,7 @@ static int watch(struct tpu_client *c, const struct tpu_qr_spec *spec,
 			status = 1;
 			break;
 		}
-		sleep_ms(WATCH_POLL_UNITS * w.unit_ms);
+		job_sleep_ms(WATCH_POLL_UNITS * w.unit_ms);
 	}
 	store_close(w.s);
 	return status;
@@ -633,7 +629,7 @@ static int run_local(struct job_options *o)
 		return usage_error("--local needs --workers-per-slice W%s",
 				   NULL);
 	if (o->watch || o->r.spot || o->r.reserved || o->r.best_effort ||
-	    o->provisioning_model || o->max_run_ms || o->to.project ||
+	    o->provisioning_model || o->gke.max_run_ms || o->to.project ||
 	    o->to.zone)
 		return usage_error("--watch, --spot, --reserved, --best-effort, "
 				   "--provisioning-model, --max-run-duration, "
@@ -661,6 +657,37 @@ static int run_local(struct job_options *o)
 	status = local_run(&run, &lo);
 	prepared_run_release(&run);
 	return status;
+}
+
+static const char *const target_names[] = { "tpu-vm", "gke", NULL };
+
+/* Flags of one target given to another: named, nothing started. */
+static int check_target_flags(const struct job_options *o)
+{
+	const struct gke_options *g = &o->gke;
+	bool gke_flags = g->cluster || g->location || g->namespace ||
+			 g->queue || g->priority_class || g->image ||
+			 g->kubeconfig || g->context || g->reservation ||
+			 g->flex_start || g->queued_provisioning || g->render;
+
+	if (o->target == 1) {
+		if (o->local || o->watch || o->local_dir || o->chaos ||
+		    o->seed || o->quiet || o->provisioning_model)
+			return usage_error("--local, --watch, --local-dir, "
+					   "--chaos, --seed, --quiet and "
+					   "--provisioning-model are not for "
+					   "--target gke (its capacity flags are "
+					   "--spot, --flex-start and "
+					   "--reservation)%s", NULL);
+		return 0;
+	}
+	if (gke_flags)
+		return usage_error("--cluster, --location, --namespace, --queue, "
+				   "--priority-class, --image, --kubeconfig, "
+				   "--context, --reservation, --flex-start, "
+				   "--queued-provisioning and --render are "
+				   "for --target gke%s", NULL);
+	return 0;
 }
 
 int cmd_job(int argc, char **argv)
@@ -725,9 +752,6 @@ int cmd_job(int argc, char **argv)
 		{ .name = "provisioning-model", .kind = OPT_STRING,
 		  .value = &o.provisioning_model, .arg = "M",
 		  .help = "standard, spot, reservation-bound or flex-start" },
-		{ .name = "max-run-duration", .kind = OPT_SECONDS,
-		  .value = &o.max_run_ms, .arg = "D",
-		  .help = "flex-start: how long each window lasts (up to 7d)" },
 		{ .name = "delete-on-finish", .kind = OPT_FLAG,
 		  .value = &r->delete_on_finish,
 		  .help = "delete the queued resource when the run is done" },
@@ -741,6 +765,10 @@ int cmd_job(int argc, char **argv)
 		  .value = &r->supervisor_bin, .arg = "PATH",
 		  .help = "the slice-supervisor to upload (default: "
 			  "$SLICE_SUPERVISOR_BIN, or next to slicectl)" },
+		{ .name = "target", .kind = OPT_CHOICE, .value = &o.target,
+		  .arg = "tpu-vm|gke", .choices = target_names,
+		  .help = "where the workers run: Cloud TPU queued resources "
+			  "(default) or GKE" },
 		{ .name = "local", .kind = OPT_FLAG, .value = &o.local,
 		  .help = "run every worker here (the local provider)" },
 		{ .name = "workers-per-slice", .kind = OPT_UINT,
@@ -759,13 +787,17 @@ int cmd_job(int argc, char **argv)
 		{ .name = "format", .kind = OPT_CHOICE, .value = &o.format,
 		  .arg = "text|json", .choices = format_names,
 		  .help = "--local: json prints the timeline and summary as "
-			  "NDJSON" },
+			  "NDJSON; --render: a v1 List" },
 		{ 0 }, { 0 }, { 0 },
+		{ 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 },
+		{ 0 }, { 0 }, { 0 }, { 0 },
 	};
-	size_t nopts = sizeof(opts) / sizeof(opts[0]) - 1 - 2;
+	size_t nopts = sizeof(opts) / sizeof(opts[0]) - 1 - 2 -
+		       GKE_OPTIONS_COUNT;
 
 	strlist_init(&pos);
-	tpu_options_table(&o.to, &opts[nopts], 0);
+	gke_options_table(&o.gke, &opts[nopts]);
+	tpu_options_table(&o.to, &opts[nopts + GKE_OPTIONS_COUNT], 0);
 	status = opt_parse_command(opts, argc, argv, "slicectl job", usage,
 				   false, &pos);
 	if (status >= 0)
@@ -786,11 +818,17 @@ int cmd_job(int argc, char **argv)
 		r->bucket = getenv("SLICECTL_BUCKET");
 	r->project = o.to.project;
 	r->zone = o.to.zone;
-	if (o.local)
+	status = check_target_flags(&o);
+	if (status)
+		goto out;
+	if (o.target == 1)
+		status = gke_job(r, &o.gke, o.format);
+	else if (o.local)
 		status = run_local(&o);
 	else if (r->workers_per_slice || o.quiet || o.format)
 		status = usage_error("--workers-per-slice, --quiet and --format "
-				     "are for --local%s", NULL);
+				     "are for --local (--format also for "
+				     "--target gke --render)%s", NULL);
 	else
 		status = run_cloud(&o);
 out:

@@ -5,6 +5,7 @@
  */
 #include "launcher/launcher.h"
 #include "launcher/run_qr.h"
+#include "launcher/target.h"
 
 #include <stdio.h>
 
@@ -18,6 +19,12 @@ static const char usage[] =
 	"checkpoint. It waits until every node is READY again (--wait, the\n"
 	"default); --no-wait returns once the API accepted the reset.\n"
 	"\n" RUN_QR_USAGE_NAME "\n"
+	"A run on GKE (slicectl job --target gke): every pod of its JobSet is\n"
+	"deleted (each trainer gets SIGTERM and its grace) and JobSet\n"
+	"recreates them all with a new restart attempt; it waits until every\n"
+	"new pod runs (--no-wait: returns once they are deleted). That counts\n"
+	"against the run's --max-restarts, as every JobSet restart does.\n"
+	"\n"
 	"Prints \"QR reset: every node is READY\" (\"QR is being reset\" with\n"
 	"--no-wait); --format json prints {\"name\", \"url\", \"queued_resource\",\n"
 	"\"project\", \"zone\", \"action\": \"reset\", \"state\": \"reset\" or\n"
@@ -27,6 +34,41 @@ static const char usage[] =
 	"refused or failed (or the store did); 2 bad arguments, or a run of\n"
 	"the local provider; 4 no such queued resource, or no run NAME under\n"
 	"--bucket; 124 --timeout ran out.";
+
+/* A run on another target: every worker started again there. */
+static int reset_target(const struct run_qr *q, bool wait)
+{
+	const struct job_target *t = &q->ro.job.target;
+	long attempt = -1;
+	struct err e;
+
+	err_init(&e);
+	log_info("resetting every pod of JobSet %s/%s of run %s", t->namespace,
+		 t->jobset, q->ro.url);
+	if (target_reset(&q->ro.job, wait, q->to.timeout_ms, &attempt, &e)) {
+		log_error("%s", e.msg);
+		return e.code == COMMON_EUSAGE ? EXIT_USAGE : 1;
+	}
+	if (q->ro.format == 1) {
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}",
+				      "name", q->name, "url", q->ro.url,
+				      "jobset", t->jobset, "namespace",
+				      t->namespace, "action", "reset", "state",
+				      wait ? "reset" : "resetting",
+				      "restart_attempt",
+				      attempt >= 0 ? json_integer(attempt)
+						   : json_null());
+
+		run_print_json(o);
+	} else if (wait) {
+		printf("JobSet %s/%s reset: every pod of restart attempt %ld "
+		       "runs\n", t->namespace, t->jobset, attempt);
+	} else {
+		printf("JobSet %s/%s is being reset\n", t->namespace,
+		       t->jobset);
+	}
+	return 0;
+}
 
 int cmd_reset(int argc, char **argv)
 {
@@ -45,12 +87,17 @@ int cmd_reset(int argc, char **argv)
 
 	err_init(&e);
 	run_qr_table(&q, &opts[2], TPU_WITH_TIMEOUT);
+	q.other_targets = true;
 	status = run_qr_start(opts, argc, argv, usage, &q, &c);
 	if (status >= 0)
 		goto out;
 	if (wait && no_wait) {
 		log_error("--wait and --no-wait exclude each other");
 		status = EXIT_USAGE;
+		goto out;
+	}
+	if (!q.qr) {
+		status = reset_target(&q, !no_wait);
 		goto out;
 	}
 	status = 0;

@@ -7,6 +7,7 @@
 #include "launcher/launcher.h"
 #include "launcher/run_options.h"
 #include "launcher/watch_state.h"
+#include "launcher/target.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -54,6 +55,15 @@ static const char usage[] =
 	"\"heartbeat_age_s\", \"time\", \"message\", \"boot_id\", \"stuck\",\n"
 	"\"stuck_reasons\": [{\"rule\", \"text\"}]}]}; what is not known (no\n"
 	"control.json or heartbeat yet, no step) is null.\n"
+	"\n"
+	"A run on GKE (slicectl job --target gke) also shows its JobSet:\n"
+	"Kueue's state (pending, with the workloads ahead of it in its\n"
+	"LocalQueue when Kueue's visibility API tells: \"position\"; quota\n"
+	"reserved, admitted, evicted, finished), JobSet's restarts, and\n"
+	"each pod's slice, worker, restart attempt, phase and node; in JSON\n"
+	"as \"target\": {\"kind\", \"object\", \"kueue\", \"message\",\n"
+	"\"position\", \"restarts\", \"end\", \"pods\": [{\"name\", \"slice\",\n"
+	"\"worker\", \"restart_attempt\", \"phase\", \"node\"}]}.\n"
 	"\n" RUN_USAGE_BUCKET "\n"
 	"Exit status: 0 shown (stuck workers or not); 1 the store failed; 2 bad\n"
 	"arguments; 4 no run RUN under BUCKET (no job.json).";
@@ -82,6 +92,9 @@ struct pending_step {
 
 struct view {
 	struct run_options *ro;
+	/* The target's own view (GKE: Kueue and the pods). */
+	bool have_target;
+	struct target_view tv;
 	struct control control;
 	bool have_control;
 	long long control_age_s;        /* -1: unknown */
@@ -461,6 +474,41 @@ static json_t *watch_json(const struct view *v)
 			 run_json_text(ws->time));
 }
 
+static json_t *target_json(const struct view *v)
+{
+	const struct target_view *t = &v->tv;
+	json_t *o = json_object(), *pods = json_array();
+
+	for (size_t i = 0; i < t->n; i++) {
+		const struct target_worker *w = &t->workers[i];
+
+		json_array_append_new(
+			pods, json_pack("{s:s, s:o, s:o, s:o, s:s, s:o}", "name",
+					w->name,
+					"slice", int_or_null(w->slice >= 0, w->slice),
+					"worker",
+					int_or_null(w->worker >= 0, w->worker),
+					"restart_attempt",
+					int_or_null(w->restart_attempt >= 0,
+						    w->restart_attempt),
+					"phase", w->phase, "node",
+					run_json_text(*w->node ? w->node : NULL)));
+	}
+	json_object_set_new(o, "kind", json_string(target_name(
+					       target_of(&v->ro->job))));
+	json_object_set_new(o, "object", json_string(t->what));
+	json_object_set_new(o, "kueue", json_string(t->state));
+	json_object_set_new(o, "message",
+			    run_json_text(*t->message ? t->message : NULL));
+	json_object_set_new(o, "position",
+			    int_or_null(t->position >= 0, t->position));
+	json_object_set_new(o, "restarts",
+			    int_or_null(t->restarts >= 0, t->restarts));
+	json_object_set_new(o, "end", run_json_text(*t->end ? t->end : NULL));
+	json_object_set_new(o, "pods", pods);
+	return o;
+}
+
 static void print_json(const struct view *v)
 {
 	const struct control *c = &v->control;
@@ -487,6 +535,8 @@ static void print_json(const struct view *v)
 	json_object_set_new(o, "queued_resource", watch_json(v));
 	json_object_set_new(o, "stuck", json_integer(v->stuck));
 	json_object_set_new(o, "workers", workers);
+	if (v->have_target)
+		json_object_set_new(o, "target", target_json(v));
 	run_print_json(o);
 }
 
@@ -499,6 +549,32 @@ static void load_watch(struct view *v, struct err *e)
 	v->have_watch = !rc;
 	if (rc && rc != CLOUD_ENOTFOUND)
 		log_warn("%s", e->msg);
+}
+
+static void print_target(const struct view *v)
+{
+	const struct target_view *t = &v->tv;
+
+	printf("\n%s: Kueue %s%s%s", t->what, t->state, *t->message ? ": " : "",
+	       t->message);
+	if (t->position >= 0)
+		printf(", %ld ahead of it in its queue", t->position);
+	if (t->restarts >= 0)
+		printf("; restarts %ld", t->restarts);
+	if (*t->end)
+		printf("; %s", t->end);
+	printf("\n");
+	if (!t->n)
+		return;
+	printf("%-40s %5s %6s %7s %-11s %s\n", "POD", "SLICE", "WORKER",
+	       "ATTEMPT", "PHASE", "NODE");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct target_worker *w = &t->workers[i];
+
+		printf("%-40s %5d %6d %7ld %-11s %s\n", w->name, w->slice,
+		       w->worker, w->restart_attempt, w->phase,
+		       *w->node ? w->node : "-");
+	}
 }
 
 int cmd_status(int argc, char **argv)
@@ -539,11 +615,22 @@ int cmd_status(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	if (ro.format == 1)
+	if (target_of(&ro.job) == TARGET_GKE) {
+		/* The bucket's view stands on its own; the cluster's is
+		 * added when it answers. */
+		v.have_target = !target_describe(&ro.job, &v.tv, &e);
+		if (!v.have_target)
+			log_warn("%s: %s", v.tv.what, e.msg);
+	}
+	if (ro.format == 1) {
 		print_json(&v);
-	else
+	} else {
 		print_text(&v);
+		if (v.have_target)
+			print_target(&v);
+	}
 out:
+	target_view_release(&v.tv);
 	free(v.rows);
 	free(sv);
 	ckpt_list_release(&cl);

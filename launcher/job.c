@@ -7,16 +7,19 @@
  * first: bundle, supervisor, job.json, control.json.
  */
 #include "launcher/job.h"
+#include "launcher/accelerator.h"
 #include "checkpoint/checkpoint.h"
 #include "startup/startup.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Larger than any job.json written here (run_options.c reads as much). */
@@ -58,59 +61,52 @@ void prepared_run_release(struct prepared_run *p)
 	job_init(&p->job);
 }
 
-/* "v5litepod-16" -> generation "5litepod", count 16; false if not one. */
-static bool split_type(const char *t, char *gen, size_t cap, unsigned *n)
+void job_say(uint64_t start_ms, const char *fmt, ...)
 {
-	const char *dash;
-	char *end;
-	unsigned long v;
+	va_list ap;
 
-	if (!t || t[0] != 'v' || !(dash = strrchr(t, '-')) ||
-	    (size_t)(dash - t) >= cap || dash == t + 1)
-		return false;
+	printf("[%8.1f s] ", (double)(mono_ms() - start_ms) / 1000.0);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+void job_sleep_ms(uint64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000),
+			       (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+unsigned job_env_ms(const char *var, unsigned dflt)
+{
+	const char *v = getenv(var);
+	unsigned long ms;
+	char *end;
+
+	if (!v || !*v)
+		return dflt;
 	errno = 0;
-	v = strtoul(dash + 1, &end, 10);
-	if (errno || *end || end == dash + 1 || v == 0 || v > 1000000)
-		return false;
-	memcpy(gen, t + 1, (size_t)(dash - t - 1));
-	gen[dash - t - 1] = '\0';
-	*n = (unsigned)v;
-	return true;
+	ms = strtoul(v, &end, 10);
+	return errno || *end || !ms || ms > 60000 ? dflt : (unsigned)ms;
 }
 
 const char *job_default_runtime(const char *accelerator_type)
 {
-	char gen[16];
-	unsigned n;
+	struct accelerator a;
 
-	if (!split_type(accelerator_type, gen, sizeof(gen), &n))
-		return NULL;
-	if (!strcmp(gen, "5litepod"))
-		return "v2-alpha-tpuv5-lite";
-	if (!strcmp(gen, "5p"))
-		return "v2-alpha-tpuv5";
-	if (!strcmp(gen, "6e"))
-		return "v2-alpha-tpuv6e";
-	if (!strcmp(gen, "2") || !strcmp(gen, "3") || !strcmp(gen, "4"))
-		return "tpu-ubuntu2204-base";
-	return NULL;
+	return accelerator_lookup(accelerator_type, &a) ? a.runtime : NULL;
 }
 
 unsigned job_workers_per_slice(const char *accelerator_type)
 {
-	char gen[16];
-	unsigned n;
+	struct accelerator a;
 
-	if (!split_type(accelerator_type, gen, sizeof(gen), &n))
-		return 0;
-	/* v5e and v6e count chips: up to 8 on one host, else 4 a host. */
-	if (!strcmp(gen, "5litepod") || !strcmp(gen, "6e"))
-		return n <= 8 ? 1 : n / 4;
-	/* v2, v3, v4, v5p count TensorCores: 8 a host. */
-	if (!strcmp(gen, "2") || !strcmp(gen, "3") || !strcmp(gen, "4") ||
-	    !strcmp(gen, "5p"))
-		return n <= 8 ? 1 : n / 8;
-	return 0;
+	return accelerator_lookup(accelerator_type, &a) ? a.workers : 0;
 }
 
 /* The request's own values, each named by its flag. */
@@ -192,6 +188,8 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 		if (!j->tpu_project || !j->tpu_zone || !j->tpu_name)
 			return err_set(e, COMMON_ENOMEM, "out of memory");
 	}
+	if (r->target && job_target_copy(&j->target, r->target))
+		return err_set(e, COMMON_ENOMEM, "out of memory");
 	if (job_to_json(j, json, e)) {
 		/* job.c's words name the field; say it is this request. */
 		if (e->code != COMMON_ENOMEM)
@@ -209,7 +207,8 @@ static bool executable_file(const char *path)
 }
 
 /* --supervisor-bin, $SLICE_SUPERVISOR_BIN, or next to slicectl (an
- * installed pair, or the build tree's supervisor/ next to launcher/). */
+ * installed pair, or the build tree's supervisor/ next to launcher/),
+ * slice-supervisor.portable first when r->portable. */
 static int find_supervisor(const struct job_request *r, char *out, size_t cap,
 			   struct err *e)
 {
@@ -238,12 +237,16 @@ static int find_supervisor(const struct job_request *r, char *out, size_t cap,
 		slash = strrchr(self, '/');
 		if (slash) {
 			*slash = '\0';
+			/* A container image may lack the build's
+			 * libraries: pods get the self-contained one. */
 			static const char *const rel[] = {
+				"/slice-supervisor.portable",
+				"/../supervisor/slice-supervisor.portable",
 				"/slice-supervisor",
 				"/../supervisor/slice-supervisor",
 			};
 
-			for (size_t i = 0; i < 2; i++) {
+			for (size_t i = r->portable ? 0 : 2; i < 4; i++) {
 				int k = snprintf(out, cap, "%s%s", self,
 						 rel[i]);
 
@@ -440,6 +443,57 @@ static int probe_writable(struct store *s, struct err *e)
 	return rc;
 }
 
+/* Everything job_plan and job_prepare share; *json is job.json's text,
+ * supervisor the binary's path. */
+static int plan(const struct job_request *r, struct prepared_run *out,
+		char **json, char *supervisor, size_t cap, uint64_t *size,
+		struct err *e)
+{
+	size_t blen;
+	int rc;
+
+	err_init(e);
+	memset(out, 0, sizeof(*out));
+	job_init(&out->job);
+	*json = NULL;
+	rc = check_request(r, e);
+	if (!rc)
+		rc = build_job(r, &out->job, json, e);
+	if (!rc)
+		rc = find_supervisor(r, supervisor, cap, e);
+	if (rc)
+		return rc;
+	blen = strlen(r->bucket);
+	while (blen > 1 && r->bucket[blen - 1] == '/')
+		blen--;
+	if (snprintf(out->run_url, sizeof(out->run_url), "%.*s/%s", (int)blen,
+		     r->bucket, r->name) >= (int)sizeof(out->run_url))
+		return err_set(e, COMMON_EUSAGE, "--bucket is too long");
+	if (strncmp(out->run_url, "gs://", 5) &&
+	    strncmp(out->run_url, "file:///", 8))
+		return err_set(e, COMMON_EUSAGE,
+			       "--bucket %s is not gs://BUCKET[/PREFIX] or "
+			       "file:///DIR", r->bucket);
+	return sha256_file(supervisor, out->supervisor_sha256, size, e);
+}
+
+int job_plan(const struct job_request *r, struct prepared_run *out,
+	     struct err *e)
+{
+	char supervisor[PATH_MAX];
+	uint64_t size = 0;
+	char *json = NULL;
+	int rc;
+
+	rc = plan(r, out, &json, supervisor, sizeof(supervisor), &size, e);
+	free(json);
+	if (rc) {
+		job_release(&out->job);
+		job_init(&out->job);
+	}
+	return rc;
+}
+
 int job_prepare(const struct job_request *r, struct prepared_run *out,
 		struct err *e)
 {
@@ -449,29 +503,10 @@ int job_prepare(const struct job_request *r, struct prepared_run *out,
 	struct store *s = NULL;
 	struct control ctl;
 	uint64_t size = 0;
-	size_t blen;
 	bool exists;
 	int rc;
 
-	err_init(e);
-	memset(out, 0, sizeof(*out));
-	job_init(&out->job);
-	rc = check_request(r, e);
-	if (!rc)
-		rc = build_job(r, &out->job, &json, e);
-	if (!rc)
-		rc = find_supervisor(r, supervisor, sizeof(supervisor), e);
-	if (rc)
-		goto out;
-	blen = strlen(r->bucket);
-	while (blen > 1 && r->bucket[blen - 1] == '/')
-		blen--;
-	if (snprintf(out->run_url, sizeof(out->run_url), "%.*s/%s", (int)blen,
-		     r->bucket, r->name) >= (int)sizeof(out->run_url)) {
-		rc = err_set(e, COMMON_EUSAGE, "--bucket is too long");
-		goto out;
-	}
-	rc = sha256_file(supervisor, out->supervisor_sha256, &size, e);
+	rc = plan(r, out, &json, supervisor, sizeof(supervisor), &size, e);
 	if (rc)
 		goto out;
 

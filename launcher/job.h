@@ -26,6 +26,9 @@ struct job_request {
 	bool spot, reserved, best_effort, delete_on_finish;
 	const char *project, *zone;   /* cloud only (flags or CLOUDSDK_*) */
 	const char *supervisor_bin;   /* NULL: found next to slicectl */
+	bool portable;                /* prefer slice-supervisor.portable */
+	/* job.json's "target" (GKE); NULL: none. Not owned. */
+	const struct job_target *target;
 };
 
 void job_request_init(struct job_request *r); /* the defaults */
@@ -52,6 +55,18 @@ struct prepared_run {
 int job_prepare(const struct job_request *r, struct prepared_run *out,
 		struct err *e);
 void prepared_run_release(struct prepared_run *p);
+/* job_prepare's checks and out's run_url, supervisor_sha256 and job,
+ * with nothing read or written in the bucket (startup_script NULL). */
+int job_plan(const struct job_request *r, struct prepared_run *out,
+	     struct err *e);
+
+/* Following a job (cmd_job.c's --watch, the GKE target's admission):
+ * a progress line "[   12.3 s] ..." timed from start_ms (mono_ms()), a
+ * sleep that signals do not cut short, and a period from environment
+ * variable var (1 to 60000 ms; else dflt). */
+void job_say(uint64_t start_ms, const char *fmt, ...) ATTR_PRINTF(2, 3);
+void job_sleep_ms(uint64_t ms);
+unsigned job_env_ms(const char *var, unsigned dflt);
 
 /* The runtime version a TPU type needs by default
  * ("tpu-ubuntu2204-base", "v2-alpha-tpuv5-lite", ...). */

@@ -3,6 +3,7 @@
  */
 #include "launcher/launcher.h"
 #include "launcher/run_qr.h"
+#include "launcher/target.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,20 @@ static int find_run(struct run_qr *q)
 	}
 	if (status >= 0)
 		return status;
+	if (target_of(&q->ro.job) == TARGET_GKE) {
+		if (!q->other_targets) {
+			log_error("run %s is on GKE (JobSet %s/%s), not a "
+				  "queued resource: slicectl restart %s "
+				  "restarts its trainers, slicectl delete %s "
+				  "deletes its JobSet", q->name,
+				  q->ro.job.target.namespace,
+				  q->ro.job.target.jobset, q->name, q->name);
+			return EXIT_USAGE;
+		}
+		q->is_run = true;
+		q->qr = NULL;
+		return -1;
+	}
 	if (!q->ro.job.tpu_name) {
 		log_error("run %s has no queued resource (it ran on the local "
 			  "provider): slicectl restart %s restarts its "
@@ -81,7 +96,7 @@ int run_qr_start(const struct opt *opts, int argc, char **argv,
 		goto out;
 	}
 	status = find_run(q);
-	if (status >= 0)
+	if (status >= 0 || !q->qr)
 		goto out;
 	status = tpu_options_open(&q->to, c);
 	if (!status)

@@ -18,6 +18,10 @@ struct run_qr {
 	char *name;            /* NAME, as given (malloc'd) */
 	const char *qr;        /* the queued resource's id */
 	bool is_run;
+	/* Set before run_qr_start by a command that also acts on runs of
+	 * other targets (target.h): such a run is then taken with qr NULL
+	 * and no client opened. */
+	bool other_targets;
 };
 
 /* Fills opts with --bucket, --format, then tpu_options_table's entries

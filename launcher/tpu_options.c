@@ -16,10 +16,11 @@ void tpu_options_table(struct tpu_options *to, struct opt *opts, int with)
 		{ .name = "project", .kind = OPT_STRING, .value = &to->project,
 		  .arg = "PROJECT",
 		  .help = "Google Cloud project (default: "
-			  "$CLOUDSDK_CORE_PROJECT)" },
+			  "$CLOUDSDK_CORE_PROJECT, else gcloud's)" },
 		{ .name = "zone", .kind = OPT_STRING, .value = &to->zone,
 		  .arg = "ZONE",
-		  .help = "zone of the TPUs (default: $CLOUDSDK_COMPUTE_ZONE)" },
+		  .help = "zone of the TPUs (default: "
+			  "$CLOUDSDK_COMPUTE_ZONE, else gcloud's)" },
 		{ .name = "format", .kind = OPT_CHOICE, .value = &to->format,
 		  .arg = "text|json", .choices = format_names,
 		  .help = "json: the API's own resources, as JSON" },
@@ -40,35 +41,31 @@ void tpu_options_table(struct tpu_options *to, struct opt *opts, int with)
 			opts[n++] = table[i];
 }
 
-static const char *from_env(const char *flag, const char *var)
-{
-	const char *v;
-
-	if (flag && *flag)
-		return flag;
-	v = getenv(var);
-	return v && *v ? v : NULL;
-}
-
 int tpu_options_open(struct tpu_options *to, struct tpu_client **c)
 {
 	struct err e;
 	int rc;
 
-	to->project = from_env(to->project, "CLOUDSDK_CORE_PROJECT");
-	to->zone = from_env(to->zone, "CLOUDSDK_COMPUTE_ZONE");
+	err_init(&e);
+	if (gcloud_default(to->project, "core", "project", to->project_buf,
+			   sizeof(to->project_buf), &to->project, &e) ||
+	    gcloud_default(to->zone, "compute", "zone", to->zone_buf,
+			   sizeof(to->zone_buf), &to->zone, &e)) {
+		log_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
 	if (!to->project) {
-		log_error("no project: pass --project or set "
-			  "CLOUDSDK_CORE_PROJECT (gcloud config get project "
-			  "shows yours)");
+		log_error("no project: pass --project, set "
+			  "CLOUDSDK_CORE_PROJECT or run `gcloud config set "
+			  "project PROJECT`");
 		return EXIT_USAGE;
 	}
 	if (!to->zone) {
-		log_error("no zone: pass --zone (for example us-central2-b) "
-			  "or set CLOUDSDK_COMPUTE_ZONE");
+		log_error("no zone: pass --zone (for example us-central2-b), "
+			  "set CLOUDSDK_COMPUTE_ZONE or run `gcloud config set "
+			  "compute/zone ZONE`");
 		return EXIT_USAGE;
 	}
-	err_init(&e);
 	rc = tpu_open(c, to->project, to->zone, &e);
 	if (rc) {
 		log_error("%s", e.msg);

@@ -95,7 +95,44 @@ void job_release(struct job *j)
 	free(j->tpu_project);
 	free(j->tpu_zone);
 	free(j->tpu_name);
+	job_target_release(&j->target);
 	job_init(j);
+}
+
+void job_target_release(struct job_target *t)
+{
+	free(t->kind);
+	free(t->cluster);
+	free(t->location);
+	free(t->project);
+	free(t->namespace);
+	free(t->jobset);
+	free(t->kubeconfig);
+	free(t->context);
+	memset(t, 0, sizeof(*t));
+}
+
+static int dup_or_null(char **dst, const char *s)
+{
+	*dst = s ? strdup(s) : NULL;
+	return s && !*dst ? -1 : 0;
+}
+
+int job_target_copy(struct job_target *dst, const struct job_target *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	if (dup_or_null(&dst->kind, src->kind) ||
+	    dup_or_null(&dst->cluster, src->cluster) ||
+	    dup_or_null(&dst->location, src->location) ||
+	    dup_or_null(&dst->project, src->project) ||
+	    dup_or_null(&dst->namespace, src->namespace) ||
+	    dup_or_null(&dst->jobset, src->jobset) ||
+	    dup_or_null(&dst->kubeconfig, src->kubeconfig) ||
+	    dup_or_null(&dst->context, src->context)) {
+		job_target_release(dst);
+		return -1;
+	}
+	return 0;
 }
 
 void run_worker_name(unsigned slice, unsigned worker, char *out, size_t len)
@@ -238,6 +275,13 @@ static int job_check(const struct job *j, struct err *e)
 					       "or '%%' (or leave \"tpu\" out "
 					       "for the local provider)", k[i]);
 	}
+	if (j->target.kind &&
+	    (strcmp(j->target.kind, "gke") || !j->target.namespace ||
+	     !j->target.jobset || !*j->target.namespace || !*j->target.jobset))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"target\" must have \"kind\": "
+			       "\"gke\" and non-empty \"namespace\" and "
+			       "\"jobset\"");
 	return 0;
 }
 
@@ -360,6 +404,52 @@ static int parse_tpu(const json_t *v, struct job *j, struct err *e)
 	return 0;
 }
 
+/* "target" fields: which may be null, and where each goes. */
+static char **target_field(struct job_target *t, const char *k, bool *null_ok)
+{
+	*null_ok = strcmp(k, "kind") && strcmp(k, "namespace") &&
+		   strcmp(k, "jobset");
+	return !strcmp(k, "kind")	  ? &t->kind
+	       : !strcmp(k, "cluster")	  ? &t->cluster
+	       : !strcmp(k, "location")	  ? &t->location
+	       : !strcmp(k, "project")	  ? &t->project
+	       : !strcmp(k, "namespace")  ? &t->namespace
+	       : !strcmp(k, "jobset")	  ? &t->jobset
+	       : !strcmp(k, "kubeconfig") ? &t->kubeconfig
+	       : !strcmp(k, "context")	  ? &t->context
+					  : NULL;
+}
+
+static int parse_target(const json_t *v, struct job *j, struct err *e)
+{
+	const char *k;
+	bool null_ok;
+	json_t *x;
+	int r;
+
+	if (!json_is_object(v))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"target\" must be an object or "
+			       "null, not %s", json_type_name(v));
+	json_object_foreach((json_t *)v, k, x) {
+		char **dst = target_field(&j->target, k, &null_ok);
+
+		if (!dst)
+			return err_set(e, COMMON_EINVAL,
+				       "job.json: \"target\" has an unknown "
+				       "field \"%.100s\"; its fields are kind, "
+				       "cluster, location, project, namespace, "
+				       "jobset, kubeconfig and context", k);
+		r = take_string("\"target\".", k, x, null_ok, dst, e);
+		if (r)
+			return r;
+	}
+	if (!j->target.kind)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"target\" needs \"kind\"");
+	return 0;
+}
+
 static int parse_field(const char *k, const json_t *v, struct job *j,
 		       struct err *e)
 {
@@ -373,6 +463,8 @@ static int parse_field(const char *k, const json_t *v, struct job *j,
 		return json_is_null(v) ? 0 : parse_env(v, &j->env, e);
 	if (!strcmp(k, "tpu"))
 		return json_is_null(v) ? 0 : parse_tpu(v, j, e);
+	if (!strcmp(k, "target"))
+		return json_is_null(v) ? 0 : parse_target(v, j, e);
 	if (!strcmp(k, "delete_on_finish")) {
 		if (!json_is_boolean(v))
 			return err_set(e, COMMON_EINVAL,
@@ -468,6 +560,22 @@ static json_t *env_object(const struct strlist *env)
 	return o;
 }
 
+static json_t *string_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *target_object(const struct job_target *t)
+{
+	return json_pack("{s:s, s:o, s:o, s:o, s:s, s:s, s:o, s:o}",
+			 "kind", t->kind, "cluster", string_or_null(t->cluster),
+			 "location", string_or_null(t->location),
+			 "project", string_or_null(t->project),
+			 "namespace", t->namespace, "jobset", t->jobset,
+			 "kubeconfig", string_or_null(t->kubeconfig),
+			 "context", string_or_null(t->context));
+}
+
 int job_to_json(const struct job *j, char **out, struct err *e)
 {
 	json_t *root;
@@ -499,6 +607,8 @@ int job_to_json(const struct job *j, char **out, struct err *e)
 					 "project", j->tpu_project,
 					 "zone", j->tpu_zone,
 					 "name", j->tpu_name));
+	if (j->target.kind)
+		bad |= set_new(root, "target", target_object(&j->target));
 	if (!bad)
 		text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);

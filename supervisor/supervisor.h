@@ -43,9 +43,21 @@ struct job {
 	char *tpu_project;
 	char *tpu_zone;
 	char *tpu_name;
+	/* Where a run on another target lives ("target" in job.json), for
+	 * the operator commands; kind NULL: none (a queued resource, or the
+	 * local provider). */
+	struct job_target {
+		char *kind;        /* "gke" */
+		char *cluster, *location, *project; /* NULL: a kubeconfig's */
+		char *namespace, *jobset;
+		char *kubeconfig, *context; /* NULL: the default */
+	} target;
 };
 
 void job_init(struct job *j); /* the defaults */
+/* A deep copy of src into dst (zeroed first); -1 when out of memory. */
+int job_target_copy(struct job_target *dst, const struct job_target *src);
+void job_target_release(struct job_target *t);
 void job_release(struct job *j);
 /* Parses job.json. Unknown fields, wrong types and out-of-range values
  * are COMMON_EINVAL with the field named; missing name or command too. */

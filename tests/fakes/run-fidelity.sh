@@ -15,70 +15,22 @@ kind=${2:-gcs}
 case "$kind" in
 gcs)	packages='@google-cloud/storage@7'
 	installed=@google-cloud/storage
-	fake=gcs_fake.py
+	fake_script=gcs_fake.py
 	script=fidelity.js ;;
 tpu)	packages='@google-cloud/tpu@3 google-auth-library@9 protobufjs@7'
 	installed=@google-cloud/tpu
-	fake=tpu_fake.py
+	fake_script=tpu_fake.py
 	script=tpu-fidelity.js ;;
 *)	echo "run-fidelity.sh: no such client: $kind" >&2
 	exit 2 ;;
 esac
 name=$kind-fidelity
 mkdir -p "$work" || exit 1
-python=${PYTHON:-python3}
+. "$here/fidelity-lib.sh"
 
-for tool in node npm; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		echo "$name: SKIP: $tool is not installed" \
-			"(apt-get install nodejs npm)" >&2
-		exit 77
-	fi
-done
-
-if [ ! -f "$work/node_modules/$installed/package.json" ]; then
-	# shellcheck disable=SC2086 # $packages is a list of names
-	if ! npm install --no-save --no-audit --no-fund --prefix "$work" \
-		$packages >"$work/npm.log" 2>&1; then
-		if ! npm ping >/dev/null 2>&1; then
-			echo "$name: SKIP: npm's registry is" \
-				"unreachable; see $work/npm.log" >&2
-			exit 77
-		fi
-		echo "$name: npm install failed:" >&2
-		cat "$work/npm.log" >&2
-		exit 1
-	fi
-fi
-
-port_file="$work/port"
-rm -f "$port_file"
-"$python" "$here/$fake" --port-file "$port_file" \
-	2>"$work/fake.log" &
-fake=$!
-trap 'kill "$fake" 2>/dev/null; wait "$fake" 2>/dev/null' EXIT
-trap 'exit 1' INT TERM
-
-tries=0
-while [ ! -s "$port_file" ]; do
-	if ! kill -0 "$fake" 2>/dev/null; then
-		echo "$name: the fake exited:" >&2
-		cat "$work/fake.log" >&2
-		exit 1
-	fi
-	tries=$((tries + 1))
-	if [ "$tries" -gt 100 ]; then
-		echo "$name: the fake did not listen within 10 s" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-
-NODE_PATH="$work/node_modules" node "$here/$script" \
-	"http://127.0.0.1:$(cat "$port_file")"
-status=$?
-if [ "$status" -ne 0 ] && [ -s "$work/fake.log" ]; then
-	echo "$name: the fake's stderr:" >&2
-	cat "$work/fake.log" >&2
-fi
-exit "$status"
+fidelity_tools
+# shellcheck disable=SC2086 # $packages is a list of names
+fidelity_npm_install "$work" "$installed" $packages
+fidelity_start_fake "$work" "$fake_script"
+NODE_PATH="$work/node_modules" node "$here/$script" "$fake_base"
+fidelity_finish $?

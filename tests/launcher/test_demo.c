@@ -14,6 +14,7 @@
  * left.
  */
 #include "tests/harness/harness.h"
+#include "tests/launcher/sgd_params.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -185,83 +186,6 @@ static json_t *summary_of(const char *out)
 	return NULL;
 }
 
-/* The params of every part of run's newest committed checkpoint: they
- * must agree and be at step; returned as train.py prints them (sorted
- * keys, Python's round-tripping float repr), to be freed. */
-static char *checkpoint_params(const char *run, long step)
-{
-	char url[HARNESS_PATH + 64], dest[HARNESS_PATH + 96];
-	char cmd[4 * HARNESS_PATH], *text = NULL;
-
-	snprintf(url, sizeof(url), "%s/%s", bucket, run);
-	for (int p = 0; p < 4; p++) {
-		char part[32], path[HARNESS_PATH + 128], *got;
-		struct run_result r;
-		FILE *f;
-		size_t len = 0;
-
-		snprintf(part, sizeof(part), "slice-%d-worker-%d", p / 2, p % 2);
-		snprintf(dest, sizeof(dest), "%s/restore/%s/%s", dir, run,
-			 part);
-		cr_assert_eq(run_slicectl(&r, (const char *const[]){
-						  "ckpt", "restore", url, dest,
-						  "--part", part, NULL },
-					  NULL),
-			     0);
-		cr_assert_eq(r.status, 0, "ckpt restore %s %s: %s%s", url,
-			     part, r.out, r.err);
-		run_result_release(&r);
-		snprintf(path, sizeof(path), "%s/params.json", dest);
-		/* Python renders the params exactly as train.py does. */
-		snprintf(cmd, sizeof(cmd),
-			 "python3 -c 'import json, sys\n"
-			 "ck = json.load(open(sys.argv[1]))\n"
-			 "print(ck[\"step\"], json.dumps(ck[\"params\"], "
-			 "sort_keys=True))' '%s'", path);
-		f = popen(cmd, "r");
-		cr_assert_not_null(f);
-		got = NULL;
-		cr_assert_gt(getline(&got, &len, f), 0, "%s", path);
-		cr_assert_eq(pclose(f), 0);
-		got[strcspn(got, "\n")] = '\0';
-		cr_assert_eq(strtol(got, NULL, 10), step, "%s: %s", part, got);
-		if (!text) {
-			text = strdup(strchr(got, ' ') + 1);
-		} else {
-			cr_assert_str_eq(strchr(got, ' ') + 1, text,
-					 "%s differs from slice-0-worker-0",
-					 part);
-		}
-		free(got);
-	}
-	return text;
-}
-
-/* The "final params:" line worker s/w logged last in run. */
-static char *logged_params(const char *run, int s, int w)
-{
-	char worker[16];
-	struct run_result r;
-	const char *at;
-	char *text;
-
-	snprintf(worker, sizeof(worker), "%d/%d", s, w);
-	cr_assert_eq(run_slicectl(&r, (const char *const[]){
-					  "logs", run, "--worker", worker,
-					  "--bucket", bucket, NULL },
-				  NULL),
-		     0);
-	cr_assert_eq(r.status, 0, "logs %s: %s", worker, r.err);
-	at = strstr(r.out, "final params: ");
-	cr_assert_not_null(at, "worker %s logged no final params:\n%s",
-			   worker, r.out);
-	at += strlen("final params: ");
-	text = strndup(at, strcspn(at, "\n"));
-	run_result_release(&r);
-	return text;
-}
-
-
 Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 {
 	struct run_result r;
@@ -314,12 +238,12 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 	json_decref(s);
 	run_result_release(&r);
 
-	chaos_params = checkpoint_params("chaos", 600);
-	calm_params = checkpoint_params("calm", 600);
+	chaos_params = sgd_checkpoint_params(bucket, dir, "chaos", 600);
+	calm_params = sgd_checkpoint_params(bucket, dir, "calm", 600);
 	cr_assert_str_eq(chaos_params, calm_params);
 	for (int p = 0; p < 4; p++) {
-		char *a = logged_params("chaos", p / 2, p % 2);
-		char *b = logged_params("calm", p / 2, p % 2);
+		char *a = sgd_logged_params(bucket, "chaos", p / 2, p % 2);
+		char *b = sgd_logged_params(bucket, "calm", p / 2, p % 2);
 
 		cr_assert_str_eq(a, chaos_params, "worker %d/%d", p / 2,
 				 p % 2);

@@ -525,16 +525,32 @@ Test(tpu, provisioning_model_contradictions_are_refused_with_the_reason)
 Test(tpu, no_project_or_zone_says_how_to_give_them)
 {
 	struct run_result r;
-	const char *bare[] = { env[0], env[1], env[2], NULL };
+	char config[600], env_config[700];
+	const char *bare[] = { env[0], env[1], env[2],
+			       "CLOUDSDK_CORE_PROJECT=",
+			       "CLOUDSDK_COMPUTE_ZONE=", env_config, NULL };
 
+	/* A gcloud configuration directory of the test's own, so the
+	 * machine's is never read. */
+	snprintf(config, sizeof(config), "%s/gcloud", tmp);
+	snprintf(env_config, sizeof(env_config), "CLOUDSDK_CONFIG=%s",
+		 config);
 	cr_assert_eq(run_slicectl(&r, (const char *const[]){ "list", NULL },
-				  (const char *const *)bare), 0);
-	/* The test's own environment may hold a project; only check the
-	 * message when there was none. */
-	if (!getenv("CLOUDSDK_CORE_PROJECT")) {
-		cr_assert_eq(r.status, 2, "%s", r.err);
-		ASSERT_HAS(r.err, "--project");
-	}
+				  bare), 0);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	ASSERT_HAS(r.err, "--project");
+	ASSERT_HAS(r.err, "gcloud config set project");
+	run_result_release(&r);
+
+	/* What `gcloud config set project/compute/zone` writes is enough. */
+	cr_assert_eq(sh("mkdir -p '%s/configurations' && printf work > "
+			"'%s/active_config' && printf '[core]\\nproject = "
+			"proj\\n\\n[compute]\\nzone = %s\\n' > "
+			"'%s/configurations/config_work'",
+			config, config, ZONE, config), 0);
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){ "list", NULL },
+				  bare), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
 	run_result_release(&r);
 }
 

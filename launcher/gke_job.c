@@ -1,0 +1,264 @@
+/*
+ * gke_job.c: `slicectl job --target gke`. The job flags are checked and
+ * the JobSet rendered before anything is touched; --render prints it and
+ * stops there. Otherwise the cluster is asked whether JobSet, Kueue and
+ * the LocalQueue are there (so a missing piece is named before the run's
+ * objects go up), job_prepare puts the run in its bucket, the JobSet is
+ * created, and Kueue's admission is followed until the pods run.
+ */
+#include "launcher/gke.h"
+#include "launcher/job.h"
+#include "launcher/launcher.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gke_options_table(struct gke_options *g, struct opt *opts)
+{
+	const struct opt table[GKE_OPTIONS_COUNT] = {
+		{ .name = "cluster", .kind = OPT_STRING, .value = &g->cluster,
+		  .arg = "C", .help = "--target gke: the GKE cluster (its "
+		  "endpoint and CA come from the GKE API)" },
+		{ .name = "location", .kind = OPT_STRING,
+		  .value = &g->location, .arg = "L",
+		  .help = "--target gke: the cluster's region or zone" },
+		{ .name = "namespace", .kind = OPT_STRING,
+		  .value = &g->namespace, .arg = "NS",
+		  .help = "--target gke: the namespace (default: the "
+			  "kubeconfig context's, else default)" },
+		{ .name = "queue", .kind = OPT_STRING, .value = &g->queue,
+		  .arg = "LQ", .help = "--target gke: the Kueue LocalQueue" },
+		{ .name = "priority-class", .kind = OPT_STRING,
+		  .value = &g->priority_class, .arg = "P",
+		  .help = "--target gke: the pods' PriorityClass" },
+		{ .name = "image", .kind = OPT_STRING, .value = &g->image,
+		  .arg = "IMG", .help = "--target gke: the trainer's image "
+		  "(glibc and /bin/sh; unchanged)" },
+		{ .name = "kubeconfig", .kind = OPT_STRING,
+		  .value = &g->kubeconfig, .arg = "FILE",
+		  .help = "--target gke: reach the cluster through this "
+			  "kubeconfig instead (default $KUBECONFIG)" },
+		{ .name = "context", .kind = OPT_STRING, .value = &g->context,
+		  .arg = "X", .help = "--target gke: the kubeconfig's context "
+		  "(default its current one)" },
+		{ .name = "reservation", .kind = OPT_STRING,
+		  .value = &g->reservation, .arg = "R",
+		  .help = "--target gke: nodes of reservation R" },
+		{ .name = "flex-start", .kind = OPT_FLAG,
+		  .value = &g->flex_start,
+		  .help = "--target gke: flex-start nodes (Dynamic Workload "
+			  "Scheduler)" },
+		{ .name = "queued-provisioning", .kind = OPT_FLAG,
+		  .value = &g->queued_provisioning,
+		  .help = "--target gke, with --flex-start: all-or-nothing "
+			  "through Kueue's ProvisioningRequest" },
+		{ .name = "max-run-duration", .kind = OPT_SECONDS,
+		  .value = &g->max_run_ms, .arg = "S",
+		  .help = "flex-start: each window's length (tpu-vm), or "
+			  "with --queued-provisioning the nodes' lifetime "
+			  "(default 7 days)" },
+		{ .name = "render", .kind = OPT_FLAG, .value = &g->render,
+		  .help = "--target gke: print the objects instead of "
+			  "creating them (--format json: one v1 List)" },
+	};
+
+	memcpy(opts, table, sizeof(table));
+}
+
+/* The namespace: the flag's, else the kubeconfig context's (when the
+ * cluster is reached through one), else "default". */
+static const char *namespace_of(const struct gke_options *g,
+				const char *from_kubeconfig)
+{
+	if (g->namespace && *g->namespace)
+		return g->namespace;
+	return from_kubeconfig && *from_kubeconfig ? from_kubeconfig
+						   : "default";
+}
+
+static int print_render(const json_t *js, int format)
+{
+	struct buf b;
+	struct err e;
+	int status = 0;
+
+	buf_init(&b);
+	err_init(&e);
+	if (format == 1) {
+		json_t *list = json_pack("{s:s, s:s, s:[O]}", "apiVersion", "v1",
+					 "kind", "List", "items", js);
+		char *text = list ? json_dumps(list, JSON_INDENT(2)) : NULL;
+
+		json_decref(list);
+		if (!text) {
+			log_error("out of memory");
+			return 1;
+		}
+		printf("%s\n", text);
+		free(text);
+		return 0;
+	}
+	if (gke_yaml(js, &b, &e)) {
+		log_error("%s", e.msg);
+		status = 1;
+	} else {
+		fwrite(b.data, 1, b.len, stdout);
+	}
+	buf_release(&b);
+	return status;
+}
+
+static int usage_error(const struct err *e)
+{
+	log_error("%s (see slicectl job --help)", e->msg);
+	return EXIT_USAGE;
+}
+
+/* The flags only the other targets take. */
+static int check_flags(const struct job_request *r, const struct gke_options *g,
+		       struct err *e)
+{
+	if (r->reserved || r->best_effort)
+		return err_set(e, COMMON_EUSAGE,
+			       "--reserved and --best-effort are queued-resource "
+			       "tiers; on GKE give --reservation R, --spot or "
+			       "--flex-start");
+	if (r->runtime_version || r->zone || r->delete_on_finish ||
+	    r->workers_per_slice)
+		return err_set(e, COMMON_EUSAGE,
+			       "--runtime-version, --zone, --delete-on-finish "
+			       "and --workers-per-slice are not for --target "
+			       "gke (the node pools' TPU type sets the shape; "
+			       "use --location)");
+	if (g->max_run_ms % 1000)
+		return err_set(e, COMMON_EUSAGE,
+			       "--max-run-duration takes whole seconds");
+	if (g->cluster && g->kubeconfig)
+		return err_set(e, COMMON_EUSAGE,
+			       "give --cluster (with --location) or "
+			       "--kubeconfig, not both");
+	if (g->cluster && !g->location)
+		return err_set(e, COMMON_EUSAGE,
+			       "--cluster needs --location (the cluster's "
+			       "region or zone)");
+	return 0;
+}
+
+/* job.json's "target" for this run. */
+static int make_target(struct job_target *t, const struct gke_options *g,
+		       const struct gke_conn *c, const char *ns,
+		       const char *run)
+{
+	/* job_target holds its own copies; these are borrowed. */
+	struct job_target view = {
+		.kind = (char *)"gke",
+		.cluster = (char *)g->cluster,
+		.location = (char *)g->location,
+		.project = c->project,
+		.namespace = (char *)ns,
+		.jobset = (char *)run,
+		.kubeconfig = c->kubeconfig,
+		.context = c->context,
+	};
+
+	return job_target_copy(t, &view);
+}
+
+int gke_job(struct job_request *r, const struct gke_options *g, int format)
+{
+	struct gke_spec s = { 0 };
+	struct prepared_run run;
+	struct job_target t = { 0 };
+	struct gke_conn conn;
+	json_t *js = NULL;
+	struct err e;
+	int status = 0;
+
+	err_init(&e);
+	gke_conn_init(&conn);
+	if (check_flags(r, g, &e))
+		return usage_error(&e);
+	if (!r->accelerator_type)
+		return log_error("--accelerator-type is required (for example "
+				 "v5litepod-16 or v6e-16)"),
+		       EXIT_USAGE;
+	if (!accelerator_lookup(r->accelerator_type, &s.acc)) {
+		char known[512];
+
+		accelerator_examples(known, sizeof(known));
+		log_error("--accelerator-type '%s' is not a TPU type slicectl "
+			  "knows; it knows %s", r->accelerator_type, known);
+		return EXIT_USAGE;
+	}
+	if (!g->render || g->kubeconfig || g->context) {
+		/* The namespace default and the project come from here. */
+		if (gke_connect(g->cluster, g->location, r->project,
+				g->kubeconfig, g->context, &conn, &e)) {
+			status = gke_exit_status(&e);
+			goto out;
+		}
+	}
+	s.run = r->name;
+	s.namespace = namespace_of(g, conn.namespace);
+	s.queue = g->queue;
+	s.priority_class = g->priority_class;
+	s.image = g->image;
+	s.num_slices = r->num_slices;
+	s.max_restarts = r->max_restarts;
+	s.grace_s = r->grace_s;
+	s.env = &r->env;
+	s.spot = r->spot;
+	s.flex_start = g->flex_start;
+	s.queued_provisioning = g->queued_provisioning;
+	s.reservation = g->reservation;
+	s.max_run_s = g->max_run_ms / 1000;
+	if (!r->name || !*r->name) {
+		log_error("--name is required: the run's name, also its "
+			  "JobSet's");
+		status = EXIT_USAGE;
+		goto out;
+	}
+	if (gke_check(&s, &e)) {
+		status = usage_error(&e);
+		goto out;
+	}
+	if (!g->render) {
+		status = gke_preflight(&conn, &s);
+		if (status)
+			goto out;
+	}
+	if (make_target(&t, g, &conn, s.namespace, r->name)) {
+		log_error("out of memory");
+		status = 1;
+		goto out;
+	}
+	r->target = &t;
+	r->workers_per_slice = s.acc.workers;
+	r->portable = true;
+	r->zone = NULL;
+	if (g->render ? job_plan(r, &run, &e) : job_prepare(r, &run, &e)) {
+		log_error("%s", e.msg);
+		status = e.code == COMMON_EUSAGE || e.code == COMMON_EINVAL
+				 ? EXIT_USAGE
+				 : 1;
+		goto out;
+	}
+	s.run_url = run.run_url;
+	s.supervisor_sha256 = run.supervisor_sha256;
+	if (gke_render(&s, &js, &e)) {
+		log_error("%s", e.msg);
+		status = 1;
+	} else if (g->render) {
+		status = print_render(js, format);
+	} else {
+		status = gke_submit(&conn, &s, js, run.run_url);
+	}
+	json_decref(js);
+	prepared_run_release(&run);
+out:
+	r->target = NULL;
+	job_target_release(&t);
+	gke_conn_release(&conn);
+	return status;
+}

@@ -1,0 +1,483 @@
+/*
+ * slicectl job --target gke: the JobSet it renders for every family and
+ * capacity mode, checked against the JobSet CRD's schema with unknown
+ * fields refused (tests/launcher/gke_validate.py, python3 jsonschema) and
+ * its YAML read back to the same objects; the values CONTRACTS.md fixes;
+ * and what is refused before anything is touched (webhook name rules, an
+ * unknown type, flags that do not go together).
+ */
+#include "tests/harness/harness.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[HARNESS_PATH];
+static char bucket[HARNESS_PATH + 16];
+
+static void setup(void)
+{
+	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "gke"), 0);
+	snprintf(bucket, sizeof(bucket), "file://%s/bucket", dir);
+}
+
+static void cleanup(void)
+{
+	if (dir[0])
+		rm_rf(dir);
+	dir[0] = '\0';
+}
+
+TestSuite(gke_render, .init = setup, .fini = cleanup, .timeout = 300);
+
+#define MAX_ARGS 40
+
+/* slicectl job --target gke --render with the usual flags, then extra
+ * ones (NULL-terminated); *r holds what it said. */
+static void render(struct run_result *r, const char *name, const char *type,
+		   const char *format, const char *const *extra)
+{
+	const char *argv[MAX_ARGS] = {
+		"job", "--target", "gke", "--render", "--name", name,
+		"--bucket", bucket, "--accelerator-type", type,
+		"--num-slices", "2", "--command", "python3 train.py",
+		"--queue", "tpu-queue", "--image", "python:3.12",
+		"--format", format,
+	};
+	size_t n = 20;
+
+	for (size_t i = 0; extra && extra[i]; i++) {
+		cr_assert_lt(n, MAX_ARGS - 1);
+		argv[n++] = extra[i];
+	}
+	argv[n] = NULL;
+	cr_assert_eq(run_slicectl(r, argv, NULL), 0);
+}
+
+static json_t *render_json(const char *name, const char *type,
+			   const char *const *extra)
+{
+	struct run_result r = { 0 };
+	json_error_t je;
+	json_t *list;
+
+	render(&r, name, type, "json", extra);
+	cr_assert_eq(r.status, 0, "%s %s: %s", name, type, r.err);
+	list = json_loads(r.out, 0, &je);
+	cr_assert(list, "%s: %s", je.text, r.out);
+	cr_assert_str_eq(json_string_value(json_object_get(list, "kind")),
+			 "List");
+	cr_assert_eq(json_array_size(json_object_get(list, "items")), 1);
+	run_result_release(&r);
+	return list;
+}
+
+static const char *const types[] = {
+	"v4-8", "v4-16", "v4-4096", "v5litepod-1", "v5litepod-8",
+	"v5litepod-16", "v5litepod-256", "v5p-8", "v5p-128", "v6e-4",
+	"v6e-16", "v6e-256", "tpu7x-8", "tpu7x-128",
+};
+
+/* Capacity modes, each with the flags that select it. */
+static const char *const *const modes[] = {
+	(const char *const[]){ NULL },
+	(const char *const[]){ "--spot", NULL },
+	(const char *const[]){ "--flex-start", NULL },
+	(const char *const[]){ "--flex-start", "--queued-provisioning",
+			       "--max-run-duration", "3600", NULL },
+	(const char *const[]){ "--reservation", "my-reservation",
+			       "--priority-class", "high", "--namespace",
+			       "team-a", "--env", "A=1", "--env", "B=x y",
+			       NULL },
+};
+
+#define N_TYPES (sizeof(types) / sizeof(types[0]))
+#define N_MODES (sizeof(modes) / sizeof(modes[0]))
+
+Test(gke_render, every_family_and_capacity_validates)
+{
+	json_t *all = json_pack("{s:s, s:s, s:[]}", "apiVersion", "v1", "kind",
+				"List", "items");
+	char json_path[HARNESS_PATH + 32], yaml_path[HARNESS_PATH + 32];
+	FILE *yaml;
+	unsigned rendered = 0;
+	int rc;
+
+	snprintf(json_path, sizeof(json_path), "%s/all.json", dir);
+	snprintf(yaml_path, sizeof(yaml_path), "%s/all.yaml", dir);
+	yaml = fopen(yaml_path, "w");
+	cr_assert(yaml);
+	for (size_t t = 0; t < N_TYPES; t++) {
+		for (size_t m = 0; m < N_MODES; m++) {
+			struct run_result r = { 0 };
+			json_t *list;
+
+			/* Flex-start has no TPU v4 (checked below). */
+			if (!strncmp(types[t], "v4-", 3) && (m == 2 || m == 3))
+				continue;
+			list = render_json("run", types[t], modes[m]);
+			json_array_extend(json_object_get(all, "items"),
+					  json_object_get(list, "items"));
+			json_decref(list);
+			render(&r, "run", types[t], "text", modes[m]);
+			cr_assert_eq(r.status, 0, "%s", r.err);
+			fprintf(yaml, "---\n%s", r.out);
+			run_result_release(&r);
+			rendered++;
+		}
+	}
+	fclose(yaml);
+	cr_assert_geq(rendered, 60u);
+	cr_assert_eq(json_dump_file(all, json_path, JSON_INDENT(1)), 0);
+	json_decref(all);
+	rc = sh("python3 '%s/tests/launcher/gke_validate.py' '%s' '%s'",
+		getenv("SLICECTL_SRCDIR"), json_path, yaml_path);
+	if (rc == 2)
+		cr_skip_test("python3 with jsonschema and yaml is needed");
+	cr_assert_eq(rc, 0, "the renders do not validate (see above)");
+}
+
+/* The validator itself refuses what the API server would. */
+Test(gke_render, validator_refuses_unknown_fields)
+{
+	json_t *list = render_json("run", "v5litepod-16", NULL);
+	json_t *pod = json_object_get(
+		json_object_get(
+			json_object_get(
+				json_object_get(
+					json_array_get(
+						json_object_get(
+							json_object_get(
+								json_array_get(
+									json_object_get(list,
+											"items"),
+									0),
+								"spec"),
+							"replicatedJobs"),
+						0),
+					"template"),
+				"spec"),
+			"template"),
+		"spec");
+	char path[HARNESS_PATH + 32];
+	int rc;
+
+	cr_assert(json_is_object(pod));
+	json_object_set_new(pod, "hostNetwrok", json_true());
+	snprintf(path, sizeof(path), "%s/bad.json", dir);
+	cr_assert_eq(json_dump_file(list, path, 0), 0);
+	json_decref(list);
+	rc = sh("python3 '%s/tests/launcher/gke_validate.py' '%s' 2>/dev/null",
+		getenv("SLICECTL_SRCDIR"), path);
+	if (rc == 2)
+		cr_skip_test("python3 with jsonschema and yaml is needed");
+	cr_assert_eq(rc, 1);
+}
+
+static json_t *at(json_t *v, const char *path)
+{
+	char part[64];
+
+	while (v && *path) {
+		size_t n = strcspn(path, ".");
+		char *end;
+		unsigned long i;
+
+		snprintf(part, sizeof(part), "%.*s", (int)n, path);
+		i = strtoul(part, &end, 10);
+		v = json_is_array(v) && !*end ? json_array_get(v, i)
+					      : json_object_get(v, part);
+		path += n + (path[n] == '.');
+	}
+	return v;
+}
+
+static const char *str(json_t *root, const char *path)
+{
+	json_t *v = at(root, path);
+
+	cr_assert(json_is_string(v), "%s is not a string", path);
+	return json_string_value(v);
+}
+
+static long long num(json_t *root, const char *path)
+{
+	json_t *v = at(root, path);
+
+	cr_assert(json_is_integer(v), "%s is not an integer", path);
+	return json_integer_value(v);
+}
+
+#define RJ "items.0.spec.replicatedJobs.0."
+#define POD RJ "template.spec.template.spec."
+#define WORKER POD "containers.0."
+
+static const char *env_of(json_t *list, const char *name, bool field)
+{
+	json_t *env = at(list, WORKER "env"), *e;
+	size_t i;
+
+	json_array_foreach(env, i, e) {
+		if (strcmp(json_string_value(json_object_get(e, "name")), name))
+			continue;
+		return field ? str(e, "valueFrom.fieldRef.fieldPath")
+			     : str(e, "value");
+	}
+	cr_assert_fail("no env %s", name);
+	return NULL;
+}
+
+static const char *key(json_t *map, const char *k)
+{
+	json_t *v = json_object_get(map, k);
+
+	cr_assert(json_is_string(v), "no %s", k);
+	return json_string_value(v);
+}
+
+/* What CONTRACTS.md fixes, for v5litepod-16 x 2. */
+Test(gke_render, contract_values)
+{
+	json_t *l = render_json("demo", "v5litepod-16",
+				(const char *const[]){ "--max-restarts", "7",
+						       "--grace", "40",
+						       "--priority-class", "high",
+						       NULL });
+	json_t *md = at(l, "items.0.metadata");
+	json_t *sel = at(l, POD "nodeSelector");
+	json_t *limits = at(l, WORKER "resources.limits");
+	json_t *cmd = at(l, WORKER "command");
+	json_t *init = at(l, POD "initContainers.0");
+
+	cr_expect_str_eq(str(l, "items.0.apiVersion"),
+			 "jobset.x-k8s.io/v1alpha2");
+	cr_expect_str_eq(str(l, "items.0.kind"), "JobSet");
+	cr_expect_str_eq(str(md, "name"), "demo");
+	cr_expect_str_eq(str(md, "namespace"), "default");
+	cr_expect_str_eq(key(json_object_get(md, "labels"),
+			     "kueue.x-k8s.io/queue-name"), "tpu-queue");
+	cr_expect_str_eq(key(json_object_get(md, "labels"),
+			     "app.kubernetes.io/managed-by"), "slicectl");
+	cr_expect_str_eq(key(json_object_get(md, "labels"),
+			     "slicectl.dev/run"), "demo");
+	cr_expect_str_eq(key(json_object_get(md, "annotations"),
+			     "alpha.jobset.sigs.k8s.io/exclusive-topology"),
+			 "cloud.google.com/gke-nodepool");
+	cr_expect_null(at(l, "items.0.spec.suspend"));
+	cr_expect_eq(num(l, "items.0.spec.failurePolicy.maxRestarts"), 7);
+	cr_expect_str_eq(str(l, "items.0.spec.failurePolicy.rules.0.action"),
+			 "FailJobSet");
+	cr_expect_str_eq(str(l, "items.0.spec.failurePolicy.rules.0."
+			     "onJobFailureReasons.0"), "PodFailurePolicy");
+	cr_expect(json_is_true(at(l, "items.0.spec.network.enableDNSHostnames")));
+	cr_expect_str_eq(str(l, RJ "name"), "slice");
+	cr_expect_eq(num(l, RJ "replicas"), 2);
+	cr_expect_eq(num(l, RJ "template.spec.parallelism"), 4);
+	cr_expect_eq(num(l, RJ "template.spec.completions"), 4);
+	cr_expect_str_eq(str(l, RJ "template.spec.completionMode"), "Indexed");
+	cr_expect_eq(num(l, RJ "template.spec.backoffLimit"), 0);
+	cr_expect_eq(num(l, RJ "template.spec.podFailurePolicy.rules.0."
+			 "onExitCodes.values.0"), 3);
+	cr_expect_str_eq(str(l, POD "restartPolicy"), "Never");
+	cr_expect_eq(num(l, POD "terminationGracePeriodSeconds"), 70);
+	cr_expect_str_eq(str(l, POD "priorityClassName"), "high");
+	cr_expect(json_is_true(at(l, POD "hostNetwork")));
+	cr_expect_str_eq(str(l, POD "dnsPolicy"), "ClusterFirstWithHostNet");
+	cr_expect_str_eq(str(l, POD "tolerations.0.key"), "google.com/tpu");
+	cr_expect_str_eq(key(sel, "cloud.google.com/gke-tpu-accelerator"),
+			 "tpu-v5-lite-podslice");
+	cr_expect_str_eq(key(sel, "cloud.google.com/gke-tpu-topology"), "4x4");
+	cr_expect_eq(json_object_size(sel), 2);
+	cr_expect_str_eq(key(limits, "google.com/tpu"), "4");
+	cr_expect_eq(num(l, WORKER "ports.0.containerPort"), 8471);
+	cr_expect_eq(num(l, WORKER "ports.1.containerPort"), 8080);
+	cr_expect(json_is_true(at(l, WORKER "securityContext.privileged")));
+	cr_expect_str_eq(json_string_value(json_array_get(cmd, 0)),
+			 "/slicectl/slice-supervisor");
+	cr_expect_str_eq(json_string_value(json_array_get(cmd, 4)), "--pod");
+	cr_expect(strstr(json_string_value(json_array_get(cmd, 3)), "/demo"));
+	cr_expect_str_eq(str(init, "name"), "fetch-supervisor");
+	cr_expect_str_eq(str(init, "volumeMounts.0.mountPath"), "/slicectl");
+	cr_expect_str_eq(str(l, WORKER "volumeMounts.0.mountPath"), "/slicectl");
+	cr_expect_str_eq(env_of(l, "SLICE_POD_SLICE", true),
+			 "metadata.labels['jobset.sigs.k8s.io/job-index']");
+	cr_expect_str_eq(env_of(l, "SLICE_POD_WORKER", true),
+			 "metadata.labels['batch.kubernetes.io/"
+			 "job-completion-index']");
+	cr_expect_str_eq(env_of(l, "SLICE_POD_RESTART_ATTEMPT", true),
+			 "metadata.labels['jobset.sigs.k8s.io/restart-attempt']");
+	cr_expect_str_eq(env_of(l, "SLICE_POD_NODE", true), "spec.nodeName");
+	cr_expect_str_eq(env_of(l, "MEGASCALE_COORDINATOR_ADDRESS", false),
+			 "demo-slice-0-0.demo");
+	cr_expect_str_eq(env_of(l, "MEGASCALE_NUM_SLICES", false), "2");
+	cr_expect_str_eq(env_of(l, "MEGASCALE_PORT", false), "8080");
+	json_decref(l);
+}
+
+/* Each family's node labels and pod shape, as GKE documents them. */
+Test(gke_render, shapes)
+{
+	static const struct {
+		const char *type, *accel, *topo, *chips;
+		long long pods;
+	} want[] = {
+		{ "v4-16", "tpu-v4-podslice", "2x2x2", "4", 2 },
+		{ "v5litepod-16", "tpu-v5-lite-podslice", "4x4", "4", 4 },
+		{ "v5litepod-8", "tpu-v5-lite-podslice", "2x4", "8", 1 },
+		{ "v5p-128", "tpu-v5p-slice", "4x4x4", "4", 16 },
+		{ "v6e-16", "tpu-v6e-slice", "4x4", "4", 4 },
+		{ "v6e-1", "tpu-v6e-slice", "1x1", "1", 1 },
+		{ "tpu7x-128", "tpu7x", "4x4x4", "4", 16 },
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		json_t *l = render_json("shape", want[i].type, NULL);
+		json_t *sel = at(l, POD "nodeSelector");
+
+		cr_expect_str_eq(key(sel, "cloud.google.com/gke-tpu-accelerator"),
+				 want[i].accel, "%s", want[i].type);
+		cr_expect_str_eq(key(sel, "cloud.google.com/gke-tpu-topology"),
+				 want[i].topo, "%s", want[i].type);
+		cr_expect_str_eq(key(at(l, WORKER "resources.requests"),
+				     "google.com/tpu"), want[i].chips, "%s",
+				 want[i].type);
+		cr_expect_eq(num(l, RJ "template.spec.parallelism"),
+			     want[i].pods, "%s", want[i].type);
+		json_decref(l);
+	}
+}
+
+Test(gke_render, capacity)
+{
+	json_t *l, *sel;
+
+	l = render_json("c", "v6e-16", (const char *const[]){ "--spot", NULL });
+	sel = at(l, POD "nodeSelector");
+	cr_expect_str_eq(key(sel, "cloud.google.com/gke-spot"), "true");
+	json_decref(l);
+
+	l = render_json("c", "v6e-16",
+			(const char *const[]){ "--flex-start", NULL });
+	sel = at(l, POD "nodeSelector");
+	cr_expect_str_eq(key(sel, "cloud.google.com/gke-flex-start"), "true");
+	cr_expect_null(json_object_get(sel, "cloud.google.com/gke-queued"));
+	cr_expect_null(json_object_get(at(l, "items.0.metadata.annotations"),
+				       "provreq.kueue.x-k8s.io/"
+				       "maxRunDurationSeconds"));
+	json_decref(l);
+
+	l = render_json("c", "v6e-16",
+			(const char *const[]){ "--flex-start",
+					       "--queued-provisioning", NULL });
+	sel = at(l, POD "nodeSelector");
+	cr_expect_str_eq(key(sel, "cloud.google.com/gke-flex-start"), "true");
+	cr_expect_str_eq(key(sel, "cloud.google.com/gke-queued"), "true");
+	cr_expect_str_eq(str(l, POD "tolerations.1.key"),
+			 "cloud.google.com/gke-queued");
+	cr_expect_str_eq(str(l, POD "tolerations.1.effect"), "NoSchedule");
+	cr_expect_str_eq(key(at(l, "items.0.metadata.annotations"),
+			     "provreq.kueue.x-k8s.io/maxRunDurationSeconds"),
+			 "604800");
+	json_decref(l);
+
+	l = render_json("c", "v6e-16",
+			(const char *const[]){ "--reservation", "res-1", NULL });
+	sel = at(l, POD "nodeSelector");
+	cr_expect_str_eq(key(sel, "cloud.google.com/reservation-name"), "res-1");
+	cr_expect_str_eq(key(sel, "cloud.google.com/reservation-affinity"),
+			 "specific");
+	json_decref(l);
+}
+
+/* A gs:// bucket: the init container is gcloud's image. */
+Test(gke_render, gs_bucket_fetches_with_gcloud)
+{
+	struct run_result r = { 0 };
+
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+		"job", "--target", "gke", "--render", "--name", "g",
+		"--bucket", "gs://my-bucket/runs", "--accelerator-type",
+		"v6e-16", "--command", "true", "--queue", "q", "--image",
+		"img", NULL }, NULL), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "image: gcr.io/google.com/cloudsdktool/"
+				"google-cloud-cli:slim"), "%s", r.out);
+	cr_expect(strstr(r.out, "value: gcloud storage cp"), "%s", r.out);
+	cr_expect(strstr(r.out, "value: gs://my-bucket/runs/g/supervisor/"
+				"slice-supervisor-"), "%s", r.out);
+	cr_expect(strstr(r.out, "- gs://my-bucket/runs/g\n"), "%s", r.out);
+	run_result_release(&r);
+}
+
+static void refused(const char *why, const char *name, const char *type,
+		    const char *const *extra)
+{
+	struct run_result r = { 0 };
+
+	render(&r, name, type, "json", extra);
+	cr_expect_eq(r.status, 2, "%s %s: %d\n%s", name, type, r.status, r.err);
+	cr_expect(strstr(r.err, why), "expected '%s' in:\n%s", why, r.err);
+	cr_expect_eq(r.out_len, 0u, "%s", r.out);
+	run_result_release(&r);
+}
+
+/* What the API server's webhooks (or GKE) would refuse, refused first. */
+Test(gke_render, refused)
+{
+	/* 63 - len("-slice-1-3-xxxxx") = 47 characters is the most. */
+	static const char n47[] =
+		"a2345678901234567890123456789012345678901234567";
+	static const char n48[] =
+		"a23456789012345678901234567890123456789012345678";
+	struct run_result r = { 0 };
+
+	render(&r, n47, "v5litepod-16", "json", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	run_result_release(&r);
+	refused("JobSet names its pods", n48, "v5litepod-16", NULL);
+	refused("use at most 47", n48, "v5litepod-16", NULL);
+	refused("cannot name a JobSet", "Big", "v5litepod-16", NULL);
+	refused("cannot name a JobSet", "1run", "v5litepod-16", NULL);
+	refused("is not a TPU type slicectl knows", "r", "v5litepod-24", NULL);
+	refused("v5litepod-1 ... v5litepod-256", "r", "v5e-16", NULL);
+	refused("GKE has no TPU node pools of the V3", "r", "v3-8", NULL);
+	refused("choose one of --spot, --flex-start and --reservation", "r",
+		"v6e-16", (const char *const[]){ "--spot", "--flex-start",
+						  NULL });
+	refused("flex-start has no TPU v4", "r", "v4-16",
+		(const char *const[]){ "--flex-start", NULL });
+	refused("--queued-provisioning goes with --flex-start", "r", "v6e-16",
+		(const char *const[]){ "--queued-provisioning", NULL });
+	refused("not a Kubernetes namespace", "r", "v6e-16",
+		(const char *const[]){ "--namespace", "Team_A", NULL });
+	refused("not a PriorityClass", "r", "v6e-16",
+		(const char *const[]){ "--priority-class", "High!", NULL });
+	refused("queued-resource tiers", "r", "v6e-16",
+		(const char *const[]){ "--reserved", NULL });
+	refused("not for --target gke", "r", "v6e-16",
+		(const char *const[]){ "--local", NULL });
+	refused("is not NAME=VALUE", "r", "v6e-16",
+		(const char *const[]){ "--env", "1X=2", NULL });
+
+	/* GKE flags without --target gke. */
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+		"job", "--name", "r", "--bucket", bucket, "--accelerator-type",
+		"v6e-16", "--command", "true", "--queue", "q", NULL }, NULL), 0);
+	cr_expect_eq(r.status, 2);
+	cr_expect(strstr(r.err, "are for --target gke"), "%s", r.err);
+	run_result_release(&r);
+}
+
+/* --render touches no bucket. */
+Test(gke_render, creates_nothing)
+{
+	json_t *l = render_json("quiet", "v6e-16", NULL);
+	char path[HARNESS_PATH + 32];
+
+	json_decref(l);
+	snprintf(path, sizeof(path), "%s/bucket", dir);
+	cr_expect_neq(access(path, F_OK), 0, "%s exists", path);
+}
