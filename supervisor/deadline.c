@@ -63,8 +63,8 @@ void deadline_of(const struct tpu_qr *q, const struct tpu_node *nodes,
 	 * an ACTIVE one's is ahead. */
 	if (!strcmp(q->state, "ACTIVE") && *q->termination_time) {
 		snprintf(about, sizeof(about),
-			 "the %s run of queued resource %.64s ends", q->capacity,
-			 q->id);
+			 "the %s run of queued resource %.64s ends",
+			 q->capacity, q->id);
 		nearer(out, "run-end", q->termination_time, about);
 	}
 	for (size_t i = 0; i < nnodes && i < q->nnodes; i++) {
@@ -74,8 +74,9 @@ void deadline_of(const struct tpu_qr *q, const struct tpu_node *nodes,
 			continue;
 		snprintf(about, sizeof(about),
 			 "%.16s maintenance of node %.40s (window %.32s to "
-			 "%.32s)", *m->type ? m->type : "announced", q->node_ids[i],
-			 m->window_start, *m->window_end ? m->window_end : "-");
+			 "%.32s)", *m->type ? m->type : "announced",
+			 q->node_ids[i], m->window_start,
+			 *m->window_end ? m->window_end : "-");
 		nearer(out, "maintenance", m->window_start, about);
 	}
 }

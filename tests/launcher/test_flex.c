@@ -152,6 +152,12 @@ static void boot_vms(const char *run, bool fresh)
 	char path[HARNESS_PATH + 64], state[HARNESS_PATH + 32];
 	char log[HARNESS_PATH + 16], boot_env[HARNESS_PATH + 96];
 	char run_url[HARNESS_PATH + 64];
+	/* What a VM's supervisor has: the TPU API, and worker 0 reads it
+	 * every 0.3 s. */
+	const char *const vm_env[] = { env_tpu, boot_env,
+				       "SLICECTL_ACCESS_TOKEN=t",
+				       "SLICE_DEADLINE_POLL_MS=300",
+				       "SLICECTL_HTTP_RETRY_BASE_MS=50", NULL };
 
 	snprintf(w.run_dir, sizeof(w.run_dir), "%s/bucket/%s", w.dir, run);
 	snprintf(run_url, sizeof(run_url), "%s/%s", w.bucket, run);
@@ -168,13 +174,7 @@ static void boot_vms(const char *run, bool fresh)
 		else
 			snprintf(state, sizeof(state), "%s/w%u", w.dir, i);
 		snprintf(log, sizeof(log), "%s/sup%u.log", w.dir, i);
-		w.sup[i] = spawn_supervisor(run_url, state, i, log,
-					    (const char *const[]){
-						    env_tpu, boot_env,
-						    "SLICECTL_ACCESS_TOKEN=t",
-						    "SLICE_DEADLINE_POLL_MS=300",
-						    "SLICECTL_HTTP_RETRY_BASE_MS=50",
-						    NULL });
+		w.sup[i] = spawn_supervisor(run_url, state, i, log, vm_env);
 	}
 }
 
@@ -205,16 +205,6 @@ static void boot(const char *run, const char *qr, unsigned total,
 	boot_vms(run, false);
 }
 
-static char *sup_log(unsigned i)
-{
-	char path[HARNESS_PATH + 16];
-	char *t;
-
-	snprintf(path, sizeof(path), "%s/sup%u.log", w.dir, i);
-	t = read_file(path, NULL);
-	return t ? t : strdup("");
-}
-
 static void wait_started(long long generation, unsigned timeout_s)
 {
 	for (unsigned t = 0; t < timeout_s * 20; t++) {
@@ -223,7 +213,7 @@ static void wait_started(long long generation, unsigned timeout_s)
 		sleep_ms(50);
 	}
 	cr_assert_fail("generation %lld did not start\n%s", generation,
-		       sup_log(0));
+		       supervisor_log(w.dir, 0));
 }
 
 /* Unix time now, in ms. */
@@ -269,7 +259,7 @@ static void wait_deadline(const char *kind, unsigned timeout_s)
 		sleep_ms(50);
 	}
 	cr_assert_fail("control.json's deadline is %s, never '%s'\n%s", got,
-		       kind, sup_log(0));
+		       kind, supervisor_log(w.dir, 0));
 }
 
 /* The queued resource's state, "(gone)" when there is none. */
@@ -285,19 +275,6 @@ static void qr_state(const char *name, char *out, size_t cap)
 			      json_object_get(qr, "state"), "state"))
 		    : "(gone)");
 	json_decref(qr);
-}
-
-static void heartbeat(unsigned i, char *state, size_t cap)
-{
-	char path[HARNESS_PATH + 64];
-	json_t *j;
-
-	snprintf(path, sizeof(path), "%s/status/slice-0-worker-%u.json",
-		 w.run_dir, i);
-	j = json_load_file(path, 0, NULL);
-	snprintf(state, cap, "%s",
-		 j ? json_string_value(json_object_get(j, "state")) : "");
-	json_decref(j);
 }
 
 /* ---- a flex-start window */
@@ -327,7 +304,7 @@ Test(flex, a_window_ends_after_the_final_step_is_committed)
 		sleep_ms(20);
 	}
 	cr_assert_gt(step, 0, "nothing committed by the end of the window\n%s",
-		     sup_log(0));
+		     supervisor_log(w.dir, 0));
 	cr_assert_lt(seen_ms, end_ms, "step %lld committed %lld ms after the "
 		     "window's end", step, (long long)(seen_ms - end_ms));
 	for (int p = 0; p < MAXW; p++) {
@@ -342,9 +319,9 @@ Test(flex, a_window_ends_after_the_final_step_is_committed)
 	}
 	cr_assert_str_eq(qrs, "SUSPENDED");
 	for (unsigned i = 0; i < MAXW; i++) {
-		heartbeat(i, state, sizeof(state));
+		run_heartbeat_state(w.run_dir, i, state, sizeof(state));
 		cr_assert_str_eq(state, "waiting", "worker %u\n%s", i,
-				 sup_log(i));
+				 supervisor_log(w.dir, i));
 	}
 	assert_run_control(w.run_dir, 1, "running", NULL);
 	/* Worker 0 no longer sees a run end ahead. */
@@ -394,7 +371,7 @@ Test(flex, maintenance_announced_checkpointed_performed_resumed)
 	wait_started(2, 30);
 	for (int p = 0; p < MAXW; p++) {
 		cr_assert_eq(toy_events(w.events, p, 1, "final", &saved), 1,
-			     "%s", sup_log((unsigned)p));
+			     "%s", supervisor_log(w.dir, (unsigned)p));
 		cr_assert_eq(toy_events(w.events, p, 2, "restored", &restored),
 			     1);
 		cr_assert_eq(restored, saved);
@@ -483,6 +460,58 @@ Test(flex, maintenance_refuses_what_it_cannot_do)
 				  NULL }, env), 0);
 	cr_assert_eq(r.status, 2, "%s", r.err);
 	run_result_release(&r);
+}
+
+/* slicectl job's capacity flags are checked as create's are, before
+ * anything is uploaded or asked for. */
+Test(flex, job_refuses_contradicting_capacity_before_any_request)
+{
+	static const struct {
+		const char *flags[5];
+		const char *says;
+	} bad[] = {
+		{ { "--provisioning-model", "flex-start" },
+		  "--max-run-duration" },
+		{ { "--provisioning-model", "flex-start", "--spot",
+		    "--max-run-duration", "1h" }, "--spot contradicts" },
+		{ { "--max-run-duration", "1h" }, "flex-start" },
+		{ { "--provisioning-model", "flex-start", "--max-run-duration",
+		    "8d" }, "7 days" },
+		{ { "--provisioning-model", "flexible" }, "none of" },
+	};
+	struct run_result r;
+	char *names;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *argv[24] = { "job", "--name", "cj",
+					 "--accelerator-type", "v4-16",
+					 "--command", "true" };
+		size_t n = 7;
+
+		for (size_t k = 0; k < 5 && bad[i].flags[k]; k++)
+			argv[n++] = bad[i].flags[k];
+		argv[n] = NULL;
+		cr_assert_eq(run_slicectl(&r, argv, env), 0);
+		cr_assert_eq(r.status, 2, "%s: exit %d\n%s", bad[i].says,
+			     r.status, r.err);
+		ASSERT_HAS(r.err, bad[i].says);
+		run_result_release(&r);
+	}
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+				  "job", "--name", "cj", "--local",
+				  "--workers-per-slice", "1", "--command",
+				  "true", "--provisioning-model", "spot",
+				  NULL }, env), 0);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	ASSERT_HAS(r.err, "not --local");
+	run_result_release(&r);
+	/* Nothing asked of the TPU API, nothing in the bucket. */
+	cr_assert_eq(fake_tpu_call(&w.tpu, "GET", "/_fake/requests", NULL,
+				   &names), 200);
+	cr_assert_eq(strspn(names, "[] \n"), strlen(names), "%s", names);
+	free(names);
+	cr_assert_eq(sh("[ -z \"$(ls -A '%s/bucket')\" ]", w.dir), 0,
+		     "the bucket is not empty");
 }
 
 /* ---- flex-start windows chained by slicectl job --watch */
@@ -592,9 +621,9 @@ Test(flex, a_watched_job_runs_through_windows_to_an_uninterrupted_result,
 		/* Between two windows: the workers wait, nobody is stuck,
 		 * and status shows the queued resource. */
 		for (unsigned i = 0; i < MAXW; i++) {
-			heartbeat(i, state, sizeof(state));
+			run_heartbeat_state(w.run_dir, i, state, sizeof(state));
 			cr_assert_str_eq(state, "waiting", "worker %u\n%s", i,
-					 sup_log(i));
+					 supervisor_log(w.dir, i));
 		}
 		if (!checked_between) {
 			slicectl_ok(&r, (const char *const[]){
@@ -614,7 +643,7 @@ Test(flex, a_watched_job_runs_through_windows_to_an_uninterrupted_result,
 	cr_assert_geq(windows, 2, "the run fit in one window");
 	for (unsigned i = 0; i < MAXW; i++)
 		cr_assert_eq(wait_child(&w.sup[i], 60), 0, "worker %u\n%s", i,
-			     sup_log(i));
+			     supervisor_log(w.dir, i));
 	status = wait_exit(watch, 60);
 	cr_assert_eq(status, 0, "watch: exit %d\n%s", status,
 		     read_file(err_path, NULL));

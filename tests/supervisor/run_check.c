@@ -119,6 +119,30 @@ void run_wait_committed(const char *run_dir, long long at_least,
 		       at_least, timeout_s, run_newest_committed(run_dir));
 }
 
+void run_heartbeat_state(const char *run_dir, unsigned worker, char *out,
+			 size_t cap)
+{
+	char path[HARNESS_PATH + 64];
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/status/slice-0-worker-%u.json",
+		 run_dir, worker);
+	j = json_load_file(path, 0, NULL);
+	snprintf(out, cap, "%s",
+		 j ? json_string_value(json_object_get(j, "state")) : "");
+	json_decref(j);
+}
+
+char *supervisor_log(const char *dir, unsigned i)
+{
+	char path[HARNESS_PATH + 16];
+	char *t;
+
+	snprintf(path, sizeof(path), "%s/sup%u.log", dir, i);
+	t = read_file(path, NULL);
+	return t ? t : strdup("");
+}
+
 pid_t spawn_supervisor(const char *run_url, const char *state_dir,
 		       unsigned worker, const char *log,
 		       const char *const *env)

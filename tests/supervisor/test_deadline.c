@@ -340,30 +340,6 @@ static void start_run(unsigned total)
 	cr_assert_fail("the trainers did not start");
 }
 
-static char *sup_log(unsigned i)
-{
-	char path[HARNESS_PATH + 16];
-	char *t;
-
-	snprintf(path, sizeof(path), "%s/sup%u.log", w.dir, i);
-	t = read_file(path, NULL);
-	return t ? t : strdup("");
-}
-
-/* Heartbeat state of worker i ("" when none). */
-static void heartbeat(unsigned i, char *state, size_t cap)
-{
-	char path[HARNESS_PATH + 64];
-	json_t *j;
-
-	snprintf(path, sizeof(path), "%s/status/slice-0-worker-%u.json",
-		 w.run_dir, i);
-	j = json_load_file(path, 0, NULL);
-	snprintf(state, cap, "%s",
-		 j ? json_string_value(json_object_get(j, "state")) : "");
-	json_decref(j);
-}
-
 /* Waits until the newest committed step is > 0; returns it and the Unix
  * time in ms when it was first seen. */
 static long long first_commit(unsigned timeout_s, uint64_t *seen_ms)
@@ -378,7 +354,7 @@ static long long first_commit(unsigned timeout_s, uint64_t *seen_ms)
 		sleep_ms(20);
 	}
 	cr_assert_fail("nothing was committed in %u s\n%s", timeout_s,
-		       sup_log(0));
+		       supervisor_log(w.dir, 0));
 	return 0;
 }
 
@@ -407,13 +383,13 @@ Test(deadline, a_run_end_gets_its_final_step_committed_and_the_run_waits)
 	/* Waiting for capacity: not failed, not preempted, still alive. */
 	for (unsigned i = 0; i < MAXW; i++) {
 		for (int t = 0; t < 200; t++) {
-			heartbeat(i, state, sizeof(state));
+			run_heartbeat_state(w.run_dir, i, state, sizeof(state));
 			if (!strcmp(state, "waiting"))
 				break;
 			sleep_ms(50);
 		}
 		cr_assert_str_eq(state, "waiting", "worker %u\n%s", i,
-				 sup_log(i));
+				 supervisor_log(w.dir, i));
 		cr_assert_eq(wait_child(&w.sup[i], 0), -1, "worker %u ended",
 			     i);
 	}
@@ -427,7 +403,7 @@ Test(deadline, a_run_end_gets_its_final_step_committed_and_the_run_waits)
 	for (unsigned i = 0; i < MAXW; i++) {
 		kill(w.sup[i], SIGTERM);
 		cr_assert_eq(wait_child(&w.sup[i], 30), 0);
-		heartbeat(i, state, sizeof(state));
+		run_heartbeat_state(w.run_dir, i, state, sizeof(state));
 		cr_assert_str_eq(state, "waiting");
 	}
 }
@@ -448,7 +424,7 @@ Test(deadline, maintenance_is_checkpointed_and_the_group_resumes_from_it)
 		     "step %lld committed after the window began", step);
 	for (unsigned i = 0; i < MAXW; i++) {
 		int st = wait_child(&w.sup[i], 90);
-		char *log = sup_log(i);
+		char *log = supervisor_log(w.dir, i);
 
 		cr_assert_eq(st, 0, "worker %u: %d\n%s", i, st, log);
 		free(log);
