@@ -307,6 +307,8 @@ Test(flex, a_window_ends_after_the_final_step_is_committed)
 		     supervisor_log(w.dir, 0));
 	cr_assert_lt(seen_ms, end_ms, "step %lld committed %lld ms after the "
 		     "window's end", step, (long long)(seen_ms - end_ms));
+	fprintf(stderr, "final step %lld committed %lld ms before the "
+		"window's end\n", step, (long long)(end_ms - seen_ms));
 	for (int p = 0; p < MAXW; p++) {
 		cr_assert_eq(toy_events(w.events, p, 1, "final", &last), 1);
 		cr_assert_eq(last, step);
@@ -641,6 +643,8 @@ Test(flex, a_watched_job_runs_through_windows_to_an_uninterrupted_result,
 		}
 	}
 	cr_assert_geq(windows, 2, "the run fit in one window");
+	fprintf(stderr, "%d steps in %u flex-start windows of 30 s\n", TOTAL,
+		windows);
 	for (unsigned i = 0; i < MAXW; i++)
 		cr_assert_eq(wait_child(&w.sup[i], 60), 0, "worker %u\n%s", i,
 			     supervisor_log(w.dir, i));
