@@ -281,6 +281,23 @@ static int control_change(struct store *s, const char *what,
 	return gave_up(s, e, what);
 }
 
+/* The run's history keeps every change made (events/): what the
+ * generation or state became, why and by whom. */
+static void note_change(struct store *s, const struct control *c)
+{
+	struct event ev;
+	struct err e;
+
+	event_init(&ev, strcmp(c->state, "running") ? c->state : "bump",
+		   c->generation, c->updated_by);
+	spec_copy_text(ev.cause, sizeof(ev.cause), c->reason);
+	spec_copy_text(ev.by, sizeof(ev.by), c->updated_by);
+	if (c->restore_step >= 0)
+		ev.step = c->restore_step;
+	if (event_record(s, &ev, &e))
+		log_warn("event not recorded: %s", e.msg);
+}
+
 struct bump {
 	const struct control *seen;
 	unsigned max_restarts;
@@ -335,6 +352,8 @@ int control_bump(struct store *s, const struct control *seen,
 			       "step nor -1", (long long)restore_step);
 	r = control_change(s, "bump the generation", decide_bump, &a, out, e);
 	if (!r)
+		note_change(s, out);
+	if (!r)
 		log_debug("%s: generation %lld, %s: %s",
 			  store_url(s, RUN_CONTROL),
 			  (long long)out->generation, out->state,
@@ -379,6 +398,8 @@ int control_join_restart(struct store *s, int64_t attempt,
 		 (long long)attempt);
 	r = control_change(s, "join a JobSet restart", decide_join, &a, out,
 			   e);
+	if (!r)
+		note_change(s, out);
 	return r == CHANGE_KEEP ? 0 : r;
 }
 
@@ -418,6 +439,8 @@ int control_set_state(struct store *s, const char *state, const char *reason,
 			       "\"%s\" is not a run state; the states are "
 			       "running, stopping, done and failed", state);
 	r = control_change(s, "set its state", decide_state, &a, out, e);
+	if (!r)
+		note_change(s, out);
 	return r == CHANGE_KEEP ? 0 : r;
 }
 
