@@ -40,6 +40,8 @@ static const struct command commands[] = {
 	{ "logs", cmd_logs, "print (or follow) a worker's trainer output" },
 	{ "restart", cmd_restart, "restart every worker of a run together" },
 	{ "stop", cmd_stop, "stop a run, each trainer saving a final step" },
+	{ "events", cmd_events, "list a run's history: bumps, notices, commits" },
+	{ "report", cmd_report, "draw a run's history as one HTML page" },
 };
 
 static void usage(FILE *f)
