@@ -49,8 +49,8 @@ extern char **environ;
  * heartbeat: a chatty trainer wakes the loop at every line. */
 #define LOOK_MS 100
 /* How often worker 0 records the trained step in the run's history (the
- * report's step rate): 60 events a worker-hour for one worker. */
-#define PROGRESS_EVENT_MS 60000
+ * report's step rate): 720 events an hour, from one worker. */
+#define PROGRESS_EVENT_MS 5000
 
 enum phase {
 	P_JOIN,      /* waiting for control.json */
