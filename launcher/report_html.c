@@ -275,24 +275,47 @@ struct qlane {
 	size_t n;
 };
 
+static void q_push(struct qlane *q, int x, unsigned char s)
+{
+	q->x[q->n] = x;
+	q->s[q->n++] = s;
+}
+
+/* Several states in one column: the column shows the gravest (the enum
+ * is in that order), so a short loss stays visible at any scale, and the
+ * last state goes on from the next column. */
 static int quantize(const struct model *m, const struct lane *l,
 		    struct qlane *q)
 {
+	unsigned char carry = S_NONE;
+	bool pending = false;
+
 	q->n = 0;
-	q->x = malloc((l->n + 1) * sizeof(*q->x));
-	q->s = malloc(l->n + 1);
+	q->x = malloc((2 * l->n + 1) * sizeof(*q->x));
+	q->s = malloc(2 * l->n + 1);
 	if (!q->x || !q->s)
 		return -1;
 	for (size_t i = 0; i < l->n; i++) {
 		int x = (int)(px(m, l->v[i].t) + 0.5);
+		unsigned char s = l->v[i].s;
 
-		if (q->n && q->x[q->n - 1] == x)
-			q->n--; /* the later state wins the column */
-		if (q->n && q->s[q->n - 1] == l->v[i].s)
+		if (q->n && q->x[q->n - 1] == x) {
+			if (s > q->s[q->n - 1])
+				q->s[q->n - 1] = s;
+			carry = s;
+			pending = true;
 			continue;
-		q->x[q->n] = x;
-		q->s[q->n++] = l->v[i].s;
+		}
+		if (pending && carry != q->s[q->n - 1] &&
+		    q->x[q->n - 1] + 1 < x)
+			q_push(q, q->x[q->n - 1] + 1, carry);
+		pending = false;
+		if (q->n && q->s[q->n - 1] == s)
+			continue;
+		q_push(q, x, s);
 	}
+	if (pending && carry != q->s[q->n - 1])
+		q_push(q, q->x[q->n - 1] + 1, carry);
 	return 0;
 }
 
@@ -326,7 +349,7 @@ static int draw_lanes(const struct model *m, struct buf *b, int y,
 {
 	unsigned wps = m->in->job->workers_per_slice;
 	bool full = m->nw <= LANES_FULL;
-	int h = full ? 14 : 6, r = 0;
+	int h = full ? 14 : 8, r = 0;
 	struct qlane *q = calloc(m->nw ? m->nw : 1, sizeof(*q));
 
 	if (!q)
@@ -342,25 +365,28 @@ static int draw_lanes(const struct model *m, struct buf *b, int y,
 		run_worker_name(sl, p % wps, name, sizeof(name));
 		if (end - p == 1)
 			r = buf_appendf(b, "<g class=\"lane\" data-worker=\"%s\">"
-					"<title>%s</title><text class=\"ll\" "
-					"x=\"%d\" y=\"%d\">%u/%u</text>", name,
-					name, LABEL_W - 6, y + h - 2, sl,
-					p % wps);
+					"<title>%s</title>", name, name);
 		else
 			r = buf_appendf(b, "<g class=\"lane collapsed\" "
 					"data-first=\"%s\" data-workers=\"%u\">"
 					"<title>slice %u, workers %u-%u: the "
-					"same story</title><text class=\"ll\" "
-					"x=\"%d\" y=\"%d\">slice %u · w%u-%u"
-					"</text>", name, end - p, sl, p % wps,
-					(end - 1) % wps, LABEL_W - 6,
-					y + h - 1, sl, p % wps,
-					(end - 1) % wps);
+					"same story</title>", name, end - p, sl,
+					p % wps, (end - 1) % wps);
+		/* Many lanes: a label per slice; the lanes say the rest
+		 * in their tooltips. */
+		if (!r && full)
+			r = buf_appendf(b, "<text class=\"ll\" x=\"%d\" "
+					"y=\"%d\">%u/%u</text>", LABEL_W - 6,
+					y + h - 2, sl, p % wps);
+		else if (!r && p % wps == 0)
+			r = buf_appendf(b, "<text class=\"ll sl\" x=\"%d\" "
+					"y=\"%d\">slice %u</text>", LABEL_W - 6,
+					y + h, sl);
 		if (!r)
-			r = draw_lane(b, &q[p], y, end - p == 1 ? h : h + 2);
+			r = draw_lane(b, &q[p], y, h);
 		if (!r)
 			r = buf_appends(b, "</g>\n");
-		y += (end - p == 1 ? h : h + 2) + 1;
+		y += h + 1;
 		p = end;
 		if (p % wps == 0)
 			y += full ? 4 : 2;
@@ -496,41 +522,68 @@ static int points(const struct model *m, struct point **out, size_t *n)
 
 struct progress {
 	int64_t final_step, recomputed;
-	double max_rate;
 };
 
 static void measure(const struct point *v, size_t n, struct progress *pr)
 {
 	memset(pr, 0, sizeof(*pr));
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		if (v[i].step > pr->final_step)
 			pr->final_step = v[i].step;
-		if (i && !v[i].restart && v[i].t > v[i - 1].t &&
-		    v[i].step >= v[i - 1].step) {
-			double rate = (double)(v[i].step - v[i - 1].step) /
-				      (v[i].t - v[i - 1].t);
+}
 
-			if (rate > pr->max_rate)
-				pr->max_rate = rate;
+/* The rate of each pixel column: the steps of the intervals over it
+ * per second, weighted by their time in it; 0 where nothing ran. */
+static void rate_columns(const struct model *m, const struct point *v,
+			 size_t n, double *col)
+{
+	double *w = calloc(PLOT_W, sizeof(*w));
+
+	for (size_t i = 1; w && i < n; i++) {
+		double rate, per;
+		int c1, c2;
+
+		if (v[i].restart || v[i].t <= v[i - 1].t ||
+		    v[i].step < v[i - 1].step)
+			continue;
+		rate = (double)(v[i].step - v[i - 1].step) /
+		       (v[i].t - v[i - 1].t);
+		c1 = (int)(px(m, v[i - 1].t)) - LABEL_W;
+		c2 = (int)(px(m, v[i].t)) - LABEL_W;
+		if (c2 <= c1)
+			c2 = c1 + 1;
+		per = (v[i].t - v[i - 1].t) / (c2 - c1);
+		for (int c = c1; c < c2 && c < PLOT_W; c++) {
+			col[c] += rate * per;
+			w[c] += per;
 		}
 	}
+	for (int c = 0; w && c < PLOT_W; c++)
+		col[c] = w[c] > 0 ? col[c] / w[c] : 0;
+	free(w);
 }
 
 static int draw_rate(const struct model *m, struct buf *b, int y,
 		     const struct point *v, size_t n, struct progress *pr)
 {
+	double *col = calloc(PLOT_W, sizeof(*col)), top = 0, scale;
 	int64_t furthest = 0;
-	double scale;
 	int r;
 
+	if (!col)
+		return -1;
 	measure(v, n, pr);
-	scale = pr->max_rate > 0 ? (RATE_H - 20) / pr->max_rate : 0;
+	rate_columns(m, v, n, col);
+	for (int c = 0; c < PLOT_W; c++)
+		if (col[c] > top)
+			top = col[c];
+	scale = top > 0 ? (RATE_H - 20) / top : 0;
 	r = buf_appendf(b, "<text class=\"ll\" x=\"%d\" y=\"%d\">steps/s"
 			"</text><text class=\"ll\" x=\"%d\" y=\"%d\">%.3g"
 			"</text><line class=\"tick\" x1=\"%d\" y1=\"%d\" "
 			"x2=\"%d\" y2=\"%d\"/>\n", LABEL_W - 6, y + RATE_H / 2,
-			LABEL_W - 6, y + 24, pr->max_rate, LABEL_W,
-			y + RATE_H, LABEL_W + PLOT_W, y + RATE_H);
+			LABEL_W - 6, y + 24, top, LABEL_W, y + RATE_H,
+			LABEL_W + PLOT_W, y + RATE_H);
 	for (size_t i = 0; i < n && !r; i++) {
 		/* A restart below the furthest step reached: the steps up
 		 * to it are computed again, shaded until it is passed. */
@@ -552,19 +605,20 @@ static int draw_rate(const struct model *m, struct buf *b, int y,
 		}
 		if (v[i].step > furthest)
 			furthest = v[i].step;
-		if (!r && i && !v[i].restart && v[i].t > v[i - 1].t &&
-		    v[i].step >= v[i - 1].step) {
-			double rate = (double)(v[i].step - v[i - 1].step) /
-				      (v[i].t - v[i - 1].t);
-
-			r = buf_appendf(b, "<rect class=\"rate\" x=\"%.1f\" "
-					"y=\"%.1f\" width=\"%.1f\" height=\"%.1f"
-					"\"/>\n", px(m, v[i - 1].t),
-					y + RATE_H - rate * scale,
-					px(m, v[i].t) - px(m, v[i - 1].t),
-					rate * scale);
-		}
 	}
+	/* One bar per run of columns of the same height. */
+	for (int c = 0; c < PLOT_W && !r;) {
+		int h = (int)(col[c] * scale + 0.5), e = c + 1;
+
+		while (e < PLOT_W && (int)(col[e] * scale + 0.5) == h)
+			e++;
+		if (h > 0)
+			r = buf_appendf(b, "<rect class=\"rate\" x=\"%d\" "
+					"y=\"%d\" width=\"%d\" height=\"%d\"/>",
+					LABEL_W + c, y + RATE_H - h, e - c, h);
+		c = e;
+	}
+	free(col);
 	return r;
 }
 
@@ -686,7 +740,7 @@ static const char style[] =
 	"margin:8px 0}dt{color:#5f6368}dd{margin:0}"
 	"svg{display:block;background:#fff}"
 	"text{font:11px system-ui,sans-serif;fill:#3c4043}"
-	".ll{text-anchor:end}.tl{text-anchor:middle}"
+	".ll{text-anchor:end}.sl{font-size:9px}.tl{text-anchor:middle}"
 	".tick{stroke:#e0e0e0}.running{fill:#34a853}.restoring{fill:#4285f4}"
 	".stopped{fill:#9aa0a6}.lost{fill:#ea4335}"
 	".gen line{stroke:#202124;stroke-dasharray:3 3;stroke-width:1}"
