@@ -427,6 +427,23 @@ static int draw_axis(const struct model *m, struct buf *b, int y_top,
 	return r;
 }
 
+/* A word for a bump's reason, for the mark's label. */
+static const char *cause_word(const char *reason)
+{
+	static const char *const words[][2] = {
+		{ "preempt", "preemption" }, { "notice", "preemption" },
+		{ "reset or rebooted", "reset" }, { "hung", "hang" },
+		{ "ended", "crash" }, { "could not start", "crash" },
+		{ "bad", "bad checkpoint" }, { "jobset restart", "jobset" },
+		{ "by hand", "by hand" }, { "restarted", "by hand" },
+	};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++)
+		if (strstr(reason, words[i][0]))
+			return words[i][1];
+	return "";
+}
+
 static int draw_gens(const struct model *m, struct buf *b, int y_label,
 		     int y_bottom)
 {
@@ -446,12 +463,17 @@ static int draw_gens(const struct model *m, struct buf *b, int y_label,
 			r = buf_appendf(b, "\"><line x1=\"%.1f\" y1=\"%d\" "
 					"x2=\"%.1f\" y2=\"%d\"/>", x,
 					y_label + 3, x, y_bottom);
-		/* Labels that would overlap are left to the tooltip. */
+		/* Labels that would overlap are left to the tooltip; the
+		 * cause's word where there is room for it. */
 		if (!r && x - last_label >= 26) {
+			bool room = i + 1 == m->ngens ||
+				    px(m, m->gens[i + 1].t) - x >= 90;
+
 			last_label = x;
 			r = buf_appendf(b, "<text x=\"%.1f\" y=\"%d\">g%" PRId64
-					"</text>", x + 2, y_label,
-					g->generation);
+					"%s%s</text>", x + 2, y_label,
+					g->generation, room && g->ev ? " " : "",
+					room && g->ev ? cause_word(cause) : "");
 		}
 		if (!r)
 			r = buf_appendf(b, "<title>generation %" PRId64 ": ",
@@ -573,6 +595,10 @@ static int draw_rate(const struct model *m, struct buf *b, int y,
 	if (!col)
 		return -1;
 	measure(v, n, pr);
+	/* The last commit may come after the last progress report. */
+	if (m->in->ncommits &&
+	    m->in->commits[m->in->ncommits - 1].step > pr->final_step)
+		pr->final_step = m->in->commits[m->in->ncommits - 1].step;
 	rate_columns(m, v, n, col);
 	for (int c = 0; c < PLOT_W; c++)
 		if (col[c] > top)
@@ -696,8 +722,10 @@ static int failures_table(const struct model *m, struct buf *b)
 		if (!r)
 			r = buf_appends(b, "</td><td>");
 		if (!r && first)
-			r = esc(b, first->kind) || buf_appends(b, " ") ||
-			    esc(b, first->worker);
+			r = esc(b, first->kind) || buf_appends(b, ": ") ||
+			    esc(b, strcmp(first->worker, "local")
+					   ? first->worker
+					   : first->details);
 		if (!r)
 			r = buf_appends(b, "</td>");
 		if (!r)
@@ -749,6 +777,8 @@ static const char style[] =
 	".rate{fill:#34a853;opacity:.8}.recomputed{fill:#ff9800;opacity:.3}"
 	"table{border-collapse:collapse}td,th{border:1px solid #dadce0;"
 	"padding:2px 8px;text-align:left}th{background:#f1f3f4}"
+	".failures td{white-space:nowrap}.failures td:nth-child(3),"
+	".failures td:nth-child(4){white-space:normal}"
 	".key span{display:inline-block;width:12px;height:12px;margin:0 4px "
 	"0 12px;vertical-align:-2px}.note{color:#5f6368;font-size:12px}\n"
 	"</style>\n";
