@@ -1141,7 +1141,9 @@ int supervise(const struct supervise_options *o)
 		shipper_stop(s.ship);
 	if (s.sync)
 		syncer_stop(s.sync, mono_ms() + 10000);
-	events_stop(mono_ms() + 10000);
+	/* What the store does not take by then stays in the spool, for
+	 * this worker's next start. */
+	events_stop(mono_ms() + 5000);
 	if (s.ready)
 		save_state(&s);
 	for (int i = 0; i < 2; i++)
