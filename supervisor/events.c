@@ -531,10 +531,14 @@ int events_list(struct store *s, struct event **out, size_t *n,
 		for (size_t i = 0; i < rd.n; i++)
 			idx[i] = (struct sortable){ &rd.v[i], rd.order[i] };
 		qsort(idx, rd.n, sizeof(*idx), by_time);
+		/* A batch written twice (its write succeeded but the answer
+		 * was lost, so the writer tried again under the next name)
+		 * counts once: its events are equal to the byte. */
 		for (size_t i = 0; i < rd.n; i++)
-			sorted[i] = *idx[i].ev;
+			if (!*n || memcmp(&sorted[*n - 1], idx[i].ev,
+					  sizeof(*sorted)))
+				sorted[(*n)++] = *idx[i].ev;
 		*out = sorted;
-		*n = rd.n;
 		sorted = NULL;
 	}
 	free(sorted);
