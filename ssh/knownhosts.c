@@ -635,26 +635,6 @@ void knownhosts_close(struct knownhosts *k)
 	memset(k, 0, sizeof(*k));
 }
 
-/* Creates the missing directories above path, mode 0700. */
-int knownhosts_make_parents(const char *path)
-{
-	char *copy = strdup(path);
-	int rc = 0;
-
-	if (!copy)
-		return ENOMEM;
-	for (char *s = strchr(copy + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdir(copy, 0700) && errno != EEXIST) {
-			rc = errno;
-			break;
-		}
-		*s = '/';
-	}
-	free(copy);
-	return rc;
-}
-
 /*
  * Appends "\nLINE" or "LINE" (text starts with the '\n') in one write, so
  * the line never joins an unterminated last line nor another writer's. A
@@ -670,7 +650,7 @@ static int append_line(const char *path, const char *text, size_t len)
 	int fd;
 	int rc = 0;
 
-	rc = knownhosts_make_parents(path);
+	rc = fs_mkdir_parents(path, 0700, NULL);
 	if (rc)
 		return rc;
 	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
