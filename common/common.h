@@ -209,6 +209,9 @@ void self_pipe_release(int fd[2], const int *sigs, size_t n);
  * passwd entry, in a container); else "root". cap of 256 holds any. */
 #define USER_NAME_MAX 256
 void default_remote_user(char *out, size_t cap);
+/* The user's home: $HOME, else the effective uid's passwd entry (valid until
+ * the next getpw* call); NULL when neither names one. */
+const char *home_dir(void);
 
 /* log.c: leveled logging to stderr, prefixed with the program name. */
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };

@@ -88,3 +88,14 @@ void default_remote_user(char *out, size_t cap)
 	else
 		snprintf(out, cap, "root");
 }
+
+const char *home_dir(void)
+{
+	const char *home = getenv("HOME");
+	const struct passwd *pw;
+
+	if (home && *home)
+		return home;
+	pw = getpwuid(geteuid());
+	return pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+}

@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,14 +579,9 @@ static int load_supported(struct knownhosts *k, struct err *e)
 /* OpenSSH's user file, ~/.ssh/known_hosts, in allocated memory. */
 static int default_path(char **out, struct err *e)
 {
-	const char *home = getenv("HOME");
+	const char *home = home_dir();
 	struct buf b;
 
-	if (!home || !*home) {
-		struct passwd *pw = getpwuid(getuid());
-
-		home = pw ? pw->pw_dir : NULL;
-	}
 	if (!home)
 		return err_set(e, SSH_EHOSTKEY,
 			       "cannot find your home directory for ~/.ssh/known_hosts; set HOME or name a known_hosts file");

@@ -176,9 +176,29 @@ Test(user, no_passwd_entry_falls_back)
 		unsetenv("USER");
 		default_remote_user(u, sizeof(u));
 		bad |= strcmp(u, "root") ? 4 : 0;
+		/* Nor a home, unless $HOME names one. */
+		unsetenv("HOME");
+		bad |= home_dir() ? 8 : 0;
+		setenv("HOME", "/h", 1);
+		bad |= strcmp(home_dir(), "/h") ? 16 : 0;
 		_exit(bad);
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st));
 	cr_assert_eq(WEXITSTATUS(st), 0, "failed checks %d", WEXITSTATUS(st));
+}
+
+Test(user, home_from_env_else_passwd)
+{
+	const struct passwd *pw = getpwuid(geteuid());
+	char want[512];
+
+	cr_assert_not_null(pw);
+	snprintf(want, sizeof(want), "%s", pw->pw_dir);
+	setenv("HOME", "/somewhere", 1);
+	cr_assert_str_eq(home_dir(), "/somewhere");
+	setenv("HOME", "", 1);
+	cr_assert_str_eq(home_dir(), want);
+	unsetenv("HOME");
+	cr_assert_str_eq(home_dir(), want);
 }
