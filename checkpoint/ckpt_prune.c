@@ -5,7 +5,9 @@
  * of its parts goes; deletes uncommitted steps only when they are older
  * than the newest committed step and nobody has written to them for
  * stale_s, each part only at the generation listed, so a live writer's
- * new part is never removed.
+ * new part is never removed. Temporary pieces of a parallel upload that a
+ * crash left behind (store_is_piece) go from every step once stale_s has
+ * passed since they were written: a live upload's pieces are younger.
  */
 #include "checkpoint/ckpt_internal.h"
 
@@ -88,6 +90,30 @@ static time_t last_touched(const struct ckpt_scan_step *sst)
 	return newest;
 }
 
+static int delete_stale_pieces(struct store *s,
+			       const struct ckpt_scan_step *sst,
+			       unsigned stale_s, struct ckpt_prune_result *r,
+			       struct err *e)
+{
+	time_t now = time(NULL);
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < sst->nobjs; i++) {
+		const struct store_object *o = &sst->objs[i];
+		time_t t = rfc3339_parse(o->updated);
+		bool changed = false;
+
+		if (!store_is_piece(o->name) || t == (time_t)-1 ||
+		    now - t < (time_t)stale_s)
+			continue;
+		rc = delete_object(s, o, r, &changed, e);
+		if (!rc && !changed)
+			log_info("prune: deleted %s, a piece of an upload "
+				 "that never finished", store_url(s, o->name));
+	}
+	return rc;
+}
+
 int ckpt_prune(struct store *s, const struct ckpt_prune_options *o,
 	       struct ckpt_prune_result *r, struct err *e)
 {
@@ -133,6 +159,8 @@ int ckpt_prune(struct store *s, const struct ckpt_prune_options *o,
 			oldest_kept = l.v[i].step;
 		}
 	}
+	for (size_t i = 0; !rc && i < sc.n; i++)
+		rc = delete_stale_pieces(s, &sc.v[i], o->stale_s, r, e);
 	for (size_t i = 0; any && !rc && i < sc.n; i++) {
 		const struct ckpt_scan_step *sst = &sc.v[i];
 		const struct ckpt_step *st = NULL;

@@ -113,6 +113,12 @@ int store_list(struct store *s, const char *prefix, const char *delimiter,
 int store_delete(struct store *s, const char *name,
 		 int64_t if_generation_match, struct err *e);
 
+/* Large gs:// uploads go as temporary pieces named NAME STORE_PIECE_MARK
+ * NONCE.K, composed into NAME and deleted; a crash can leave some behind.
+ * Whether name is one of those. */
+#define STORE_PIECE_MARK ".xfer-piece."
+bool store_is_piece(const char *name);
+
 /*
  * The Cloud TPU API, v2alpha1 (queued resources, nodes, operations, guest
  * attributes), at https://tpu.googleapis.com/ or SLICECTL_TPU_ENDPOINT.

@@ -6,6 +6,7 @@
  * far it got, downloads ask for the rest of the same generation.
  */
 #include "cloud/gcs.h"
+#include "cloud/transfer.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -65,13 +66,86 @@ void gcs_client_release(struct gcs_client *c)
 	c->base = NULL;
 }
 
+int gcs_client_init_worker(struct gcs_client *w, struct gcs_client *parent,
+			   pthread_mutex_t *mu, struct err *e)
+{
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	auth_init_none(&w->auth);
+	w->base = strdup(parent->base);
+	if (!w->base)
+		return err_set(e, CLOUD_ENOMEM, "out of memory");
+	rc = http_client_init(&w->http, &parent->http.policy, e);
+	if (rc) {
+		free(w->base);
+		w->base = NULL;
+		return rc;
+	}
+	w->lender = parent;
+	w->lender_mu = mu;
+	return 0;
+}
+
+/* A worker's token: the lender's current one (fetched through the
+ * worker's connection when due), held as a fixed token of its own. */
+static int borrow_token(struct gcs_client *c, struct err *e)
+{
+	struct auth *a = &c->lender->auth;
+	const char *tok;
+	int rc;
+
+	pthread_mutex_lock(c->lender_mu);
+	rc = auth_token(a, &c->http, &tok, e);
+	if (!rc && a->kind != AUTH_NONE &&
+	    (!c->auth.token || strcmp(c->auth.token, tok))) {
+		char *copy = strdup(tok);
+
+		if (!copy) {
+			rc = err_set(e, CLOUD_ENOMEM, "out of memory");
+		} else {
+			free(c->auth.token);
+			c->auth.token = copy;
+			c->auth.kind = AUTH_STATIC;
+			c->auth.refresh_at_ms = UINT64_MAX;
+		}
+	}
+	pthread_mutex_unlock(c->lender_mu);
+	return rc;
+}
+
 /* Sends req with the caller's headers and the Authorization header (see
  * auth_send). */
 static int gcs_send(struct gcs_client *c, struct http_request *req,
 		const char *const *headers, struct http_response *resp,
 		struct err *e)
 {
-	return auth_send(&c->auth, &c->http, req, headers, resp, e);
+	int rc;
+
+	if (!c->lender)
+		return auth_send(&c->auth, &c->http, req, headers, resp, e);
+	rc = borrow_token(c, e);
+	if (rc)
+		return rc;
+	rc = auth_send(&c->auth, &c->http, req, headers, resp, e);
+	if (rc == CLOUD_EAUTH && resp->status == 401 &&
+	    auth_renewable(&c->lender->auth)) {
+		/* Revoked or expired early: the lender fetches a new one for
+		 * everybody, and this request goes once more. */
+		pthread_mutex_lock(c->lender_mu);
+		if (c->lender->auth.token &&
+		    !strcmp(c->lender->auth.token, c->auth.token))
+			auth_invalidate(&c->lender->auth);
+		pthread_mutex_unlock(c->lender_mu);
+		err_init(e);
+		http_response_release(resp);
+		http_response_init(resp);
+		rc = borrow_token(c, e);
+		if (!rc)
+			rc = auth_send(&c->auth, &c->http, req, headers, resp,
+				       e);
+	}
+	return rc;
 }
 
 /* base + "/storage/v1/b/BUCKET/o/NAME" (or the upload path), escaped. */
@@ -208,6 +282,30 @@ int gcs_parse_object(const char *json, size_t len, struct store_object *out,
 	return rc;
 }
 
+int gcs_written_as(struct store_object *o, uint64_t size, uint32_t crc,
+		   const char *bucket, const char *name,
+		   struct store_object *out, struct err *e)
+{
+	int rc;
+
+	if (o->size != size || o->crc32c != crc) {
+		rc = err_set(e, CLOUD_ECORRUPT,
+			     "gs://%s/%s: the stored object (generation %"
+			     PRId64 ", %" PRIu64 " bytes, crc32c %08x) is not "
+			     "what was sent (%" PRIu64 " bytes, crc32c %08x); "
+			     "it was damaged on the way: write it again",
+			     bucket, name, o->generation, o->size, o->crc32c,
+			     size, crc);
+		store_object_release(o);
+		return rc;
+	}
+	if (out)
+		*out = *o;
+	else
+		store_object_release(o);
+	return 0;
+}
+
 /* The result of a write, checked against what was sent. */
 static int check_written(const struct http_response *resp, uint64_t size,
 			 uint32_t crc, const char *bucket, const char *name,
@@ -220,22 +318,7 @@ static int check_written(const struct http_response *resp, uint64_t size,
 		err_prefix(e, "gs://%s/%s", bucket, name);
 		return rc;
 	}
-	if (o.size != size || o.crc32c != crc) {
-		rc = err_set(e, CLOUD_ECORRUPT,
-			     "gs://%s/%s: the stored object (generation %"
-			     PRId64 ", %" PRIu64 " bytes, crc32c %08x) is not "
-			     "what was sent (%" PRIu64 " bytes, crc32c %08x); "
-			     "it was damaged on the way: write it again",
-			     bucket, name, o.generation, o.size, o.crc32c,
-			     size, crc);
-		store_object_release(&o);
-		return rc;
-	}
-	if (out)
-		*out = o;
-	else
-		store_object_release(&o);
-	return 0;
+	return gcs_written_as(&o, size, crc, bucket, name, out, e);
 }
 
 int gcs_stat(struct gcs_client *c, const char *bucket, const char *name,
@@ -337,6 +420,8 @@ struct download {
 	store_sink_fn sink;
 	void *ud;
 	struct http_response *resp;
+	uint64_t start;     /* the first byte of the object wanted */
+	uint64_t want;      /* bytes wanted from start */
 	uint64_t got;       /* bytes handed to the caller */
 	uint64_t skip;      /* bytes of this answer already handed over */
 	bool first;         /* no byte of this answer seen yet */
@@ -355,9 +440,10 @@ static int download_sink(void *ud, const void *data, size_t len,
 	if (d->first) {
 		d->first = false;
 		/* A server that ignores Range sends the object whole. */
-		if (d->got && !http_response_header(d->resp, "content-range",
-						    cr, sizeof(cr)))
-			d->skip = d->got;
+		if (d->start + d->got &&
+		    !http_response_header(d->resp, "content-range", cr,
+					  sizeof(cr)))
+			d->skip = d->start + d->got;
 	}
 	if (d->skip) {
 		size_t n = len < d->skip ? len : (size_t)d->skip;
@@ -366,6 +452,8 @@ static int download_sink(void *ud, const void *data, size_t len,
 		p += n;
 		len -= n;
 	}
+	if (len > d->want - d->got)
+		len = (size_t)(d->want - d->got);
 	if (!len)
 		return 0;
 	rc = d->sink(d->ud, p, len, e);
@@ -378,32 +466,29 @@ static int download_sink(void *ud, const void *data, size_t len,
 	return 0;
 }
 
-/* One look-up of the generation, then its download; *replaced says the
- * generation found was gone before any byte of it reached the sink. */
-static int get_once(struct gcs_client *c, const char *bucket,
-		    const char *name, int64_t generation, store_sink_fn sink,
-		    void *ud, struct store_object *out, bool *replaced,
-		    struct err *e)
+int gcs_get_range(struct gcs_client *c, const char *bucket,
+		  const struct store_object *meta, uint64_t start,
+		  uint64_t len, store_sink_fn sink, void *ud, uint64_t *got,
+		  uint32_t *crc, struct err *e)
 {
 	struct http_request req = { .method = "GET", .max_attempts = 1 };
 	struct http_response resp;
-	struct store_object meta;
-	struct download d = { .sink = sink, .ud = ud, .resp = &resp };
+	struct download d = { .sink = sink, .ud = ud, .resp = &resp,
+			      .start = start, .want = len };
 	struct http_retry retry;
 	struct buf url, range;
 	const char *headers[2] = { NULL, NULL };
-	int rc;
+	/* The whole object asks for "the rest" after a fault, as always. */
+	bool whole = start == 0 && len == meta->size;
+	const char *name = meta->name;
+	int rc = 0;
 
-	*replaced = false;
-	rc = gcs_stat(c, bucket, name, generation, &meta, e);
-	if (rc)
-		return rc;
 	buf_init(&url);
 	buf_init(&range);
 	http_response_init(&resp);
 	if (object_url(c, &url, false, bucket, name) ||
 	    http_query_append(&url, "alt", "media") ||
-	    query_int(&url, "generation", meta.generation)) {
+	    query_int(&url, "generation", meta->generation)) {
 		rc = err_set(e, CLOUD_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -411,16 +496,20 @@ static int get_once(struct gcs_client *c, const char *bucket,
 	req.sink = download_sink;
 	req.sink_ud = &d;
 	http_retry_init(&retry, &c->http);
-	while (d.got < meta.size) {
+	while (d.got < len) {
 		uint64_t before = d.got;
+		uint64_t from = start + d.got;
 
 		buf_reset(&range);
-		if (d.got && buf_appendf(&range, "Range: bytes=%" PRIu64 "-",
-					 d.got)) {
+		if ((from && whole &&
+		     buf_appendf(&range, "Range: bytes=%" PRIu64 "-", from)) ||
+		    (!whole && buf_appendf(&range, "Range: bytes=%" PRIu64
+					   "-%" PRIu64, from,
+					   start + len - 1))) {
 			rc = err_set(e, CLOUD_ENOMEM, "out of memory");
 			goto out;
 		}
-		headers[0] = d.got ? range.data : NULL;
+		headers[0] = range.len ? range.data : NULL;
 		d.first = true;
 		d.skip = 0;
 		resp.delivered = 0;
@@ -428,32 +517,65 @@ static int get_once(struct gcs_client *c, const char *bucket,
 		rc = gcs_send(c, &req, headers, &resp, e);
 		if (d.sink_failed)
 			goto out;
-		if (!rc && d.got < meta.size)
+		if (!rc && d.got < len)
 			rc = err_set(e, CLOUD_ENETWORK,
 				     "the download ended after %" PRIu64
-				     " of %" PRIu64 " bytes", d.got,
-				     meta.size);
+				     " of %" PRIu64 " bytes", start + d.got,
+				     start + len);
 		if (!rc)
 			break;
 		if (rc == CLOUD_ENETWORK && d.got > before)
 			http_retry_progress(&retry);
 		if (!http_retry_again(&retry, rc, &resp)) {
 			err_prefix(e, "gs://%s/%s (generation %" PRId64 ")",
-				   bucket, name, meta.generation);
+				   bucket, name, meta->generation);
 			goto out;
 		}
 		log_debug("gcs: resuming gs://%s/%s at byte %" PRIu64, bucket,
-			  name, d.got);
+			  name, start + d.got);
 	}
 	rc = 0;
-	if (d.got != meta.size || d.crc != meta.crc32c) {
+out:
+	*got = d.got;
+	*crc = d.crc;
+	buf_release(&url);
+	buf_release(&range);
+	http_response_release(&resp);
+	return rc;
+}
+
+/* One look-up of the generation, then its download; *replaced says the
+ * generation found was gone before any byte of it reached the sink. */
+static int get_once(struct gcs_client *c, const char *bucket,
+		    const char *name, int64_t generation, store_sink_fn sink,
+		    void *ud, struct store_object *out, bool *replaced,
+		    struct err *e)
+{
+	struct store_object meta;
+	uint64_t got = 0;
+	uint32_t crc = 0;
+	int rc;
+
+	*replaced = false;
+	rc = gcs_stat(c, bucket, name, generation, &meta, e);
+	if (rc)
+		return rc;
+	if (xfer_get_parallel(&meta))
+		rc = xfer_get_ranges(c, bucket, &meta, sink, ud, &got, &crc,
+				     e);
+	else
+		rc = gcs_get_range(c, bucket, &meta, 0, meta.size, sink, ud,
+				   &got, &crc, e);
+	if (rc)
+		goto out;
+	if (got != meta.size || crc != meta.crc32c) {
 		rc = err_set(e, CLOUD_ECORRUPT,
 			     "gs://%s/%s (generation %" PRId64 "): the bytes "
 			     "received (%" PRIu64 ", crc32c %08x) do not "
 			     "match the object (%" PRIu64 " bytes, crc32c "
 			     "%08x); they were damaged on the way: download "
 			     "it again",
-			     bucket, name, meta.generation, d.got, d.crc,
+			     bucket, name, meta.generation, got, crc,
 			     meta.size, meta.crc32c);
 		goto out;
 	}
@@ -462,11 +584,8 @@ static int get_once(struct gcs_client *c, const char *bucket,
 		meta.name = NULL;
 	}
 out:
-	*replaced = rc == CLOUD_ENOTFOUND && d.got == 0;
+	*replaced = rc == CLOUD_ENOTFOUND && got == 0;
 	store_object_release(&meta);
-	buf_release(&url);
-	buf_release(&range);
-	http_response_release(&resp);
 	return rc;
 }
 
@@ -614,8 +733,9 @@ int gcs_list(struct gcs_client *c, const char *bucket, const char *prefix,
 	return rc;
 }
 
-int gcs_delete(struct gcs_client *c, const char *bucket, const char *name,
-	       int64_t if_generation_match, struct err *e)
+static int delete_object(struct gcs_client *c, const char *bucket,
+			 const char *name, int64_t if_generation_match,
+			 bool repeatable, struct err *e)
 {
 	struct http_request req = { .method = "DELETE" };
 	struct http_response resp;
@@ -631,7 +751,7 @@ int gcs_delete(struct gcs_client *c, const char *bucket, const char *name,
 		goto out;
 	}
 	req.url = url.data;
-	req.not_idempotent = true;
+	req.not_idempotent = !repeatable;
 	req.precondition = if_generation_match >= 0;
 	rc = gcs_send(c, &req, NULL, &resp, e);
 	if (rc)
@@ -639,6 +759,25 @@ int gcs_delete(struct gcs_client *c, const char *bucket, const char *name,
 out:
 	buf_release(&url);
 	http_response_release(&resp);
+	return rc;
+}
+
+int gcs_delete(struct gcs_client *c, const char *bucket, const char *name,
+	       int64_t if_generation_match, struct err *e)
+{
+	return delete_object(c, bucket, name, if_generation_match, false, e);
+}
+
+int gcs_delete_own(struct gcs_client *c, const char *bucket,
+		   const char *name, struct err *e)
+{
+	int rc = delete_object(c, bucket, name, STORE_ANY_GENERATION, true,
+			       e);
+
+	if (rc == CLOUD_ENOTFOUND) {
+		err_init(e);
+		rc = 0;
+	}
 	return rc;
 }
 

@@ -51,6 +51,11 @@ static char *str_printf(const char *fmt, ...)
 	return p;
 }
 
+bool store_is_piece(const char *name)
+{
+	return name && strstr(name, STORE_PIECE_MARK) != NULL;
+}
+
 static bool is_cloud_error(int code)
 {
 	return code == CLOUD_ENOMEM || code == CLOUD_EINVAL ||

@@ -1,11 +1,12 @@
 /*
  * store_gs.c: the gs:// backend of the store facade, over gcs.c. Puts are
- * simple uploads; streaming uploads are resumable sessions holding at
- * most one chunk in memory, whose object appears only when finished;
+ * simple uploads; streaming uploads go through transfer.c (one resumable
+ * session when small, pieces on several connections composed when
+ * large), bounded in memory, and the object appears only when finished;
  * STORE_CREATE_ONLY is ifGenerationMatch=0, as in GCS itself.
  */
 #include "cloud/backend.h"
-#include "cloud/gcs.h"
+#include "cloud/transfer.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@ struct store_backend {
 
 struct gs_upload {
 	struct store_upload base; /* first, as backend.h requires */
-	struct gcs_upload up;
+	struct xfer_upload *up;
 };
 
 static int gs_open(struct store_backend **out, const char *where,
@@ -73,14 +74,15 @@ static int gs_upload_begin(struct store_backend *b, const char *name,
 			   struct store_upload **out, struct err *e)
 {
 	struct gs_upload *u = calloc(1, sizeof(*u));
+	struct xfer_config cfg;
 	int rc;
 
 	*out = NULL;
 	if (!u)
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
-	rc = gcs_upload_begin(&b->client, b->bucket, name,
-			      if_generation_match, GCS_CHUNK_DEFAULT, &u->up,
-			      e);
+	xfer_config_default(&cfg);
+	rc = xfer_upload_begin(&b->client, b->bucket, name,
+			       if_generation_match, &cfg, &u->up, e);
 	if (rc) {
 		free(u);
 		return rc;
@@ -94,16 +96,15 @@ static int gs_upload_write(struct store_upload *base, const void *data,
 {
 	struct gs_upload *u = (struct gs_upload *)base;
 
-	return gcs_upload_write(&u->up, data, len, e);
+	return xfer_upload_write(u->up, data, len, e);
 }
 
 static int gs_upload_finish(struct store_upload *base,
 			    struct store_object *out, struct err *e)
 {
 	struct gs_upload *u = (struct gs_upload *)base;
-	int rc = gcs_upload_finish(&u->up, out, e);
+	int rc = xfer_upload_finish(u->up, out, e);
 
-	gcs_upload_release(&u->up);
 	free(u);
 	return rc;
 }
@@ -112,7 +113,7 @@ static void gs_upload_abort(struct store_upload *base)
 {
 	struct gs_upload *u = (struct gs_upload *)base;
 
-	gcs_upload_release(&u->up);
+	xfer_upload_abort(u->up);
 	free(u);
 }
 

@@ -5,7 +5,7 @@
  * size and SHA-256 before unpacking anything, then unpacks it into DEST.
  */
 #include "checkpoint/checkpoint.h"
-#include "launcher/dispatch.h"
+#include "launcher/fanout_cmd.h"
 #include "launcher/launcher.h"
 
 #include <errno.h>
@@ -197,7 +197,7 @@ int cmd_push(int argc, char **argv)
 	cfg.command = cmd.data;
 	cfg.input = p.map;
 	cfg.input_len = p.len;
-	status = dispatch(&ho, &cfg, true);
+	status = fanout_cmd_run(&ho, &cfg, true);
 out:
 	packed_release(&p);
 	buf_release(&cmd);

@@ -1,7 +1,7 @@
 /*
  * cmd_run.c: `slicectl run`: one command on every host, at once.
  */
-#include "launcher/dispatch.h"
+#include "launcher/fanout_cmd.h"
 #include "launcher/launcher.h"
 
 static const char usage[] =
@@ -45,7 +45,7 @@ int cmd_run(int argc, char **argv)
 		}
 	fanout_config_init(&cfg);
 	cfg.command = cmd.data;
-	status = dispatch(&ho, &cfg, false);
+	status = fanout_cmd_run(&ho, &cfg, false);
 out:
 	buf_release(&cmd);
 	strlist_release(&pos);

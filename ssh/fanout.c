@@ -293,7 +293,7 @@ static void schedule(struct fanout *f)
 		h->deadline_ms = f->cfg->connect_timeout_ms
 					 ? now + f->cfg->connect_timeout_ms
 					 : 0;
-		h->state = HS_CONNECT;
+		host_set_state(h, HS_CONNECT);
 		host_drive(f, h);
 	}
 }
@@ -311,7 +311,7 @@ static void sweep(struct fanout *f, uint64_t now)
 
 		if (h->state == HS_RETRY_WAIT) {
 			if (now >= h->retry_at_ms && !f->cancelling) {
-				h->state = HS_QUEUED;
+				host_set_state(h, HS_QUEUED);
 				enqueue(f, h);
 			}
 			continue;
@@ -474,7 +474,7 @@ static int setup(struct fanout *f, const struct fanout_target *targets,
 		h->target = &targets[i];
 		h->result = &results[i];
 		h->fd = -1;
-		h->state = HS_QUEUED;
+		host_set_state(h, HS_QUEUED);
 		backoff_init(&h->backoff, 250, 4000,
 			     (uint64_t)getpid() * 2654435761u + i + 1);
 		enqueue(f, h);

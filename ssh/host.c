@@ -3,8 +3,13 @@
  * non-blocking state machine. Each state's function is called whenever its
  * socket is ready (or a timer fires) and returns STEP_AGAIN when libssh2
  * answered EAGAIN: the driver then re-arms exactly the directions libssh2
- * reports. Teardown is states too; only an abort drops a connection on
- * the spot.
+ * reports. Teardown is states too when a command ends or is ended (a
+ * timeout, a cancel). A connection is dropped on the spot on an abort and
+ * on an error (on_error): after a failed libssh2 call the session cannot
+ * be trusted to carry a close, a server whose host key or login failed is
+ * told nothing more, and a peer that stopped answering (connect or
+ * keepalive timeout) would only make the teardown wait out its own
+ * timeout; before login, a retry needs the socket and the slot back.
  */
 #include "ssh/host.h"
 #include "ssh/key.h"
@@ -56,7 +61,7 @@ const char *host_state_name(enum host_state s)
 	return s < HS_LAST ? state_names[s] : "?";
 }
 
-static void set_state(struct host *h, enum host_state s)
+void host_set_state(struct host *h, enum host_state s)
 {
 	if (h->state != s)
 		log_debug("%s: %s -> %s", h->target->label,
@@ -141,7 +146,7 @@ static void finish(struct fanout *f, struct host *h, enum fanout_outcome o)
 	free(h->command);
 	h->command = NULL;
 	fanout_slot_release(f, h);
-	set_state(h, HS_DONE);
+	host_set_state(h, HS_DONE);
 	fanout_host_done(f, h);
 }
 
@@ -202,7 +207,7 @@ static enum step st_connect(struct fanout *f, struct host *h)
 				    "socket: %s", strerror(errno));
 		setsockopt(h->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (connect(h->fd, (struct sockaddr *)&h->addr, h->addr_len) == 0) {
-			set_state(h, HS_HANDSHAKE);
+			host_set_state(h, HS_HANDSHAKE);
 			return STEP_NEXT;
 		}
 		if (errno != EINPROGRESS)
@@ -215,7 +220,7 @@ static enum step st_connect(struct fanout *f, struct host *h)
 		return STEP_AGAIN;
 	if (soerr)
 		return connect_failed(h, soerr);
-	set_state(h, HS_HANDSHAKE);
+	host_set_state(h, HS_HANDSHAKE);
 	return STEP_NEXT;
 }
 
@@ -263,7 +268,7 @@ static enum step st_handshake(struct fanout *f, struct host *h)
 		return fail(h, h->overload, "SSH handshake with %s: %s",
 			    h->target->label, ssh_error_text(h));
 	}
-	set_state(h, HS_HOSTKEY);
+	host_set_state(h, HS_HOSTKEY);
 	return STEP_NEXT;
 }
 
@@ -280,7 +285,7 @@ static enum step st_hostkey(struct fanout *f, struct host *h)
 	if (knownhosts_check(fanout_knownhosts(f), h->target->host,
 			     h->target->port, key, len, type, &e))
 		return fail(h, false, "%s", e.msg);
-	set_state(h, HS_AUTH);
+	host_set_state(h, HS_AUTH);
 	return STEP_NEXT;
 }
 
@@ -342,7 +347,7 @@ static enum step st_auth(struct fanout *f, struct host *h)
 		return fail(h, false, "authentication with %s: %s",
 			    h->target->label, ssh_error_text(h));
 	fanout_handshake_ok(f, h);
-	set_state(h, HS_CHANNEL_OPEN);
+	host_set_state(h, HS_CHANNEL_OPEN);
 	return STEP_NEXT;
 }
 
@@ -361,7 +366,7 @@ static enum step st_channel_open(struct fanout *f, struct host *h)
 		return fail(h, false, "opening a session channel on %s: %s",
 			    h->target->label, ssh_error_text(h));
 	}
-	set_state(h, HS_EXEC);
+	host_set_state(h, HS_EXEC);
 	return STEP_NEXT;
 }
 
@@ -403,11 +408,11 @@ static enum step st_exec(struct fanout *f, struct host *h)
 					 keepalive_ms(c) / 1000);
 	if (h->ending != FANOUT_PENDING) {
 		h->signal_name = "TERM";
-		set_state(h, HS_SIGNAL);
+		host_set_state(h, HS_SIGNAL);
 	} else {
 		/* Without input, stdin stays open: it is how a command
 		 * is ended (command.c). */
-		set_state(h, c->input ? HS_SEND : HS_RUNNING);
+		host_set_state(h, c->input ? HS_SEND : HS_RUNNING);
 	}
 	return STEP_NEXT;
 }
@@ -464,7 +469,7 @@ static enum step write_blocked(struct fanout *f, struct host *h)
 		return lost(h);
 	if (!remote_ended(h))
 		return STEP_AGAIN;
-	set_state(h, HS_RUNNING);
+	host_set_state(h, HS_RUNNING);
 	return STEP_NEXT;
 }
 
@@ -477,7 +482,7 @@ static enum step st_send(struct fanout *f, struct host *h)
 	while (h->sent < c->input_len) {
 		/* The command may end without reading all of its input. */
 		if (remote_ended(h)) {
-			set_state(h, HS_RUNNING);
+			host_set_state(h, HS_RUNNING);
 			return STEP_NEXT;
 		}
 		size_t n = c->input_len - h->sent;
@@ -492,7 +497,7 @@ static enum step st_send(struct fanout *f, struct host *h)
 		if (w < 0) {
 			if (remote_ended(h) || w == LIBSSH2_ERROR_CHANNEL_CLOSED ||
 			    w == LIBSSH2_ERROR_CHANNEL_EOF_SENT) {
-				set_state(h, HS_RUNNING);
+				host_set_state(h, HS_RUNNING);
 				return STEP_NEXT;
 			}
 			return lost(h);
@@ -500,7 +505,7 @@ static enum step st_send(struct fanout *f, struct host *h)
 		h->sent += (size_t)w;
 		h->result->bytes_in += (uint64_t)w;
 	}
-	set_state(h, HS_SEND_EOF);
+	host_set_state(h, HS_SEND_EOF);
 	return STEP_NEXT;
 }
 
@@ -515,7 +520,7 @@ static enum step st_send_eof(struct fanout *f, struct host *h)
 		return STEP_AGAIN;
 	if (rc && !remote_ended(h) && rc != LIBSSH2_ERROR_CHANNEL_CLOSED)
 		return lost(h);
-	set_state(h, HS_RUNNING);
+	host_set_state(h, HS_RUNNING);
 	return STEP_NEXT;
 }
 
@@ -526,7 +531,7 @@ static enum step st_running(struct fanout *f, struct host *h)
 	if (!remote_ended(h))
 		return STEP_AGAIN;
 	h->deadline_ms = mono_ms() + CLOSE_TIMEOUT_MS;
-	set_state(h, HS_CLOSE);
+	host_set_state(h, HS_CLOSE);
 	return STEP_NEXT;
 }
 
@@ -543,7 +548,7 @@ static enum step st_signal(struct fanout *f, struct host *h)
 	if (fanout_config(f)->input) {
 		h->signalled = true;
 		h->deadline_ms = mono_ms() + CLOSE_TIMEOUT_MS;
-		set_state(h, HS_CLOSE);
+		host_set_state(h, HS_CLOSE);
 		return STEP_NEXT;
 	}
 	len = (size_t)snprintf(line, sizeof(line), "%s\n", h->signal_name);
@@ -557,13 +562,13 @@ static enum step st_signal(struct fanout *f, struct host *h)
 				 "closing the channel instead",
 				 h->target->label, ssh_error_text(h));
 		h->deadline_ms = mono_ms() + CLOSE_TIMEOUT_MS;
-		set_state(h, HS_CLOSE);
+		host_set_state(h, HS_CLOSE);
 		return STEP_NEXT;
 	}
 	h->deadline_ms = mono_ms() + (strcmp(h->signal_name, "KILL")
 					      ? SIGNAL_GRACE_MS
 					      : KILL_GRACE_MS);
-	set_state(h, HS_RUNNING);
+	host_set_state(h, HS_RUNNING);
 	return STEP_NEXT;
 }
 
@@ -576,7 +581,7 @@ static enum step st_close(struct fanout *f, struct host *h)
 	rc = libssh2_channel_close(h->channel);
 	if (rc == LIBSSH2_ERROR_EAGAIN)
 		return STEP_AGAIN;
-	set_state(h, remote_ended(h) ? HS_WAIT_CLOSED : HS_CHANNEL_FREE);
+	host_set_state(h, remote_ended(h) ? HS_WAIT_CLOSED : HS_CHANNEL_FREE);
 	return STEP_NEXT;
 }
 
@@ -589,7 +594,7 @@ static enum step st_wait_closed(struct fanout *f, struct host *h)
 	rc = libssh2_channel_wait_closed(h->channel);
 	if (rc == LIBSSH2_ERROR_EAGAIN)
 		return STEP_AGAIN;
-	set_state(h, HS_CHANNEL_FREE);
+	host_set_state(h, HS_CHANNEL_FREE);
 	return STEP_NEXT;
 }
 
@@ -627,7 +632,7 @@ static enum step st_channel_free(struct fanout *f, struct host *h)
 	if (rc == LIBSSH2_ERROR_EAGAIN)
 		return STEP_AGAIN;
 	h->channel = NULL;
-	set_state(h, HS_DISCONNECT);
+	host_set_state(h, HS_DISCONNECT);
 	return STEP_NEXT;
 }
 
@@ -641,7 +646,7 @@ static enum step st_disconnect(struct fanout *f, struct host *h)
 					   "done", "");
 	if (rc == LIBSSH2_ERROR_EAGAIN)
 		return STEP_AGAIN;
-	set_state(h, HS_SESSION_FREE);
+	host_set_state(h, HS_SESSION_FREE);
 	return STEP_NEXT;
 }
 
@@ -673,6 +678,8 @@ static state_fn *const handlers[HS_LAST] = {
 	[HS_SESSION_FREE] = st_session_free,
 };
 
+/* The connection is dropped whatever failed (see the top of this file);
+ * then the host is retried or finished. */
 static void on_error(struct fanout *f, struct host *h)
 {
 	const struct fanout_config *c = fanout_config(f);
@@ -694,7 +701,7 @@ static void on_error(struct fanout *f, struct host *h)
 		fanout_slot_release(f, h);
 		h->retry_at_ms = mono_ms() + wait;
 		h->key_index = 0;
-		set_state(h, HS_RETRY_WAIT);
+		host_set_state(h, HS_RETRY_WAIT);
 		return;
 	}
 	finish(f, h, h->ending != FANOUT_PENDING ? h->ending
@@ -766,7 +773,7 @@ void host_end(struct fanout *f, struct host *h, enum fanout_outcome why,
 	case HS_RUNNING:
 		if (!h->signalled) {
 			h->signal_name = "TERM";
-			set_state(h, HS_SIGNAL);
+			host_set_state(h, HS_SIGNAL);
 			host_drive(f, h);
 		}
 		break;
@@ -814,7 +821,7 @@ void host_tick(struct fanout *f, struct host *h, uint64_t now)
 			host_end(f, h, FANOUT_TIMEOUT, false);
 		} else if (h->signalled && strcmp(h->signal_name, "KILL")) {
 			h->signal_name = "KILL";
-			set_state(h, HS_SIGNAL);
+			host_set_state(h, HS_SIGNAL);
 			host_drive(f, h);
 		} else {
 			host_end(f, h, h->ending, true);

@@ -74,13 +74,20 @@ struct host {
 	struct backoff backoff;
 };
 
+/* The one way a host changes state, here and in fanout.c: logs every
+ * change by name (at debug level), as curl's state() does. */
+void host_set_state(struct host *h, enum host_state s);
+
 /* Runs the state machine until it must wait; arms the loop for what it
- * waits on. Called on events, on timers and when a slot frees up. */
+ * waits on. Called on events, on timers and when a slot frees up. An
+ * error drops the connection on the spot (the session cannot be trusted
+ * to carry a close) and then retries or finishes the host. */
 void host_drive(struct fanout *f, struct host *h);
 
 /* Ends a host from outside the machine: for a timeout or a cancel, the
- * remote command is signalled first; for an abort the connection is
- * dropped on the spot. */
+ * remote command is signalled first and the connection closed through
+ * the teardown states; for an abort, or before a channel is open, the
+ * connection is dropped on the spot. */
 void host_end(struct fanout *f, struct host *h, enum fanout_outcome why,
 	      bool hard);
 

@@ -270,6 +270,7 @@ static bool same_state(const struct shipper_state *a,
 	       a->newest_committed == b->newest_committed &&
 	       a->waiting == b->waiting && a->dropped == b->dropped &&
 	       a->failures == b->failures &&
+	       a->upload_bps == b->upload_bps &&
 	       !strcmp(a->last_error, b->last_error);
 }
 
@@ -800,6 +801,7 @@ static void upload_newest(struct shipper *s, struct store *store)
 	bool committed, do_prune = false;
 	struct err e;
 	ssize_t at;
+	uint64_t t0;
 	int rc;
 
 	ent->in_flight = true;
@@ -811,10 +813,12 @@ static void upload_newest(struct shipper *s, struct store *store)
 	o.part = s->part;
 	o.parts_expected = s->parts_expected;
 	o.cancel = &s->cancel;
+	t0 = mono_us();
 	if (!step_path(path, s->spool_dir, step, ""))
 		rc = err_set(&e, CKPT_EINVAL, "spool path too long");
 	else
 		rc = ckpt_save(store, path, step, &o, &res, &e);
+	t0 = mono_us() - t0;
 	committed = rc == CKPT_ECOMMITTED || (!rc && res.committed);
 
 	pthread_mutex_lock(&s->mu);
@@ -831,6 +835,14 @@ static void upload_newest(struct shipper *s, struct store *store)
 		drop_entry(s, (size_t)at);
 		publish(s);
 		return;
+	}
+	if (!rc && res.bytes) {
+		/* What an operator needs to know whether a step of this size
+		 * fits in a preemption notice. */
+		s->st.upload_bps = res.bytes * 1000000 / (t0 ? t0 : 1);
+		log_info("step %llu: %.1f MiB uploaded in %.2f s (%.1f MiB/s)",
+			 (unsigned long long)step, res.bytes / 1048576.0,
+			 t0 / 1e6, s->st.upload_bps / 1048576.0);
 	}
 	if (!rc || rc == CKPT_ECOMMITTED) {
 		log_info("step %llu uploaded as %s%s",

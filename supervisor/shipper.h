@@ -45,6 +45,7 @@ struct shipper_state {
 	unsigned waiting;         /* steps in the spool not yet uploaded */
 	unsigned dropped;         /* steps dropped by coalescing or spool */
 	unsigned failures;        /* consecutive failed attempts */
+	uint64_t upload_bps;      /* of the newest successful upload; 0 none */
 	char last_error[256];
 };
 

@@ -18,7 +18,8 @@
 #define STATUS_NAME_MAX 96
 
 static const char *const worker_states[] = { "starting", "restoring",
-	"running", "stopping", "finished", "failed", "preempted", "exited" };
+	"running", "stopping", "finished", "failed", "preempted", "waiting",
+	"exited" };
 
 static bool state_known(const char *s)
 {
@@ -75,6 +76,9 @@ static int status_text(const struct worker_status *st, struct buf *b)
 		r = spec_append_text(b, "time", st->time);
 	if (!r)
 		r = spec_append_text(b, "boot_id", st->boot_id);
+	if (!r && st->upload_bps)
+		r = buf_appendf(b, ",\n  \"upload_bytes_per_s\": %llu",
+				(unsigned long long)st->upload_bps);
 	if (!r)
 		r = buf_appends(b, "\n}\n");
 	return r;
@@ -165,7 +169,7 @@ static int status_parse(struct store *s, const char *name, const char *data,
 {
 	json_error_t jerr;
 	json_t *root = json_loadb(data, len, 0, &jerr);
-	long long sl, wk, gen, step, cstep, restarts;
+	long long sl, wk, gen, step, cstep, restarts, bps;
 	char why[256];
 	const char *bad = NULL;
 
@@ -200,6 +204,9 @@ static int status_parse(struct store *s, const char *name, const char *data,
 		 member_text(root, "boot_id", true, st->boot_id,
 			     sizeof(st->boot_id)))
 		bad = "\"message\", \"time\" or \"boot_id\" is not a string";
+	else if (member_int(root, "upload_bytes_per_s", 0, INT64_MAX, true, 0,
+			    &bps))
+		bad = "\"upload_bytes_per_s\" is not an integer >= 0";
 	json_decref(root);
 	if (bad)
 		return bad_status(s, name, e, bad);
@@ -209,6 +216,7 @@ static int status_parse(struct store *s, const char *name, const char *data,
 	st->step = step;
 	st->committed_step = cstep;
 	st->restarts = (uint64_t)restarts;
+	st->upload_bps = (uint64_t)bps;
 	return 0;
 }
 

@@ -73,10 +73,23 @@ int job_to_json(const struct job *j, char **out, struct err *e);
 /* "slice-S-worker-W": a worker's part, status and log names. */
 void run_worker_name(unsigned slice, unsigned worker, char *out, size_t len);
 
+/* control.json's optional "deadline": when the run's capacity goes away,
+ * a flex-start queued resource's run-duration end ("run-end") or a
+ * node's maintenance window ("maintenance"); worker 0 publishes it from
+ * the TPU API, and every supervisor checkpoints ahead of it. */
+struct control_deadline {
+	char kind[16];           /* "run-end", "maintenance"; "" none */
+	char time[40];           /* RFC 3339 */
+	char about[160];         /* what it is, for people */
+	bool checkpointed;       /* the group took its checkpoint for it
+				    and went on (maintenance) */
+};
+
 /*
  * control.json: {"generation": G, "state": S, "reason": R,
  * "updated_by": W, "restore_step": N or null, "time": T, and on GKE
- * "jobset_restart": A}. It changes only
+ * "jobset_restart": A, and "deadline": {"kind", "time", "about",
+ * "checkpointed"} while one is known}. It changes only
  * by compare-and-swap on its object generation, so two workers bumping
  * the generation for the same failure produce one bump, and every worker
  * of generation G restores the same step (the first to ask fixes it).
@@ -93,6 +106,7 @@ struct control {
 	int64_t jobset_restart;  /* newest JobSet restart attempt whose pods
 				    joined (its one bump made); 0 none, and
 				    when the member is absent */
+	struct control_deadline deadline; /* kind "" when absent */
 	int64_t object_generation; /* the store's, for compare-and-swap */
 };
 
@@ -122,7 +136,9 @@ struct worker_status {
 	unsigned slice, worker;
 	char state[24];          /* "starting", "restoring", "running",
 				    "stopping", "finished", "failed",
-				    "preempted", "exited" */
+				    "preempted", "waiting" (a flex-start
+				    run ended: waiting for capacity),
+				    "exited" */
 	int64_t generation;
 	int64_t step;            /* newest step the trainer reported
 				    (SLICE_STEP_FILE) or wrote; -1 none */
@@ -131,6 +147,11 @@ struct worker_status {
 	char message[256];
 	char time[40];           /* RFC 3339, set by status_put */
 	char boot_id[40];
+	/* Bytes a second of this worker's newest checkpoint upload (part
+	 * size over the save's wall time); 0 none yet. Written as
+	 * "upload_bytes_per_s" only when > 0: older readers ignore it and
+	 * older writers leave it out. */
+	uint64_t upload_bps;
 };
 
 /* Every worker's status, in name order (*out malloc'd). */
@@ -140,5 +161,55 @@ int status_list(struct store *s, struct worker_status **out, size_t *n,
 /* Whether all n_workers workers report "finished" at generation. */
 bool status_all_finished(const struct worker_status *v, size_t n,
 			 unsigned n_workers, int64_t generation);
+
+/*
+ * The run's history (events/): small immutable objects, each one batch of
+ * one writer's events, named events/GGGGGG-SSSSSSSSSS-WRITER.json (the
+ * generation of its first event, the writer's sequence: the Unix second
+ * of the write, so no writer makes more than one object a second) and
+ * holding {"writer": W, "events": [{time, kind, generation, worker,
+ * cause, step, by, details}, ...]}. Written create-only, never changed.
+ * Kinds: bump, failed, stopping, done (control.json changes, by whom and
+ * why), notice, restore, start, exit, hang, commit, progress, boot, end,
+ * chaos (the local provider's injected failures), recreated.
+ */
+struct event {
+	char time[32];           /* RFC 3339 UTC with milliseconds */
+	char kind[16];
+	int64_t generation;      /* 0: not known */
+	char worker[64];         /* the writer: "slice-S-worker-W",
+				    "slicectl", "local" */
+	char cause[256];
+	int64_t step;            /* -1: none */
+	char by[64];
+	char details[256];       /* a JSON object's text, or "" */
+};
+
+/* ev zeroed, its time now, kind, generation, step -1 and worker. */
+void event_init(struct event *ev, const char *kind, int64_t generation,
+		const char *worker);
+
+/*
+ * Records ev in the run at s: queued for this process's writer when
+ * events_start opened one (spooled on disk, written within about a
+ * second, late when the store is down), else written at once as its own
+ * object. Failing to record history never fails the caller's work: the
+ * error is for a message.
+ */
+int event_record(struct store *s, const struct event *ev, struct err *e);
+
+/* This process's writer for the run at run_url, as `writer` (a worker's
+ * name), spooling to spool_dir (events written by an earlier process
+ * that could not reach the store are written now). */
+int events_start(const char *run_url, const char *writer,
+		 const char *spool_dir, struct err *e);
+/* Writes what is queued (trying until deadline_ms, mono_ms's clock) and
+ * ends the writer; what is still unwritten stays in the spool. */
+void events_stop(uint64_t deadline_ms);
+
+/* Every event of the run in time order (ties: by writer, then as
+ * written); *out malloc'd. */
+int events_list(struct store *s, struct event **out, size_t *n,
+		struct err *e);
 
 #endif

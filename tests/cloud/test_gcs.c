@@ -6,7 +6,7 @@
  * identical afterwards, pagination, compose, and malformed answers.
  */
 #include "cloud/gcs.h"
-#include "tests/cloud/fake_gcs.h"
+#include "tests/cloud/gcs_check.h"
 #include "tests/cloud/tiny_http.h"
 
 #include <criterion/criterion.h>
@@ -20,32 +20,18 @@
 static struct fake_gcs fake;
 static struct gcs_client client;
 
-static void clean_env(void)
-{
-	unsetenv("SLICECTL_ACCESS_TOKEN");
-	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
-	unsetenv("SLICECTL_TOKEN_URI");
-	setenv("GCE_METADATA_HOST", "127.0.0.1:9", 1);
-	setenv("HOME", "/nonexistent", 1);
-}
-
 static void start_client(struct gcs_client *c)
 {
 	struct http_policy p;
 	struct err e;
 
-	http_policy_default(&p);
-	p.backoff_base_ms = 5;
-	p.backoff_max_ms = 50;
-	p.max_attempts = 6;
-	p.stall_ms = 1000;
-	p.connect_timeout_ms = 2000;
+	gcs_check_policy(&p);
 	cr_assert_eq(gcs_client_init(c, &p, &e), 0, "%s", e.msg);
 }
 
 static void setup(void)
 {
-	clean_env();
+	gcs_check_clean_env();
 	cr_assert_eq(fake_gcs_start(&fake, NULL), 0);
 	setenv("STORAGE_EMULATOR_HOST", fake.base, 1);
 	start_client(&client);
@@ -59,79 +45,29 @@ static void teardown(void)
 
 TestSuite(gcs, .init = setup, .fini = teardown, .timeout = 300);
 
-static unsigned char *pattern(size_t len, unsigned seed)
-{
-	unsigned char *d = malloc(len ? len : 1);
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-
-	cr_assert(d);
-	for (size_t i = 0; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		d[i] = (unsigned char)x;
-	}
-	return d;
-}
-
-static int to_buf(void *ud, const void *data, size_t len, struct err *e)
-{
-	(void)e;
-	return buf_append(ud, data, len) ? CLOUD_ENOMEM : 0;
-}
-
-/* Downloads name and checks it is exactly want. */
 static void expect_object(const char *name, const void *want, size_t len)
 {
-	struct buf got;
-	struct store_object o;
-	struct err e;
+	gcs_check_object(&client, BUCKET, name, want, len);
+}
 
-	buf_init(&got);
-	cr_assert_eq(gcs_get(&client, BUCKET, name, 0, to_buf, &got, &o, &e),
-		     0, "%s", e.msg);
-	cr_assert_eq(got.len, len);
-	cr_assert_eq(o.size, len);
-	cr_assert(len == 0 || memcmp(got.data, want, len) == 0,
-		  "%s differs", name);
-	cr_assert_eq(o.crc32c, crc32c_update(0, want, len));
-	store_object_release(&o);
-	buf_release(&got);
+static void fault(const char *rules)
+{
+	gcs_check_fault(&fake, rules);
+}
+
+static void no_faults_left(void)
+{
+	gcs_check_no_faults_left(&fake);
 }
 
 static json_t *requests(void)
 {
-	char *log;
-	json_t *arr;
-
-	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/requests", NULL,
-				   &log), 200);
-	arr = json_loads(log, 0, NULL);
-	cr_assert(json_is_array(arr));
-	free(log);
-	return arr;
+	return gcs_check_requests(&fake);
 }
 
 static void forget_requests(void)
 {
 	cr_assert_eq(fake_gcs_call(&fake, "DELETE", "/_fake/requests", NULL,
-				   NULL), 200);
-}
-
-static void fault(const char *rules)
-{
-	cr_assert_eq(fake_gcs_faults(&fake, rules), 0, "%s", rules);
-}
-
-static void no_faults_left(void)
-{
-	char *log;
-
-	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/faults", NULL, &log),
-		     200);
-	cr_assert(!strstr(log, "\"times\": 1"), "unused fault: %s", log);
-	free(log);
-	cr_assert_eq(fake_gcs_call(&fake, "DELETE", "/_fake/faults", NULL,
 				   NULL), 200);
 }
 
@@ -253,7 +189,7 @@ static int upload(const char *name, const unsigned char *data, size_t len,
 Test(gcs, resumable_64mib_in_aligned_chunks)
 {
 	size_t len = 64 * MiB + 12345;
-	unsigned char *data = pattern(len, 1);
+	unsigned char *data = gcs_check_pattern(len, 1);
 	struct store_object o;
 	struct err e;
 	json_t *log, *v;
@@ -297,7 +233,7 @@ Test(gcs, resumable_64mib_in_aligned_chunks)
 static void upload_with_fault(const char *phase, const char *rule)
 {
 	size_t len = 3 * MiB + 777;
-	unsigned char *data = pattern(len, 7);
+	unsigned char *data = gcs_check_pattern(len, 7);
 	char name[64];
 	struct gcs_upload u;
 	struct store_object o;
@@ -403,7 +339,7 @@ Test(gcs, faults_during_simple_uploads_with_a_precondition)
 
 static void download_with_fault(const char *rule, size_t len)
 {
-	unsigned char *data = pattern(len, 3);
+	unsigned char *data = gcs_check_pattern(len, 3);
 	struct err e;
 
 	cr_assert_eq(gcs_put(&client, BUCKET, "dl", data, len,
@@ -442,7 +378,7 @@ Test(gcs, faults_during_download)
 Test(gcs, resumed_download_asks_for_the_rest_of_one_generation)
 {
 	size_t len = 2 * MiB;
-	unsigned char *data = pattern(len, 4);
+	unsigned char *data = gcs_check_pattern(len, 4);
 	struct store_object o;
 	struct err e;
 	json_t *log, *v;
@@ -480,7 +416,7 @@ Test(gcs, resumed_download_asks_for_the_rest_of_one_generation)
 Test(gcs, corrupted_download_is_caught)
 {
 	size_t len = 100000;
-	unsigned char *data = pattern(len, 5);
+	unsigned char *data = gcs_check_pattern(len, 5);
 	struct buf got;
 	struct err e;
 
@@ -489,7 +425,7 @@ Test(gcs, corrupted_download_is_caught)
 	fault("{\"method\": \"GET\", \"path\": \"alt=media\", \"action\": "
 	      "\"corrupt\", \"after_bytes\": 5000}");
 	buf_init(&got);
-	cr_assert_eq(gcs_get(&client, BUCKET, "c", 0, to_buf, &got, NULL, &e),
+	cr_assert_eq(gcs_get(&client, BUCKET, "c", 0, gcs_check_to_buf, &got, NULL, &e),
 		     CLOUD_ECORRUPT);
 	cr_assert(strstr(e.msg, "crc32c"), "%s", e.msg);
 	buf_release(&got);
@@ -575,7 +511,7 @@ Test(gcs, pagination_and_delimiters)
 Test(gcs, compose)
 {
 	const char *src[] = { "part/0", "part/1", "part/2" };
-	unsigned char *data = pattern(3000, 9);
+	unsigned char *data = gcs_check_pattern(3000, 9);
 	struct store_object o;
 	struct err e;
 
@@ -680,7 +616,7 @@ Test(gcs, store_facade_over_gs)
 	struct err e;
 	char *text;
 	size_t len;
-	unsigned char *data = pattern(20 * MiB, 11);
+	unsigned char *data = gcs_check_pattern(20 * MiB, 11);
 
 	cr_assert_eq(store_open(&s, "gs://bkt/runs/r1", &e), 0, "%s", e.msg);
 	cr_assert_eq(store_put(s, "control.json", "{}", 2, STORE_CREATE_ONLY,
@@ -744,7 +680,7 @@ Test(gcs, two_gib_round_trip)
 
 	if (on && !strcmp(on, "0"))
 		cr_skip_test("SLICECTL_TEST_2GIB=0");
-	data = pattern(piece, 2);
+	data = gcs_check_pattern(piece, 2);
 	t0 = mono_ms();
 	cr_assert_eq(gcs_upload_begin(&client, BUCKET, "huge",
 				      STORE_CREATE_ONLY, 0, &u, &e), 0);

@@ -19,8 +19,19 @@ from memoryviews). CRC32C uses the C implementation in libext2fs through
 ctypes when the library is present (over 1 GB/s) and a table-driven Python
 fallback otherwise (a few MB/s); see crc32c_backend in --help output.
 
+A bandwidth model reproduces GCS's per-stream ceiling on loopback: every
+connection moves request and response bodies at most --bandwidth-per-
+connection bytes a second (env GCS_FAKE_BANDWIDTH_PER_CONNECTION), and all
+connections together at most --bandwidth-total (env GCS_FAKE_BANDWIDTH_TOTAL);
+values take a K, M or G suffix (powers of 1024), 0 is no limit. POST
+/_fake/bandwidth {"per_connection": N, "total": N} changes them (a new
+per-connection limit applies to connections opened afterwards). The request
+log names each request's connection (its client port), so a test can see
+how many connections a transfer used.
+
 Usage: gcs_fake.py --port-file FILE [--port N] [--require-token T]
                    [--jwt-public-key PEM] [--token-expires-in S] [--verbose]
+                   [--bandwidth-per-connection B] [--bandwidth-total B]
 Serves http://127.0.0.1:PORT until SIGTERM; PORT is written to FILE (by
 rename, so a reader never sees half of it) once the socket listens.
 """
@@ -52,6 +63,8 @@ CHUNK_UNIT = 256 * 1024
 MAX_COMPOSE_SOURCES = 32
 MAX_COMPONENTS = 1024
 READ_PIECE = 1 << 20
+# Bodies move in smaller pieces under a bandwidth limit, for even pacing.
+THROTTLED_PIECE = 64 * 1024
 TOKEN_AUDIENCES = ("https://oauth2.googleapis.com/token",
 		   "https://www.googleapis.com/oauth2/v4/token")
 
@@ -330,6 +343,41 @@ class UploadSession:
 			self.crc_len = end
 
 
+# ---------------------------------------------------------------- bandwidth
+
+
+class Throttle:
+	"""A rate limit shared by whoever calls take(): each call waits
+	until its bytes would have gone through at rate bytes a second,
+	with no burst saved up while idle."""
+
+	def __init__(self, rate):
+		self.rate = float(rate)
+		self.lock = threading.Lock()
+		self.next = time.monotonic()
+
+	def take(self, n):
+		with self.lock:
+			now = time.monotonic()
+			self.next = max(now, self.next) + n / self.rate
+			wait = self.next - now
+		if wait > 0:
+			time.sleep(wait)
+
+
+def parse_rate(value):
+	"""Bytes a second from "123", "8K", "4M" or "1G"; 0 is no limit."""
+	v = str(value).strip().upper()
+	mult = 1
+	if v and v[-1] in "KMG":
+		mult = 1024 ** ("KMG".index(v[-1]) + 1)
+		v = v[:-1]
+	rate = int(float(v) * mult)
+	if rate < 0:
+		raise ValueError("a bandwidth is >= 0")
+	return rate
+
+
 class State:
 	def __init__(self):
 		self.lock = threading.Lock()
@@ -477,6 +525,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
 	# A client that vanished without closing must not pin a thread.
 	timeout = 300
 
+	def setup(self):
+		super().setup()
+		rate = self.server.conn_rate
+		self.conn_throttle = Throttle(rate) if rate else None
+
+	def throttle(self, n):
+		"""Waits until n more body bytes may move on this connection."""
+		if self.conn_throttle is not None:
+			self.conn_throttle.take(n)
+		total = self.server.total_throttle
+		if total is not None:
+			total.take(n)
+
+	def piece_size(self):
+		if self.conn_throttle is not None or \
+				self.server.total_throttle is not None:
+			return THROTTLED_PIECE
+		return READ_PIECE
+
 	def log_message(self, fmt, *args):
 		if self.server.verbose:
 			sys.stderr.write("gcs-fake: " + (fmt % args) + "\n")
@@ -567,6 +634,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			"body_length": 0,
 			"status": None,
 			"fault": self.fault.action if self.fault else None,
+			"connection": self.client_address[1],
 		}
 		self.log_entry = entry
 		with self.state.lock:
@@ -660,10 +728,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 						pass
 					return
 				while size:
-					piece = self.rfile.read(min(size,
-								    READ_PIECE))
+					piece = self.rfile.read(min(
+						size, self.piece_size()))
 					if not piece:
 						raise ConnectionResetError()
+					self.throttle(len(piece))
 					size -= len(piece)
 					yield piece
 				self.rfile.readline(65537)
@@ -674,9 +743,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			except ValueError:
 				raise bad_request("Invalid Content-Length")
 			while left > 0:
-				piece = self.rfile.read(min(left, READ_PIECE))
+				piece = self.rfile.read(min(left,
+							    self.piece_size()))
 				if not piece:
 					raise ConnectionResetError()
+				self.throttle(len(piece))
 				left -= len(piece)
 				yield piece
 
@@ -755,8 +826,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 				f.after_bytes < length:
 			flip_at = f.after_bytes
 		pos = 0
+		step = self.piece_size()
 		while pos < stop:
-			end = min(stop, pos + READ_PIECE)
+			end = min(stop, pos + step)
 			if pause_at is not None and pos < pause_at < end:
 				end = pause_at
 			if flip_at is not None and pos <= flip_at < end:
@@ -765,6 +837,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 				self.wfile.write(piece)
 			else:
 				self.wfile.write(mv[pos:end])
+			self.throttle(end - pos)
 			pos = end
 			if pause_at is not None and pos == pause_at:
 				time.sleep(f.seconds)
@@ -1554,6 +1627,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			with st.lock:
 				st.requests = []
 			return self.send_json(200, {})
+		if p == "/_fake/bandwidth" and m == "POST":
+			doc = self.read_json()
+			try:
+				if "per_connection" in doc:
+					self.server.conn_rate = parse_rate(
+						doc["per_connection"])
+				if "total" in doc:
+					rate = parse_rate(doc["total"])
+					self.server.total_throttle = \
+						Throttle(rate) if rate else None
+			except (ValueError, TypeError) as err:
+				raise bad_request("Bad bandwidth: %s" % err)
+			return self.send_json(200, {
+				"per_connection": self.server.conn_rate,
+				"total": int(self.server.total_throttle.rate)
+				if self.server.total_throttle else 0})
 		if p == "/_fake/reset" and m == "POST":
 			self.read_body()
 			st.reset()
@@ -1587,6 +1676,14 @@ def main():
 	ap.add_argument("--jwt-public-key")
 	ap.add_argument("--token-expires-in", type=int, default=3600)
 	ap.add_argument("--verbose", action="store_true")
+	ap.add_argument("--bandwidth-per-connection", type=parse_rate,
+			default=os.environ.get(
+				"GCS_FAKE_BANDWIDTH_PER_CONNECTION", "0"),
+			help="bytes a second per connection (K, M, G suffixes; "
+			"0: no limit)")
+	ap.add_argument("--bandwidth-total", type=parse_rate,
+			default=os.environ.get("GCS_FAKE_BANDWIDTH_TOTAL", "0"),
+			help="bytes a second over all connections")
 	args = ap.parse_args()
 
 	srv = Server(("127.0.0.1", args.port), Handler)
@@ -1595,6 +1692,9 @@ def main():
 	srv.require_token = args.require_token
 	srv.jwt_public_key = args.jwt_public_key
 	srv.expires_in = args.token_expires_in
+	srv.conn_rate = args.bandwidth_per_connection
+	srv.total_throttle = Throttle(args.bandwidth_total) \
+		if args.bandwidth_total else None
 
 	def stop(signum, frame):
 		raise SystemExit(0)

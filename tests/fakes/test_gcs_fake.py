@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.parse
@@ -321,6 +322,93 @@ class FakeTest(unittest.TestCase):
 		self.assertEqual(e["query"], {"prefix": "a/", "maxResults": "2"})
 		self.assertEqual(e["headers"]["authorization"], "Bearer t")
 		self.assertEqual(e["body_length"], 0)
+
+	# ---- compose
+
+	def compose(self, dest, sources, query=""):
+		return self.call(
+			"POST", "/storage/v1/b/bk/o/%s/compose%s" % (
+				urllib.parse.quote(dest, safe=""), query),
+			json.dumps({"sourceObjects": sources}),
+			{"Content-Type": "application/json"})
+
+	def test_compose_semantics(self):
+		a = self.put_object("a", b"hello ")
+		self.put_object("b", b"world")
+		r, body = self.compose("ab", [{"name": "a"}, {"name": "b"}])
+		self.assertEqual(r.status, 200, body)
+		o = json.loads(body)
+		self.assertEqual(o["size"], "11")
+		self.assertEqual(o["componentCount"], 2)
+		self.assertEqual(o["crc32c"], gcs_fake.crc32c_b64(
+			gcs_fake.crc32c(b"hello world")))
+		# A composite of composites counts every component.
+		r, body = self.compose("abab", [{"name": "ab"}, {"name": "ab"}])
+		self.assertEqual(json.loads(body)["componentCount"], 4)
+		r, _ = self.compose("x", [{"name": "a"}, {"name": "nope"}])
+		self.assertEqual(r.status, 404)
+		r, _ = self.compose("x", [{"name": "a"}] * 33)
+		self.assertEqual(r.status, 400)
+		r, _ = self.compose("ab", [{"name": "a"}], "?ifGenerationMatch=0")
+		self.assertEqual(r.status, 412)
+		r, _ = self.compose("y", [{"name": "a", "generation":
+					    int(a["generation"]) + 1}])
+		self.assertEqual(r.status, 404)
+		r, _ = self.compose("y", [{"name": "a", "objectPreconditions": {
+			"ifGenerationMatch": int(a["generation"]) + 1}}])
+		self.assertEqual(r.status, 412)
+
+	# ---- bandwidth
+
+	def timed_puts(self, n, size):
+		"""Seconds for n uploads of size bytes at once, each on its
+		own connection."""
+		errors = []
+
+		def one(k):
+			try:
+				self.put_object("bw%d" % k, b"x" * size)
+			except BaseException as err:
+				errors.append(err)
+		threads = [threading.Thread(target=one, args=(k,))
+			   for k in range(n)]
+		t0 = time.monotonic()
+		for t in threads:
+			t.start()
+		for t in threads:
+			t.join()
+		self.assertEqual(errors, [])
+		return time.monotonic() - t0
+
+	def test_bandwidth_per_connection_and_total(self):
+		size = 256 * 1024
+		try:
+			r, body = self.call("POST", "/_fake/bandwidth", json.dumps(
+				{"per_connection": "1M"}))
+			self.assertEqual(r.status, 200, body)
+			# A quarter second each, whether alone or with others.
+			self.assertGreater(self.timed_puts(1, size), 0.2)
+			self.assertLess(self.timed_puts(3, size), 0.6)
+			self.call("POST", "/_fake/bandwidth", json.dumps(
+				{"per_connection": 0, "total": "1M"}))
+			# Three share the total: three quarters of a second.
+			self.assertGreater(self.timed_puts(3, size), 0.6)
+		finally:
+			self.call("POST", "/_fake/bandwidth", json.dumps(
+				{"per_connection": 0, "total": 0}))
+		r, _ = self.call("POST", "/_fake/bandwidth", json.dumps(
+			{"total": "fast"}))
+		self.assertEqual(r.status, 400)
+
+	def test_request_log_names_the_connection(self):
+		c = self.conn()
+		self.call("GET", "/storage/v1/b/bk/o", conn=c)
+		self.call("GET", "/storage/v1/b/bk/o", conn=c)
+		self.call("GET", "/storage/v1/b/bk/o")
+		ports = [e["connection"] for e in self.requests()]
+		c.close()
+		self.assertEqual(ports[0], ports[1])
+		self.assertNotEqual(ports[0], ports[2])
 
 
 class TokenTest(unittest.TestCase):

@@ -395,6 +395,7 @@ Test(shipper, a_step_is_taken_uploaded_and_committed)
 	cr_assert_eq(st.waiting, 0);
 	cr_assert_eq(st.dropped, 0);
 	cr_assert_eq(st.failures, 0);
+	cr_assert_gt(st.upload_bps, 0);
 	/* Moved out of the trainer's directory, marker gone, spool empty. */
 	cr_assert(!exists("%s/step-7", ckpt_dir));
 	cr_assert(!exists("%s/step-7.done", ckpt_dir));
@@ -832,22 +833,23 @@ Test(shipper, stop_is_prompt_mid_upload)
 	uint64_t t0;
 
 	start_fake();
-	/* Every 8 MiB chunk takes 0.4 s to be answered. */
-	faults("{\"action\": \"stall\", \"seconds\": 0.4, \"method\": \"PUT\", "
-	       "\"path\": \"upload_id\", \"times\": -1}");
+	/* Every piece of the parallel upload (8 MiB) takes 0.4 s to be
+	 * answered. */
+	faults("{\"action\": \"stall\", \"seconds\": 0.4, \"method\": \"POST\", "
+	       "\"path\": \"uploadType=media\", \"times\": -1}");
 	config_init(&c, url);
 	s = start(&c);
 	make_step(ckpt_dir, 1, 40 * MiB);
 	wait_state(s, done_is, 1, 10000, "taken");
-	/* Wait for the first chunk to be on its way. */
+	/* Wait for the first piece to be on its way. */
 	for (t0 = mono_ms();; sleep_ms(20)) {
 		cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/requests",
 					   NULL, &log), 200);
-		bool put = strstr(log, "\"PUT\"") != NULL;
+		bool put = strstr(log, "\"media\"") != NULL;
 		free(log);
 		if (put)
 			break;
-		cr_assert_lt(mono_ms() - t0, 10000, "no chunk sent");
+		cr_assert_lt(mono_ms() - t0, 10000, "no piece sent");
 	}
 	stop_within(s, 1000);
 	/* The part never appeared. */

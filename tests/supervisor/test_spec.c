@@ -1184,6 +1184,7 @@ Test(status, put_and_list)
 	a.step = 1200;
 	a.committed_step = 1000;
 	a.restarts = 4;
+	a.upload_bps = 123456789;
 	snprintf(a.message, sizeof(a.message), "training \"fine\"\n\xc3\xa9");
 	snprintf(a.boot_id, sizeof(a.boot_id),
 		 "0e1c7f0a-4f27-4bb2-9d51-0f3b8ab8a7c1");
@@ -1212,6 +1213,12 @@ Test(status, put_and_list)
 			 a.boot_id);
 	cr_expect_str_eq(json_string_value(json_object_get(root, "message")),
 			 a.message);
+	cr_expect_eq(json_integer_value(json_object_get(
+			     root, "upload_bytes_per_s")), 123456789);
+	json_decref(root);
+	/* No upload measured yet: the member is left out, as before. */
+	root = read_json(s, "status/slice-1-worker-0.json");
+	cr_expect_null(json_object_get(root, "upload_bytes_per_s"));
 	json_decref(root);
 
 	v = list_ok(s, &n);
@@ -1229,6 +1236,8 @@ Test(status, put_and_list)
 	cr_expect_str_eq(v[1].message, a.message);
 	cr_expect_str_eq(v[1].time, a.time);
 	cr_expect_str_eq(v[1].boot_id, a.boot_id);
+	cr_expect_eq(v[1].upload_bps, 123456789);
+	cr_expect_eq(v[2].upload_bps, 0);
 	cr_expect_eq(v[0].step, -1);
 	cr_expect_eq(v[0].committed_step, -1);
 	cr_expect_str_eq(v[0].state, "starting");

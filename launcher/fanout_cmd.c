@@ -1,10 +1,10 @@
 /*
- * dispatch.c: one fan-out from parsed options to exit status. Interrupts
+ * fanout_cmd.c: one fan-out from parsed options to exit status. Interrupts
  * (SIGINT, SIGTERM, SIGHUP) only write to a self-pipe that the fan-out's
  * loop watches: the first ends the remote commands, the second drops the
  * connections.
  */
-#include "launcher/dispatch.h"
+#include "launcher/fanout_cmd.h"
 #include "launcher/launcher.h"
 #include "launcher/output.h"
 
@@ -64,8 +64,8 @@ static void signals_restore(void)
 	}
 }
 
-int dispatch(const struct host_options *ho, struct fanout_config *cfg,
-	     bool sent_column)
+int fanout_cmd_run(const struct host_options *ho, struct fanout_config *cfg,
+		   bool sent_column)
 {
 	struct targets t;
 	struct output out;
