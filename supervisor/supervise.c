@@ -168,34 +168,10 @@ static void note(struct sup *s, const char *kind, int64_t step,
 
 /* ---- signals ---- */
 
-static int signal_fd = -1;
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	char c = sig == SIGCHLD ? 'C' : 'T';
-
-	if (write(signal_fd, &c, 1) < 0) {
-		/* Full: the loop has enough to wake for. */
-	}
-	errno = saved;
-}
-
-static void signals_setup(int fd)
-{
-	struct sigaction sa;
-
-	signal_fd = fd;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGCHLD, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
+/* What the self-pipe carries from the handler: a stop request (any of the
+ * first three) or a trainer that exited. */
+static const int caught[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+#define N_CAUGHT (sizeof(caught) / sizeof(caught[0]))
 
 /* ---- the heartbeat ---- */
 
@@ -1062,21 +1038,6 @@ static void step(struct sup *s)
 
 /* ---- set-up and the loop ---- */
 
-static int make_dir(const char *path)
-{
-	char tmp[1200];
-
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = strchr(tmp + 1, '/'); p; p = strchr(p + 1, '/')) {
-		*p = '\0';
-		mkdir(tmp, 0755);
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) && errno != EEXIST)
-		return errno;
-	return 0;
-}
-
 static int load_job(struct sup *s, struct err *e)
 {
 	struct store *st;
@@ -1145,11 +1106,11 @@ static int setup(struct sup *s, struct err *e)
 	snprintf(s->log_dir, sizeof(s->log_dir), "%s/logs", o->state_dir);
 	snprintf(s->progress_dir, sizeof(s->progress_dir), "%s/progress",
 		 o->state_dir);
-	if (make_dir(o->state_dir) || make_dir(s->ckpt_dir) ||
-	    make_dir(s->spool_dir) || make_dir(s->log_dir) ||
-	    make_dir(s->progress_dir))
-		return err_errno(e, COMMON_EIO, errno, "cannot create %s",
-				 o->state_dir);
+	if (fs_mkdir_p(s->ckpt_dir, 0755, e) ||
+	    fs_mkdir_p(s->spool_dir, 0755, e) ||
+	    fs_mkdir_p(s->log_dir, 0755, e) ||
+	    fs_mkdir_p(s->progress_dir, 0755, e))
+		return e->code;
 	if ((rc = boot_id_read(s->boot_id, e)) ||
 	    (rc = sup_state_load(s->state_path, &s->st, &s->st_found, e)) ||
 	    (rc = load_job(s, e)) ||
@@ -1171,14 +1132,11 @@ static int setup(struct sup *s, struct err *e)
 		trainer_kill_orphan(s->st.trainer_pgid, s->st.trainer_start);
 	s->st.trainer_pgid = 0;
 	s->ready = true;
-	if (pipe(s->pipe))
-		return err_errno(e, COMMON_EIO, errno, "pipe");
-	for (int i = 0; i < 2; i++) {
-		fcntl(s->pipe[i], F_SETFL,
-		      fcntl(s->pipe[i], F_GETFL) | O_NONBLOCK);
-		fcntl(s->pipe[i], F_SETFD, FD_CLOEXEC);
-	}
-	signals_setup(s->pipe[1]);
+	/* SA_RESTART: the loop looks at the pipe, not at EINTR. */
+	if ((rc = self_pipe_open(s->pipe, e)) ||
+	    (rc = self_pipe_catch(s->pipe[1], caught, N_CAUGHT, true, e)))
+		return rc;
+	signal(SIGPIPE, SIG_IGN);
 	sc.run_url = o->run_url;
 	sc.ckpt_dir = s->ckpt_dir;
 	sc.spool_dir = s->spool_dir;
@@ -1232,7 +1190,8 @@ static void drain_pipe(struct sup *s)
 
 	while ((n = read(s->pipe[0], buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++)
-			if (buf[i] == 'T' && !s->notice) {
+			if ((buf[i] == SIGTERM || buf[i] == SIGINT ||
+			     buf[i] == SIGHUP) && !s->notice) {
 				s->notice = true;
 				snprintf(s->why, sizeof(s->why),
 					 "SIGTERM: the machine is going away");
@@ -1332,9 +1291,7 @@ int supervise(const struct supervise_options *o)
 	events_stop(mono_ms() + 5000);
 	if (s.ready)
 		save_state(&s);
-	for (int i = 0; i < 2; i++)
-		if (s.pipe[i] >= 0)
-			close(s.pipe[i]);
+	self_pipe_release(s.pipe, caught, N_CAUGHT);
 	identity_release(&s.id);
 	job_release(&s.job);
 	return status;

@@ -11,7 +11,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define POLL_S 60
@@ -44,7 +43,8 @@ static bool is_notice(enum watch_event ev, const char *value)
 static void notice(struct watcher *wr, const char *value)
 {
 	struct watch *w = wr->w;
-	char c = (char)wr->event;
+	/* A letter: the supervisor's pipe carries signal numbers too. */
+	const char c = 'm';
 
 	pthread_mutex_lock(&w->mu);
 	snprintf(w->what, sizeof(w->what), "%s is %.64s", wr->path, value);
@@ -61,11 +61,8 @@ static void notice(struct watcher *wr, const char *value)
 static void pause_ms(struct watch *w, unsigned ms)
 {
 	for (unsigned slept = 0; slept < ms && !atomic_load(&w->stop);
-	     slept += 100) {
-		struct timespec ts = { 0, 100 * 1000000L };
-
-		nanosleep(&ts, NULL);
-	}
+	     slept += 100)
+		proc_sleep_ms(100, true);
 }
 
 static void *run(void *arg)
