@@ -239,27 +239,6 @@ static int remove_at(int dirfd, const char *name, unsigned depth)
 	return rc;
 }
 
-static int mkdir_p(const char *path)
-{
-	char tmp[SPOOL_PATH];
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(tmp))
-		return ENAMETOOLONG;
-	memcpy(tmp, path, n + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-			return errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-		return errno;
-	return 0;
-}
-
 /* ---------------------------------------------------------------- state */
 
 static bool same_state(const struct shipper_state *a,
@@ -1062,7 +1041,7 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 		     mono_us() ^ ((uint64_t)getpid() << 32) ^
 		     (uint64_t)(uintptr_t)s);
 
-	r = mkdir_p(s->spool_dir);
+	r = fs_mkdir_p(s->spool_dir, 0755, NULL);
 	if (r) {
 		rc = err_errno(e, COMMON_EIO, r, "cannot create the spool "
 			       "directory %s", s->spool_dir);

@@ -4,11 +4,9 @@
 #include "supervisor/state.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -58,33 +56,17 @@ int sup_state_save(const char *path, const struct sup_state *st,
 			      (json_int_t)st->trainer_start, "preempted",
 			      st->preempted);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	struct buf tmp;
-	int fd, rc = 0;
-	size_t len;
+	struct buf out;
+	int rc = 0;
 
 	json_decref(j);
-	if (!text)
-		return err_set(e, COMMON_ENOMEM, "out of memory");
-	len = strlen(text);
-	buf_init(&tmp);
-	if (buf_appendf(&tmp, "%s.new", path)) {
-		free(text);
-		return err_set(e, COMMON_ENOMEM, "out of memory");
-	}
-	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		rc = err_errno(e, COMMON_EIO, errno, "cannot write %s", tmp.data);
-	else if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
-		 fsync(fd))
-		rc = err_errno(e, COMMON_EIO, errno, "writing %s", tmp.data);
-	if (fd >= 0 && close(fd) && !rc)
-		rc = err_errno(e, COMMON_EIO, errno, "writing %s", tmp.data);
-	if (!rc && rename(tmp.data, path))
-		rc = err_errno(e, COMMON_EIO, errno, "cannot replace %s", path);
-	if (rc && fd >= 0)
-		unlink(tmp.data);
+	buf_init(&out);
+	if (!text || buf_appends(&out, text) || buf_appends(&out, "\n"))
+		rc = err_set(e, COMMON_ENOMEM, "out of memory");
+	else if (fs_write_atomic(path, out.data, out.len, 0600, true, e))
+		rc = e->code;
 	free(text);
-	buf_release(&tmp);
+	buf_release(&out);
 	return rc;
 }
 
