@@ -8,61 +8,12 @@
 #include "launcher/launcher.h"
 #include "launcher/output.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-static int signal_pipe[2] = { -1, -1 };
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	char c = (char)sig;
-
-	if (write(signal_pipe[1], &c, 1) < 0) {
-		/* The pipe is full: enough interrupts are pending. */
-	}
-	errno = saved;
-}
-
-static int signals_setup(struct err *e)
-{
-	struct sigaction sa;
-
-	if (pipe(signal_pipe))
-		return err_errno(e, COMMON_EIO, errno, "pipe");
-	for (int i = 0; i < 2; i++) {
-		fcntl(signal_pipe[i], F_SETFL,
-		      fcntl(signal_pipe[i], F_GETFL) | O_NONBLOCK);
-		fcntl(signal_pipe[i], F_SETFD, FD_CLOEXEC);
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	/* No SA_RESTART: a call that blocks while the fan-out starts (an
-	 * agent, a slow disk) returns EINTR instead of being restarted for
-	 * as long as it blocks, and the fan-out then sees the interrupt. */
-	sa.sa_flags = 0;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	return 0;
-}
-
-static void signals_restore(void)
-{
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	for (int i = 0; i < 2; i++) {
-		if (signal_pipe[i] >= 0)
-			close(signal_pipe[i]);
-		signal_pipe[i] = -1;
-	}
-}
+static const int interrupts[] = { SIGINT, SIGTERM, SIGHUP };
+#define N_INTERRUPTS (sizeof(interrupts) / sizeof(interrupts[0]))
 
 int fanout_cmd_run(const struct host_options *ho, struct fanout_config *cfg,
 		   bool sent_column)
@@ -73,7 +24,8 @@ int fanout_cmd_run(const struct host_options *ho, struct fanout_config *cfg,
 	struct fanout_callbacks cb = { 0 };
 	struct fanout_result *results = NULL;
 	struct err e;
-	uint64_t start;
+	uint64_t start = 0;
+	int cancel[2] = { -1, -1 };
 	int rc, status = EXIT_USAGE;
 
 	err_init(&e);
@@ -100,17 +52,23 @@ int fanout_cmd_run(const struct host_options *ho, struct fanout_config *cfg,
 		rc = err_set(&e, COMMON_ENOMEM, "out of memory");
 	if (!rc)
 		rc = output_init(&out, &oc, t.v, t.n, &e);
-	if (!rc)
-		rc = signals_setup(&e);
-	if (!rc) {
-		cfg->cancel_fd = signal_pipe[0];
-		cb.ud = &out;
-		cb.output = output_chunk;
-		cb.done = output_done;
-		cb.flush = output_flush;
-		start = mono_ms();
-		rc = fanout_run(cfg, t.v, t.n, results, &cb, &e);
-		signals_restore();
+	if (!rc && !(rc = self_pipe_open(cancel, &e))) {
+		/* No SA_RESTART: a call that blocks while the fan-out starts
+		 * (an agent, a slow disk) returns EINTR instead of being
+		 * restarted for as long as it blocks, and the fan-out then
+		 * sees the interrupt. */
+		rc = self_pipe_catch(cancel[1], interrupts, N_INTERRUPTS,
+				     false, &e);
+		if (!rc) {
+			cfg->cancel_fd = cancel[0];
+			cb.ud = &out;
+			cb.output = output_chunk;
+			cb.done = output_done;
+			cb.flush = output_flush;
+			start = mono_ms();
+			rc = fanout_run(cfg, t.v, t.n, results, &cb, &e);
+		}
+		self_pipe_release(cancel, interrupts, N_INTERRUPTS);
 	}
 	if (rc) {
 		output_flush(&out);
