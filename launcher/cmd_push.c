@@ -37,23 +37,15 @@ struct packed {
 static int write_packed(void *ud, const void *data, size_t len, struct err *e)
 {
 	struct packed *p = ud;
-	const char *c = data;
+	int rc;
 
 	if (!EVP_DigestUpdate(p->sha, data, len))
 		return err_set(e, COMMON_EIO, "SHA-256 failed");
-	while (len) {
-		ssize_t w = write(p->fd, c, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return err_errno(e, COMMON_EIO, errno,
-					 "writing the packed copy to $TMPDIR "
-					 "(set TMPDIR to a roomier place)");
-		c += w;
-		len -= (size_t)w;
-		p->len += (size_t)w;
-	}
+	if ((rc = fs_write_all(p->fd, data, len)))
+		return err_errno(e, COMMON_EIO, rc,
+				 "writing the packed copy to $TMPDIR "
+				 "(set TMPDIR to a roomier place)");
+	p->len += len;
 	return 0;
 }
 

@@ -13,7 +13,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_LINE (64u * 1024u)
@@ -23,6 +22,8 @@ static const char *const stream_names[] = { "stdout", "stderr" };
 int output_init(struct output *o, const struct output_config *c,
 		const struct fanout_target *t, size_t n, struct err *e)
 {
+	int rc;
+
 	memset(o, 0, sizeof(*o));
 	o->cfg = *c;
 	o->targets = t;
@@ -38,8 +39,8 @@ int output_init(struct output *o, const struct output_config *c,
 		if (w > o->label_width)
 			o->label_width = w;
 	}
-	if (c->log_dir && mkdir(c->log_dir, 0777) && errno != EEXIST)
-		return err_errno(e, COMMON_EIO, errno,
+	if (c->log_dir && (rc = fs_mkdir_p(c->log_dir, 0777, NULL)))
+		return err_errno(e, COMMON_EIO, rc,
 				 "cannot create log directory %s", c->log_dir);
 	/* Output is flushed once per loop iteration, not once per line. */
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
@@ -86,20 +87,6 @@ static int open_log(struct output *o, size_t host)
 	if (h->log_fd < 0)
 		log_warn("cannot write %s: %s", path, strerror(errno));
 	return h->log_fd;
-}
-
-static void write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
 }
 
 static void emit_line(struct output *o, size_t host, int stream,
@@ -180,7 +167,7 @@ void output_chunk(void *ud, size_t host, enum fanout_stream s,
 		len -= take + (nl ? 1 : 0);
 	}
 	if (logp && log.len)
-		write_all(fd, log.data, log.len);
+		fs_write_all(fd, log.data, log.len);
 	buf_release(&log);
 }
 
@@ -295,7 +282,7 @@ void output_done(void *ud, size_t host, const struct fanout_result *r)
 			    r->outcome != FANOUT_EXITED && r->error[0] ? ": "
 								       : "",
 			    r->outcome != FANOUT_EXITED ? r->error : "");
-		write_all(fd, log.data, log.len);
+		fs_write_all(fd, log.data, log.len);
 		close(fd);
 		h->log_fd = -1;
 	}
