@@ -8,11 +8,9 @@
 
 #include "checkpoint/checkpoint.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char usage[] =
 	"usage: slicectl report RUN [--output FILE.html] [--bucket URL]\n"
@@ -59,24 +57,15 @@ static int commits(struct store *s, struct report_commit **out, size_t *n,
 	return 0;
 }
 
+/* A page half written (a full disk, ^C) never replaces a good one. */
 static int write_file(const char *path, const struct buf *b)
 {
-	char tmp[4200];
-	FILE *f;
-	bool ok;
+	struct err e;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f) {
-		log_error("cannot write %s: %s", tmp, strerror(errno));
-		return 1;
-	}
-	ok = fwrite(b->data, 1, b->len, f) == b->len;
-	ok = fclose(f) == 0 && ok;
-	if (ok && rename(tmp, path) == 0)
+	err_init(&e);
+	if (!fs_write_atomic(path, b->data, b->len, 0666, true, &e))
 		return 0;
-	log_error("cannot write %s: %s", path, strerror(errno));
-	unlink(tmp);
+	log_error("%s", e.msg);
 	return 1;
 }
 
