@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const char usage[] =
 	"usage: slicectl events RUN [--follow] [--interval S] [--bucket URL] "
@@ -147,9 +146,6 @@ int cmd_events(int argc, char **argv)
 		goto done;
 	}
 	for (;;) {
-		struct timespec ts = { interval_ms / 1000,
-				       (long)(interval_ms % 1000) * 1000000L };
-
 		status = print_new(&ro, &seen, &nseen, &over);
 		if (status || !follow)
 			break;
@@ -157,7 +153,7 @@ int cmd_events(int argc, char **argv)
 			end_ms = mono_ms() + FOLLOW_AFTER_END_MS;
 		if (end_ms && mono_ms() >= end_ms)
 			break;
-		nanosleep(&ts, NULL);
+		proc_sleep_ms(interval_ms, true);
 	}
 done:
 	free(seen);

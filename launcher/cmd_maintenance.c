@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const char usage[] =
 	"usage: slicectl maintenance RUN|QR [--nodes N1,N2] [--after-commit]\n"
@@ -113,8 +112,7 @@ static int wait_commit(struct maintenance *m)
 				  (long long)from);
 			return EXIT_TIMEOUT;
 		}
-		nanosleep(&(struct timespec){ 0, COMMIT_POLL_MS * 1000000L },
-			  NULL);
+		proc_sleep_ms(COMMIT_POLL_MS, true);
 	}
 }
 
