@@ -225,16 +225,16 @@ static int check_cloud(struct job_options *o)
 	return check_capacity(o);
 }
 
-/* ssh-keys gets "USER:KEY" for slicectl's own key, as create does. */
+/* ssh-keys gets "USER:KEY" for slicectl's own key, as create does, with
+ * the user the TPU targets log in as. */
 static int add_ssh_key(struct tpu_qr_spec *s, struct err *e)
 {
-	const char *user = getenv("USER");
+	char user[USER_NAME_MAX];
 	struct buf path, kv;
 	char *pub = NULL;
 	int rc;
 
-	if (!user || !*user)
-		user = "root";
+	default_remote_user(user, sizeof(user));
 	buf_init(&path);
 	buf_init(&kv);
 	rc = slicectl_home_path(&path, "id_ed25519", e);
@@ -445,7 +445,7 @@ static int recreate(struct watch *w, const struct control *seen,
 		log_error("deleting %s: %s", w->spec->id, e.msg);
 		return 1;
 	}
-	job_sleep_ms(wait_ms);
+	proc_sleep_ms(wait_ms, true);
 	err_init(&e);
 	if (tpu_qr_create(w->c, w->spec, &e)) {
 		log_error("creating %s again: %s", w->spec->id, e.msg);
@@ -565,7 +565,7 @@ static int watch(struct tpu_client *c, const struct tpu_qr_spec *spec,
 			status = 1;
 			break;
 		}
-		job_sleep_ms(WATCH_POLL_UNITS * w.unit_ms);
+		proc_sleep_ms(WATCH_POLL_UNITS * w.unit_ms, true);
 	}
 	store_close(w.s);
 	return status;
