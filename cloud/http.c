@@ -5,7 +5,6 @@
  */
 #include "cloud/http.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,14 +348,6 @@ void http_retry_progress(struct http_retry *r)
 	r->attempts = 0;
 }
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
 static bool cancel_requested(struct http_client *c)
 {
 	return c && c->cancelled && c->cancelled(c->cancel_ud);
@@ -366,13 +357,13 @@ static bool cancel_requested(struct http_client *c)
 static void sleep_cancellable(struct http_client *c, unsigned ms)
 {
 	if (!c || !c->cancelled) {
-		sleep_ms(ms);
+		proc_sleep_ms(ms, true);
 		return;
 	}
 	while (ms && !cancel_requested(c)) {
 		unsigned slice = ms < 100 ? ms : 100;
 
-		sleep_ms(slice);
+		proc_sleep_ms(slice, true);
 		ms -= slice;
 	}
 }

@@ -49,15 +49,6 @@ static bool given(const char *s)
 	return s && *s;
 }
 
-static void sleep_ms(uint64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000),
-			       (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
 /* ---- hints ---- */
 
 static bool letter(char c)
@@ -461,7 +452,7 @@ static bool poller_sleep(struct poller *p)
 		if (p->deadline - now < d)
 			d = p->deadline - now;
 	}
-	sleep_ms(d);
+	proc_sleep_ms(d, true);
 	if (p->delay_ms < POLL_MAX_MS) {
 		p->delay_ms *= 2;
 		if (p->delay_ms > POLL_MAX_MS)

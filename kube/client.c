@@ -413,14 +413,6 @@ static bool transient_curl(CURLcode cc)
 	}
 }
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
 bool kube_retry_again(struct kube_client *k, struct kube_retry *r,
 		      const struct kube_answer *a)
 {
@@ -454,7 +446,7 @@ bool kube_retry_again(struct kube_client *k, struct kube_retry *r,
 		return false;
 	log_debug("kube: retrying in %u ms (status %ld, attempt %u)", wait, s,
 		  r->attempts + 1);
-	sleep_ms(wait);
+	proc_sleep_ms(wait, true);
 	return true;
 }
 
