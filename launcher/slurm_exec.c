@@ -117,6 +117,15 @@ static const char *first_line(struct buf *errs)
 	return errs->data;
 }
 
+/* Slurm's commands name themselves ("sbatch: error: ..."). */
+static int failed(const char *cmd, const char *line, struct err *e)
+{
+	bool named = !strncmp(line, cmd, strlen(cmd));
+
+	return err_set(e, COMMON_EIO, "%s%s%s", named ? "" : cmd,
+		       named ? "" : ": ", line);
+}
+
 int slurm_exec(const char *cluster, const char *const *args, const char *input,
 	       struct buf *out, struct err *e)
 {
@@ -180,8 +189,7 @@ int slurm_exec(const char *cluster, const char *const *args, const char *input,
 			     "slicectl talks to Slurm through its commands",
 			     argv[0]);
 	else if (!WIFEXITED(status) || WEXITSTATUS(status))
-		rc = err_set(e, COMMON_EIO, "%s: %s", argv[0],
-			     first_line(&errs));
+		rc = failed(argv[0], first_line(&errs), e);
 	buf_release(&errs);
 	return rc;
 }
