@@ -48,6 +48,9 @@ struct pack_stats {
 	uint64_t files, dirs, symlinks;
 	uint64_t bytes_in;  /* file content read */
 	uint64_t bytes_out; /* compressed bytes handed to the writer */
+	/* The whole tar stream, headers and padding included: what
+	 * unpacking it reads, and a bound on what it writes to disk. */
+	uint64_t bytes_unpacked;
 };
 
 void pack_options_init(struct pack_options *o);
@@ -78,10 +81,19 @@ int pack_tree(const char *src, const struct pack_options *o,
  *     checkpoints/step-NNNNNNNNNN/COMMIT         manifest, created last
  * and exists only once COMMIT exists. COMMIT is JSON:
  *     {"step": N, "time": "RFC 3339", "parts": [{"name": "PART.tar.zst",
- *      "size": BYTES, "crc32c": UINT32, "generation": G}, ...]}
+ *      "size": BYTES, "crc32c": UINT32, "generation": G,
+ *      "unpacked": BYTES}, ...]}
  * and is created create-only, so of two committers one wins and the other
- * finds the step committed.
+ * finds the step committed. "unpacked" (the part's tar stream, what
+ * restoring it may expand to) is optional: COMMITs written before it
+ * existed, or whose committer could not learn it, lack it, and restore
+ * then bounds the part by CKPT_RESTORE_RATIO times its size plus
+ * CKPT_RESTORE_FLOOR. The committer learns it from an empty object
+ * "PART.tar.zst.unpacked-CRC32C-SIZE-UNPACKED" each save writes next to
+ * its part before the part itself appears.
  */
+#define CKPT_RESTORE_RATIO 64
+#define CKPT_RESTORE_FLOOR ((uint64_t)1 << 30)
 #define CKPT_DEFAULT_PART "slice-0-worker-0"
 
 struct ckpt_save_options {
@@ -122,6 +134,7 @@ struct ckpt_part {
 	uint64_t size;
 	uint32_t crc32c;
 	int64_t generation;
+	uint64_t unpacked;   /* 0: not known (see COMMIT above) */
 };
 
 struct ckpt_step {
@@ -165,7 +178,14 @@ struct ckpt_restore_options {
 
 /* Restores a part into dest atomically: unpacked (no absolute paths, no
  * "..", no symlink escapes) into a temporary sibling directory, then
- * renamed into place. On any failure dest is as it was. */
+ * renamed into place. On any failure dest is as it was. Only regular
+ * files, directories, symlinks and hard links are restored, with their
+ * permission bits (never setuid, setgid or sticky bits, never owners);
+ * a part holding anything else, expanding beyond what COMMIT says it
+ * unpacks to, or failing to unpack for what it holds is a bad part
+ * (CKPT_EUNSAFE, CLOUD_ECORRUPT, naming the entry) and the step before
+ * is tried. dest must name a directory to create or replace: "/" and
+ * "." are refused before anything is read. */
 int ckpt_restore(struct store *s, const char *dest,
 		 const struct ckpt_restore_options *o, uint64_t *restored,
 		 struct err *e);
@@ -176,10 +196,14 @@ int ckpt_restore(struct store *s, const char *dest,
  * symlink escapes, into a temporary sibling directory that replaces dest
  * only once the whole object has arrived and its CRC32C checked. On any
  * failure dest is as it was. *generation (may be NULL) gets the object's
- * generation that was unpacked. Returns CLOUD_ENOTFOUND when there is no
- * such object, CLOUD_ECORRUPT when it is not a tar+zstd stream,
- * CKPT_EUNSAFE when an entry would land outside dest, CLOUD_ENOSPACE on a
- * full disk. */
+ * generation that was unpacked. The same entries are refused as by
+ * ckpt_restore, and with no COMMIT to say what it unpacks to, the object
+ * may expand to CKPT_RESTORE_RATIO times the bytes received plus
+ * CKPT_RESTORE_FLOOR. Returns CLOUD_ENOTFOUND when there is no such
+ * object, CLOUD_ECORRUPT when it is not a tar+zstd stream or cannot be
+ * unpacked for what it holds, CKPT_EUNSAFE when an entry would land
+ * outside dest or is a device, fifo or socket, CLOUD_ENOSPACE on a full
+ * disk. */
 int ckpt_unpack_object(struct store *s, const char *name, const char *dest,
 		       int64_t *generation, struct err *e);
 

@@ -21,6 +21,16 @@ void ckpt_object_name(char *out, size_t cap, uint64_t step,
 /* Whether leaf (what follows the step's folder) names a part. */
 bool ckpt_is_part_leaf(const char *leaf);
 
+/* The empty object telling committers a part's unpacked size (see
+ * checkpoint.h), named for the part's leaf, CRC32C and size. */
+#define CKPT_UNPACKED_TAG ".unpacked-"
+#define CKPT_UNPACKED_LEAF_MAX (CKPT_NAME_MAX + 64)
+void ckpt_unpacked_leaf(char *out, size_t cap, const char *part_leaf,
+			uint32_t crc32c, uint64_t size, uint64_t unpacked);
+/* Sets p's unpacked from the first of n leaves naming such an object for
+ * p (its name, CRC32C and size); leaves it alone when none does. */
+void ckpt_find_unpacked(struct ckpt_part *p, char *const *leaves, size_t n);
+
 /* The objects of one step's folder as listed. */
 struct ckpt_scan_step {
 	uint64_t step;

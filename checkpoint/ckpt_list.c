@@ -25,6 +25,37 @@ bool ckpt_is_part_leaf(const char *leaf)
 	       !strcmp(leaf + n - sl, CKPT_PART_SUFFIX);
 }
 
+void ckpt_unpacked_leaf(char *out, size_t cap, const char *part_leaf,
+			uint32_t crc32c, uint64_t size, uint64_t unpacked)
+{
+	snprintf(out, cap, "%s" CKPT_UNPACKED_TAG "%08x-%llu-%llu", part_leaf,
+		 crc32c, (unsigned long long)size,
+		 (unsigned long long)unpacked);
+}
+
+void ckpt_find_unpacked(struct ckpt_part *p, char *const *leaves, size_t n)
+{
+	char want[CKPT_UNPACKED_LEAF_MAX];
+	size_t len;
+
+	ckpt_unpacked_leaf(want, sizeof(want), p->name, p->crc32c, p->size, 0);
+	len = strlen(want) - 1; /* all but the trailing "0" */
+	for (size_t i = 0; i < n; i++) {
+		const char *v = leaves[i] + len;
+		char *end;
+		unsigned long long u;
+
+		if (strncmp(leaves[i], want, len) || *v < '1' || *v > '9')
+			continue;
+		errno = 0;
+		u = strtoull(v, &end, 10);
+		if (!errno && !*end && u <= INT64_MAX) {
+			p->unpacked = u;
+			return;
+		}
+	}
+}
+
 void ckpt_step_release(struct ckpt_step *st)
 {
 	for (size_t i = 0; i < st->nparts; i++)
@@ -198,6 +229,7 @@ static int parse_parts(struct store *s, uint64_t step, json_t *parts,
 		json_t *size = json_object_get(p, "size");
 		json_t *crc = json_object_get(p, "crc32c");
 		json_t *gen = json_object_get(p, "generation");
+		json_t *unpacked = json_object_get(p, "unpacked");
 		struct ckpt_part *part = &st->parts[i];
 
 		if (!json_is_string(name) ||
@@ -210,12 +242,20 @@ static int parse_parts(struct store *s, uint64_t step, json_t *parts,
 			return bad_commit(s, step, e,
 					  "a part lacks a valid name, size, "
 					  "crc32c or generation");
+		/* Optional: older COMMITs do not have it. */
+		if (unpacked && (!json_is_integer(unpacked) ||
+				 json_integer_value(unpacked) <= 0))
+			return bad_commit(s, step, e,
+					  "a part's \"unpacked\" is not a "
+					  "positive integer");
 		part->name = strdup(json_string_value(name));
 		if (!part->name)
 			return err_set(e, CKPT_ENOMEM, "out of memory");
 		part->size = (uint64_t)json_integer_value(size);
 		part->crc32c = (uint32_t)json_integer_value(crc);
 		part->generation = (int64_t)json_integer_value(gen);
+		part->unpacked = unpacked ? (uint64_t)json_integer_value(
+						    unpacked) : 0;
 		st->nparts++;
 		st->bytes += part->size;
 	}
@@ -280,6 +320,12 @@ char *ckpt_commit_json(uint64_t step, const struct ckpt_part *parts,
 				      "generation",
 				      (json_int_t)parts[i].generation);
 
+		if (p && parts[i].unpacked &&
+		    json_object_set_new(p, "unpacked", json_integer(
+				(json_int_t)parts[i].unpacked))) {
+			json_decref(p);
+			p = NULL;
+		}
 		ok = p && !json_array_append_new(arr, p);
 	}
 	if (ok)

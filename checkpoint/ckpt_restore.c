@@ -10,6 +10,13 @@
  * failure leaves dest as it was. The newest committed step is tried
  * first; a missing, corrupt or unsafe part falls back to the one before.
  *
+ * A part is checked entry by entry before anything of the entry is
+ * written: its type (files, directories, symlinks, hard links only), its
+ * mode (no setuid, setgid or sticky bit), and what it claims to write
+ * against what the part may expand to. A failure writing it counts as
+ * the disk's only when the disk says so (full, over quota, failing);
+ * anything else is the part's, which makes it a bad part like any other.
+ *
  * ckpt_unpack_object uses the same machinery for any one object (a run's
  * code bundle): the same streaming, the same checks on names, the same
  * atomic swap; only COMMIT's size and CRC32C are not there to match.
@@ -21,14 +28,15 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -205,7 +213,7 @@ struct bridge {
 	int64_t generation;
 	int fd;             /* the writing end */
 	bool reader_gone;
-	uint64_t bytes;
+	_Atomic uint64_t bytes; /* read by the unpacker for its bound */
 	uint32_t crc;
 	struct store_object obj;
 	int r;
@@ -282,34 +290,6 @@ static int check_entry_path(const char *path, const char *what,
 	return 0;
 }
 
-static int disk_error(struct archive *w, const char *dest, const char *path,
-		      struct err *e)
-{
-	int errnum = archive_errno(w);
-	const char *msg = archive_error_string(w);
-
-	if (errnum == ENOSPC || errnum == EDQUOT)
-		return err_set(e, CLOUD_ENOSPACE,
-			       "restoring into %s: the disk is full (%s); "
-			       "free space there and restore again (%s is "
-			       "unchanged)", dest, path, dest);
-	if (errnum == EFBIG)
-		return err_set(e, CLOUD_ENOSPACE,
-			       "restoring into %s: the file size limit was "
-			       "reached at %s; raise it (ulimit -f) and "
-			       "restore again (%s is unchanged)", dest, path,
-			       dest);
-	if (errnum == ENOMEM)
-		return err_set(e, CKPT_ENOMEM, "out of memory restoring %s",
-			       path);
-	if (msg && (strstr(msg, "symlink") || strstr(msg, "..")))
-		return err_set(e, CKPT_EUNSAFE,
-			       "the archive would write %s through a symlink "
-			       "or outside %s; refused (%s)", path, dest, msg);
-	return err_set(e, CKPT_EIO, "restoring %s into %s: %s", path, dest,
-		       msg ? msg : "unknown error");
-}
-
 struct unpacker {
 	struct archive *a;
 	struct archive *w;
@@ -318,15 +298,139 @@ struct unpacker {
 	const char *dest;
 	const char *what;   /* "the part", for messages */
 	struct buf path;
+	/* What the stream may expand to: COMMIT's "unpacked" when known
+	 * (exact), else CKPT_RESTORE_RATIO times the compressed size (the
+	 * larger of what the store said and what arrived) plus
+	 * CKPT_RESTORE_FLOOR. Both the tar bytes read and the sizes the
+	 * entries claim (a sparse entry's holes included) count. */
+	uint64_t exact;
+	uint64_t compressed;
+	const _Atomic uint64_t *received;
+	uint64_t claimed;   /* sum of the entries' sizes so far */
 };
 
-static int copy_data(struct unpacker *u, struct err *e)
+static uint64_t unpack_limit(const struct unpacker *u)
 {
+	uint64_t c = atomic_load(u->received);
+
+	if (u->exact)
+		return u->exact;
+	if (c < u->compressed)
+		c = u->compressed;
+	if (c > (UINT64_MAX - CKPT_RESTORE_FLOOR) / CKPT_RESTORE_RATIO)
+		return UINT64_MAX;
+	return c * CKPT_RESTORE_RATIO + CKPT_RESTORE_FLOOR;
+}
+
+static int too_big(struct unpacker *u, const char *path, uint64_t n,
+		   const char *how, struct err *e)
+{
+	return err_set(e, CLOUD_ECORRUPT,
+		       "%s expands beyond %s: at \"%s\", %s %llu bytes, "
+		       "more than the %llu it may unpack to; refused",
+		       u->what, u->exact ? "the size COMMIT records for it"
+					 : "any plausible compression ratio",
+		       path, how, (unsigned long long)n,
+		       (unsigned long long)unpack_limit(u));
+}
+
+/* The tar bytes read so far stay within the bound. */
+static int check_read(struct unpacker *u, const char *path, struct err *e)
+{
+	la_int64_t n = archive_filter_bytes(u->a, 0);
+
+	if (n > 0 && (uint64_t)n > unpack_limit(u))
+		return too_big(u, path, (uint64_t)n, "its tar stream reached",
+			       e);
+	return 0;
+}
+
+/* The file size limit (ulimit -f), or 0 when there is none. */
+static uint64_t fsize_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	return (uint64_t)rl.rlim_cur;
+}
+
+/*
+ * A failure writing path. Only what the disk itself says (full, over
+ * quota, failing, read-only, out of descriptors) is the disk's problem,
+ * kept apart so that restore does not fall back over it; anything else
+ * comes from what the part holds, which makes it a bad part.
+ */
+static int disk_error(struct unpacker *u, const char *path, struct err *e)
+{
+	int errnum = archive_errno(u->w);
+	const char *msg = archive_error_string(u->w);
+	uint64_t fsize;
+
+	if (!msg)
+		msg = "unknown error";
+	switch (errnum) {
+	case ENOSPC:
+	case EDQUOT:
+		return err_set(e, CLOUD_ENOSPACE,
+			       "restoring into %s: the disk is full (%s); "
+			       "free space there and restore again (%s is "
+			       "unchanged)", u->dest, path, u->dest);
+	case EFBIG:
+		fsize = fsize_limit();
+		if (!fsize)
+			return err_set(e, CLOUD_ENOSPACE,
+				       "restoring into %s: its filesystem "
+				       "cannot hold %s, of %lld bytes (%s is "
+				       "unchanged)", u->dest, path,
+				       (long long)archive_entry_size(u->entry),
+				       u->dest);
+		/* The limit is to blame only when the entry itself claims
+		 * more; writing past its own claim is the part's fault. */
+		if ((uint64_t)archive_entry_size(u->entry) > fsize)
+			return err_set(e, CLOUD_ENOSPACE,
+				       "restoring into %s: %s holds %lld "
+				       "bytes, over the file size limit of "
+				       "%llu; raise it (ulimit -f) and "
+				       "restore again (%s is unchanged)",
+				       u->dest, path,
+				       (long long)archive_entry_size(u->entry),
+				       (unsigned long long)fsize, u->dest);
+		return err_set(e, CLOUD_ECORRUPT,
+			       "%s cannot be restored: \"%s\" writes beyond "
+			       "the %lld bytes it claims (%s); refused",
+			       u->what, path,
+			       (long long)archive_entry_size(u->entry), msg);
+	case ENOMEM:
+		return err_set(e, CKPT_ENOMEM, "out of memory restoring %s",
+			       path);
+	case EIO:
+	case EROFS:
+	case EMFILE:
+	case ENFILE:
+		return err_set(e, CKPT_EIO, "restoring %s into %s: %s", path,
+			       u->dest, msg);
+	default:
+		break;
+	}
+	if (strstr(msg, "symlink") || strstr(msg, ".."))
+		return err_set(e, CKPT_EUNSAFE,
+			       "the archive would write %s through a symlink "
+			       "or outside %s; refused (%s)", path, u->dest,
+			       msg);
+	return err_set(e, CLOUD_ECORRUPT, "%s cannot be restored: \"%s\": %s",
+		       u->what, path, msg);
+}
+
+static int copy_data(struct unpacker *u, const char *path, struct err *e)
+{
+	la_int64_t size = archive_entry_size(u->entry);
+
 	for (;;) {
 		const void *block;
-		size_t size;
+		size_t len;
 		la_int64_t off;
-		int r = archive_read_data_block(u->a, &block, &size, &off);
+		int r = archive_read_data_block(u->a, &block, &len, &off);
 
 		if (r == ARCHIVE_EOF)
 			return 0;
@@ -334,10 +438,96 @@ static int copy_data(struct unpacker *u, struct err *e)
 			return err_set(e, CLOUD_ECORRUPT,
 				       "%s is not a valid tar+zstd stream: %s",
 				       u->what, archive_error_string(u->a));
-		if (archive_write_data_block(u->w, block, size, off) !=
+		if (off < 0 || off > size || (la_int64_t)len > size - off)
+			return err_set(e, CLOUD_ECORRUPT,
+				       "%s cannot be restored: \"%s\" has "
+				       "data at %lld, outside its %lld bytes; "
+				       "refused", u->what, path,
+				       (long long)off, (long long)size);
+		r = check_read(u, path, e);
+		if (r)
+			return r;
+		if (archive_write_data_block(u->w, block, len, off) !=
 		    ARCHIVE_OK)
-			return disk_error(u->w, u->dest, u->path.data, e);
+			return disk_error(u, path, e);
 	}
+}
+
+/* Checkpoints hold files, directories and symlinks (pack_tree skips the
+ * rest); anything else in a part was put there by someone else. */
+static int check_entry_type(struct unpacker *u, const char *path,
+			    struct err *e)
+{
+	static const struct {
+		mode_t type;
+		const char *name;
+	} refused[] = {
+		{ AE_IFBLK, "a block device" },
+		{ AE_IFCHR, "a character device" },
+		{ AE_IFIFO, "a fifo" },
+		{ AE_IFSOCK, "a socket" },
+	};
+	mode_t type = archive_entry_filetype(u->entry);
+
+	if (type == AE_IFREG || type == AE_IFDIR || type == AE_IFLNK ||
+	    (type == 0 && archive_entry_hardlink(u->entry)))
+		return 0;
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (type == refused[i].type)
+			return err_set(e, CKPT_EUNSAFE,
+				       "%s holds %s, \"%s\"; checkpoints hold "
+				       "only files, directories and symlinks: "
+				       "refused", u->what, refused[i].name,
+				       path);
+	return err_set(e, CKPT_EUNSAFE,
+		       "%s holds \"%s\" of unknown type %06o; refused",
+		       u->what, path, (unsigned)type);
+}
+
+/* A hard link's target must already be in the tree: a file, or (without
+ * data, as pack_tree writes a symlink's second name) a symlink. Data on
+ * a link to anything but a file would be dropped without a word. */
+static int check_hardlink(struct unpacker *u, const char *path,
+			  const char *link, struct err *e)
+{
+	struct stat st;
+
+	if (fstatat(AT_FDCWD, link, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return err_set(e, CLOUD_ECORRUPT,
+			       "%s cannot be restored: \"%s\" is a hard link "
+			       "to \"%s\", which is not in the archive "
+			       "before it", u->what, path,
+			       link + strlen(u->tmpdir) + 1);
+	if (S_ISREG(st.st_mode) ||
+	    (S_ISLNK(st.st_mode) && archive_entry_size(u->entry) <= 0))
+		return 0;
+	return err_set(e, CLOUD_ECORRUPT,
+		       "%s cannot be restored: \"%s\" is a hard link %sto "
+		       "\"%s\", which is a %s; refused", u->what, path,
+		       archive_entry_size(u->entry) > 0 ? "carrying data "
+							: "",
+		       link + strlen(u->tmpdir) + 1,
+		       S_ISLNK(st.st_mode) ? "symlink" : S_ISDIR(st.st_mode)
+		       ? "directory" : "special file");
+}
+
+/* What an entry claims to write, against the bound, before any of it is
+ * written: a sparse entry of 2^62 bytes is refused here, not by a seek
+ * that fails half-way. */
+static int check_claim(struct unpacker *u, const char *path, struct err *e)
+{
+	la_int64_t size = archive_entry_size(u->entry);
+	uint64_t limit = unpack_limit(u);
+
+	if (size < 0)
+		return err_set(e, CLOUD_ECORRUPT,
+			       "%s cannot be restored: \"%s\" has a negative "
+			       "size", u->what, path);
+	if ((uint64_t)size > limit || u->claimed > limit - (uint64_t)size)
+		return too_big(u, path, u->claimed + (uint64_t)size,
+			       "its entries claim", e);
+	u->claimed += (uint64_t)size;
+	return check_read(u, path, e);
 }
 
 static int unpack_entry(struct unpacker *u, struct err *e)
@@ -361,6 +551,14 @@ static int unpack_entry(struct unpacker *u, struct err *e)
 	archive_entry_copy_pathname(u->entry, u->path.data);
 	/* The entry's own copy of the name is gone: use ours. */
 	path = u->path.data + strlen(u->tmpdir) + 1;
+	r = check_entry_type(u, path, e);
+	if (!r)
+		r = check_claim(u, path, e);
+	if (r)
+		return r;
+	/* Owners are never restored (no ARCHIVE_EXTRACT_OWNER); setuid,
+	 * setgid and sticky bits are dropped even for root. */
+	archive_entry_set_perm(u->entry, archive_entry_perm(u->entry) & 0777);
 	if (link) {
 		struct buf target;
 
@@ -369,22 +567,26 @@ static int unpack_entry(struct unpacker *u, struct err *e)
 			buf_release(&target);
 			return err_set(e, CKPT_ENOMEM, "out of memory");
 		}
-		archive_entry_copy_hardlink(u->entry, target.data);
+		r = check_hardlink(u, path, target.data, e);
+		if (!r)
+			archive_entry_copy_hardlink(u->entry, target.data);
 		buf_release(&target);
+		if (r)
+			return r;
 	}
 	r = archive_write_header(u->w, u->entry);
 	if (r == ARCHIVE_WARN)
 		log_warn("restoring %s: %s", path,
 			 archive_error_string(u->w));
 	else if (r != ARCHIVE_OK)
-		return disk_error(u->w, u->dest, path, e);
+		return disk_error(u, path, e);
 	if (archive_entry_size(u->entry) > 0) {
-		r = copy_data(u, e);
+		r = copy_data(u, path, e);
 		if (r)
 			return r;
 	}
 	if (archive_write_finish_entry(u->w) < ARCHIVE_WARN)
-		return disk_error(u->w, u->dest, path, e);
+		return disk_error(u, path, e);
 	return 0;
 }
 
@@ -424,7 +626,7 @@ static int unpack_all(struct unpacker *u, int fd, struct err *e)
 	}
 	/* Directory modes and times are set here, last. */
 	if (archive_write_close(u->w) != ARCHIVE_OK)
-		return disk_error(u->w, u->dest, "directories", e);
+		return disk_error(u, "directories", e);
 	return 0;
 }
 
@@ -477,6 +679,11 @@ static int unpack_stream(struct store *s, struct unpack_source *src,
 	u.tmpdir = tmpdir;
 	u.dest = dest;
 	u.what = src->what;
+	u.received = &b.bytes;
+	if (p) {
+		u.exact = p->unpacked;
+		u.compressed = p->size;
+	}
 	buf_init(&u.path);
 	r = unpack_all(&u, sv[0], e);
 	if (u.a)
@@ -497,7 +704,7 @@ static int unpack_stream(struct store *s, struct unpack_source *src,
 		r = b.r;
 	} else if (!r && p) {
 		r = match_commit(s, name, p, b.bytes, b.crc, e);
-	} else if (r == CKPT_EUNSAFE || (r == CLOUD_ECORRUPT && !p)) {
+	} else if (r == CKPT_EUNSAFE || r == CLOUD_ECORRUPT) {
 		/* The unpacker's: say which object. */
 		err_prefix(e, "%s", store_url(s, name));
 	}
@@ -511,32 +718,95 @@ static int unpack_stream(struct store *s, struct unpack_source *src,
 	return r;
 }
 
-static int rm_pre(const char *path, const struct stat *st, int flag,
-		  struct FTW *f)
+/*
+ * One pass over the directory open at fd: removes what it can and names,
+ * in *sub, a non-empty directory to descend into (made searchable and
+ * writable first: restored trees may hold read-only ones). Returns -1
+ * when something cannot be removed.
+ */
+static int rm_pass(int fd, char *sub, size_t cap)
 {
-	(void)f;
-	if (flag == FTW_D || flag == FTW_DNR)
-		chmod(path, (st->st_mode & 07777) | S_IRWXU);
-	return 0;
+	int dfd = dup(fd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *de;
+	int r = 0;
+
+	sub[0] = '\0';
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return -1;
+	}
+	rewinddir(d);
+	while (!sub[0] && (de = readdir(d))) {
+		const char *n = de->d_name;
+
+		if (!strcmp(n, ".") || !strcmp(n, ".."))
+			continue;
+		if (unlinkat(fd, n, 0) == 0 || errno == ENOENT)
+			continue;
+		if (errno != EISDIR && errno != EPERM) {
+			r = -1;
+			break;
+		}
+		if (unlinkat(fd, n, AT_REMOVEDIR) == 0 || errno == ENOENT)
+			continue;
+		if ((errno != ENOTEMPTY && errno != EEXIST) ||
+		    strlen(n) >= cap ||
+		    fchmodat(fd, n, S_IRWXU, 0) != 0) {
+			r = -1;
+			break;
+		}
+		memcpy(sub, n, strlen(n) + 1);
+	}
+	closedir(d);
+	return r;
 }
 
-static int rm_post(const char *path, const struct stat *st, int flag,
-		   struct FTW *f)
-{
-	(void)st;
-	(void)f;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
-/* Removes a tree we made, including directories restored read-only. */
+/*
+ * Removes a tree we made, at any depth: one directory open at a time,
+ * walking down by name and back up by "..", so neither PATH_MAX nor the
+ * descriptor limit bounds it (nftw's walk gives up past PATH_MAX).
+ */
 static void remove_tree(const char *path)
 {
-	nftw(path, rm_pre, 32, FTW_PHYS);
-	nftw(path, rm_post, 32, FTW_PHYS | FTW_DEPTH);
+	char sub[NAME_MAX + 1];
+	size_t depth = 0;
+	int fd;
+
+	chmod(path, S_IRWXU);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (;;) {
+		int next;
+
+		if (rm_pass(fd, sub, sizeof(sub)) != 0)
+			break;
+		if (sub[0]) {
+			next = openat(fd, sub, O_RDONLY | O_DIRECTORY |
+				      O_NOFOLLOW | O_CLOEXEC);
+			depth++;
+		} else if (depth) {
+			/* Empty now: its parent's next pass removes it. */
+			next = openat(fd, "..", O_RDONLY | O_DIRECTORY |
+				      O_CLOEXEC);
+			depth--;
+		} else {
+			close(fd);
+			if (rmdir(path) != 0)
+				log_warn("could not remove %s: %s", path,
+					 strerror(errno));
+			return;
+		}
+		close(fd);
+		fd = next;
+		if (fd < 0)
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	log_warn("could not remove all of %s; remove it by hand", path);
 }
 
 static int mkdir_parents(const char *path, struct err *e)
@@ -561,44 +831,62 @@ static int mkdir_parents(const char *path, struct err *e)
 	return 0;
 }
 
+/* dest as the folder holding it and its base name, refusing what cannot
+ * be replaced by a directory: ".", "..", and "/" itself. */
+static int dest_names(const char *dest, char *dir, size_t cap, char *base,
+		      struct err *e)
+{
+	size_t len = strlen(dest);
+	char *slash;
+
+	while (len > 1 && dest[len - 1] == '/')
+		len--;
+	if (!len || len >= cap)
+		return err_set(e, CKPT_EINVAL, "bad restore destination "
+			       "\"%s\"", dest);
+	memcpy(dir, dest, len);
+	dir[len] = '\0';
+	slash = strrchr(dir, '/');
+	if (!slash) {
+		copy_str(base, NAME_MAX + 1, dir);
+		copy_str(dir, cap, ".");
+	} else {
+		copy_str(base, NAME_MAX + 1, slash + 1);
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+		return err_set(e, CKPT_EINVAL,
+			       "restore destination \"%s\" must name a "
+			       "directory to create or replace", dest);
+	return 0;
+}
+
 /* dest as parent (without symlinks, so that SECURE_SYMLINKS judges only
  * the archive's own names) and base name. */
 static int split_dest(const char *dest, char *parent, char *base,
 		      struct err *e)
 {
 	char tmp[PATH_MAX];
-	size_t len = strlen(dest);
-	char *slash;
-	int r;
+	int r = dest_names(dest, tmp, sizeof(tmp), base, e);
 
-	while (len > 1 && dest[len - 1] == '/')
-		len--;
-	if (!len || len >= sizeof(tmp))
-		return err_set(e, CKPT_EINVAL, "bad restore destination "
-			       "\"%s\"", dest);
-	memcpy(tmp, dest, len);
-	tmp[len] = '\0';
-	slash = strrchr(tmp, '/');
-	if (!slash) {
-		copy_str(base, NAME_MAX + 1, tmp);
-		copy_str(tmp, sizeof(tmp), ".");
-	} else {
-		copy_str(base, NAME_MAX + 1, slash + 1);
-		if (slash == tmp)
-			slash[1] = '\0';
-		else
-			*slash = '\0';
-	}
-	if (!strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "/"))
-		return err_set(e, CKPT_EINVAL,
-			       "restore destination \"%s\" must name a "
-			       "directory to create or replace", dest);
-	r = mkdir_parents(tmp, e);
+	if (!r)
+		r = mkdir_parents(tmp, e);
 	if (r)
 		return r;
 	if (!realpath(tmp, parent))
 		return err_errno(e, CKPT_EIO, errno, "resolving %s", tmp);
 	return 0;
+}
+
+/* Refuses a destination that can never work before the store is read. */
+static int check_dest(const char *dest, struct err *e)
+{
+	char dir[PATH_MAX], base[NAME_MAX + 1];
+
+	return dest_names(dest, dir, sizeof(dir), base, e);
 }
 
 /* Puts the unpacked tree in dest's place; dest is never missing while a
@@ -705,6 +993,9 @@ int ckpt_unpack_object(struct store *s, const char *name, const char *dest,
 		return err_set(e, CKPT_EINVAL,
 			       "ckpt_unpack_object needs a store, an object "
 			       "name and a destination");
+	r = check_dest(dest, e);
+	if (r)
+		return r;
 	r = unpack_into(s, &src, dest, e);
 	if (r)
 		return r;
@@ -764,6 +1055,9 @@ int ckpt_restore(struct store *s, const char *dest,
 	if (!s || !dest || !*dest)
 		return err_set(e, CKPT_EINVAL,
 			       "ckpt_restore needs a store and a destination");
+	r = check_dest(dest, e);
+	if (r)
+		return r;
 	r = ckpt_list(s, &l, e);
 	if (r)
 		return r;

@@ -7,6 +7,7 @@
  */
 #include "checkpoint/ckpt_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,8 @@ struct save_sink {
 	struct store_upload *u;
 	const struct ckpt_save_options *o;
 	int code; /* the store's own error, kept apart from pack's */
+	uint64_t bytes;
+	uint32_t crc; /* of what was uploaded, as the store will say */
 };
 
 static int save_write(void *ud, const void *data, size_t len, struct err *e)
@@ -59,10 +62,27 @@ static int save_write(void *ud, const void *data, size_t len, struct err *e)
 		return r;
 	}
 	r = store_upload_write(s->u, data, len, e);
-
-	if (r)
+	if (r) {
 		s->code = r;
-	return r;
+		return r;
+	}
+	s->bytes += len;
+	s->crc = crc32c_update(s->crc, data, len);
+	return 0;
+}
+
+/* Tells committers what the part unpacks to, before the part exists, so
+ * any COMMIT naming it can record that (checkpoint.h). */
+static int put_unpacked(struct store *s, uint64_t step, const char *leaf,
+			const struct save_sink *sink, uint64_t unpacked,
+			struct err *e)
+{
+	char tag[CKPT_UNPACKED_LEAF_MAX], obj[CKPT_UNPACKED_LEAF_MAX + 32];
+
+	ckpt_unpacked_leaf(tag, sizeof(tag), leaf, sink->crc, sink->bytes,
+			   unpacked);
+	ckpt_object_name(obj, sizeof(obj), step, tag);
+	return store_put(s, obj, "", 0, STORE_ANY_GENERATION, NULL, e);
 }
 
 /* Fails when the step is committed; otherwise the generation the part
@@ -106,7 +126,7 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 {
 	struct ckpt_save_options defaults;
 	struct ckpt_save_result local;
-	struct save_sink sink = { NULL, NULL, 0 };
+	struct save_sink sink = { NULL, NULL, 0, 0, 0 };
 	struct store_object done;
 	char leaf[CKPT_PART_NAME_MAX + sizeof(CKPT_PART_SUFFIX)];
 	char obj[CKPT_NAME_MAX];
@@ -151,7 +171,10 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 		}
 		return rc;
 	}
-	if (cancelled(o, e, &rc)) {
+	if (!cancelled(o, e, &rc))
+		rc = put_unpacked(s, step, leaf, &sink,
+				  r->stats.bytes_unpacked, e);
+	if (rc) {
 		store_upload_abort(sink.u);
 		return rc;
 	}
@@ -177,8 +200,24 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 struct part_list {
 	struct ckpt_part *v;
 	size_t n, cap;
+	char **tags;        /* leaves of the parts' unpacked-size objects */
+	size_t ntags;
 	struct err *e;
 };
+
+static int add_tag(struct part_list *l, const char *leaf)
+{
+	char **nv = realloc(l->tags, (l->ntags + 1) * sizeof(*nv));
+
+	if (!nv)
+		return err_set(l->e, CKPT_ENOMEM, "out of memory");
+	l->tags = nv;
+	nv[l->ntags] = strdup(leaf);
+	if (!nv[l->ntags])
+		return err_set(l->e, CKPT_ENOMEM, "out of memory");
+	l->ntags++;
+	return 0;
+}
 
 static int part_cb(void *ud, const struct store_object *o, bool is_prefix)
 {
@@ -186,7 +225,11 @@ static int part_cb(void *ud, const struct store_object *o, bool is_prefix)
 	const char *leaf = strrchr(o->name, '/');
 	struct ckpt_part *p;
 
-	if (is_prefix || !leaf || !ckpt_is_part_leaf(leaf + 1))
+	if (is_prefix || !leaf)
+		return 0;
+	if (strstr(leaf + 1, CKPT_PART_SUFFIX CKPT_UNPACKED_TAG))
+		return add_tag(l, leaf + 1);
+	if (!ckpt_is_part_leaf(leaf + 1))
 		return 0;
 	if (l->n == l->cap) {
 		size_t nc = l->cap ? 2 * l->cap : 8;
@@ -204,6 +247,7 @@ static int part_cb(void *ud, const struct store_object *o, bool is_prefix)
 	p->size = o->size;
 	p->crc32c = o->crc32c;
 	p->generation = o->generation;
+	p->unpacked = 0;
 	l->n++;
 	return 0;
 }
@@ -240,6 +284,9 @@ int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 			 "once all are saved", (unsigned long long)step,
 			 parts.n, parts_expected);
 	} else if (!r) {
+		for (size_t i = 0; i < parts.n; i++)
+			ckpt_find_unpacked(&parts.v[i], parts.tags,
+					   parts.ntags);
 		json = ckpt_commit_json(step, parts.v, parts.n);
 		if (!json) {
 			r = err_set(e, CKPT_ENOMEM, "out of memory");
@@ -258,5 +305,8 @@ int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 	for (size_t i = 0; i < parts.n; i++)
 		free(parts.v[i].name);
 	free(parts.v);
+	for (size_t i = 0; i < parts.ntags; i++)
+		free(parts.tags[i]);
+	free(parts.tags);
 	return r;
 }

@@ -648,6 +648,7 @@ int pack_tree(const char *src, const struct pack_options *o,
 	if (!r && stats) {
 		*stats = p.stats;
 		stats->bytes_out = p.sink.bytes_out;
+		stats->bytes_unpacked = p.sink.tar_bytes;
 	}
 	packer_release(&p);
 	locale_restore(utf8, saved);

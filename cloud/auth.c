@@ -20,10 +20,42 @@
 #define METADATA_DEFAULT "metadata.google.internal"
 #define METADATA_PATH \
 	"/computeMetadata/v1/instance/service-accounts/default/token"
+#define KEY_FIX "download a new key file, or run `gcloud auth " \
+	"application-default login`"
 
 static void clear(struct auth *a)
 {
 	memset(a, 0, sizeof(*a));
+	strlist_init(&a->subject_headers);
+}
+
+void auth_free_secret(char *s)
+{
+	if (s)
+		memset(s, 0, strlen(s));
+	free(s);
+}
+
+int auth_do(struct http_client *h, const struct http_request *req,
+	    struct http_response *resp, struct err *e)
+{
+	int rc = http_do(h, req, resp, e);
+
+	if (rc == 0 && resp->status != 200)
+		rc = err_set(e, CLOUD_EAUTH, "HTTP %ld", resp->status);
+	return rc;
+}
+
+void auth_wipe_exchange(struct buf *form, struct http_response *resp)
+{
+	if (form) {
+		if (form->data)
+			memset(form->data, 0, form->len);
+		buf_release(form);
+	}
+	if (resp->body.data)
+		memset(resp->body.data, 0, resp->body.len);
+	http_response_release(resp);
 }
 
 void auth_init_none(struct auth *a)
@@ -38,23 +70,35 @@ void auth_release(struct auth *a)
 	free(a->client_email);
 	free(a->private_key_id);
 	free(a->client_id);
-	if (a->client_secret)
-		memset(a->client_secret, 0, strlen(a->client_secret));
-	free(a->client_secret);
-	if (a->refresh_token)
-		memset(a->refresh_token, 0, strlen(a->refresh_token));
-	free(a->refresh_token);
+	auth_free_secret(a->client_secret);
+	auth_free_secret(a->refresh_token);
 	free(a->token_uri);
 	free(a->metadata_host);
-	if (a->token)
-		memset(a->token, 0, strlen(a->token));
-	free(a->token);
+	auth_free_secret(a->token);
 	EVP_PKEY_free(a->key);
+	if (a->inner) {
+		auth_release(a->inner);
+		free(a->inner);
+	}
+	free(a->impersonation_url);
+	free(a->delegates);
+	free(a->audience);
+	free(a->subject_token_type);
+	free(a->sts_url);
+	free(a->subject_file);
+	free(a->subject_url);
+	for (size_t i = 0; i < a->subject_headers.n; i++)
+		auth_free_secret(a->subject_headers.v[i]);
+	a->subject_headers.n = 0;
+	strlist_release(&a->subject_headers);
+	free(a->subject_field);
+	free(a->user_project);
 	clear(a);
 }
 
-static int dup_field(json_t *root, const char *field, bool required,
-		     char **out, const char *path, struct err *e)
+int auth_dup_field(json_t *root, const char *field, bool required,
+		   char **out, const char *path, const char *fix,
+		   struct err *e)
 {
 	json_t *v = json_object_get(root, field);
 	const char *s = json_string_value(v);
@@ -64,10 +108,9 @@ static int dup_field(json_t *root, const char *field, bool required,
 		if (!required && !v)
 			return 0;
 		return err_set(e, CLOUD_EAUTH,
-			       "credentials file %s: \"%s\" is %s; download "
-			       "a new key file, or run `gcloud auth "
-			       "application-default login`", path, field,
-			       v ? "not a non-empty string" : "missing");
+			       "credentials file %s: \"%s\" is %s; %s",
+			       path, field,
+			       v ? "not a non-empty string" : "missing", fix);
 	}
 	*out = strdup(s);
 	if (!*out)
@@ -85,6 +128,58 @@ static int token_uri(struct auth *a, json_t *root, struct err *e)
 
 	a->token_uri = strdup(uri);
 	return a->token_uri ? 0 : err_set(e, CLOUD_ENOMEM, "out of memory");
+}
+
+int auth_load_key_json(struct auth *a, json_t *root, const char *path,
+		       const char *fix, struct err *e)
+{
+	const char *type = json_string_value(json_object_get(root, "type"));
+	int rc;
+
+	if (type && strcmp(type, "service_account") == 0) {
+		char *pem = NULL;
+
+		a->kind = AUTH_SERVICE_ACCOUNT;
+		rc = auth_dup_field(root, "client_email", true,
+				    &a->client_email, path, fix, e);
+		if (!rc)
+			rc = auth_dup_field(root, "private_key", true, &pem,
+					    path, fix, e);
+		if (!rc)
+			rc = auth_dup_field(root, "private_key_id", false,
+					    &a->private_key_id, path, fix,
+					    e);
+		if (!rc) {
+			rc = jwt_load_key(pem, &a->key, e);
+			if (rc)
+				err_prefix(e, "credentials file %s", path);
+		}
+		auth_free_secret(pem);
+	} else if (type && strcmp(type, "authorized_user") == 0) {
+		a->kind = AUTH_AUTHORIZED_USER;
+		rc = auth_dup_field(root, "client_id", true, &a->client_id,
+				    path, fix, e);
+		if (!rc)
+			rc = auth_dup_field(root, "client_secret", true,
+					    &a->client_secret, path, fix,
+					    e);
+		if (!rc)
+			rc = auth_dup_field(root, "refresh_token", true,
+					    &a->refresh_token, path, fix,
+					    e);
+	} else {
+		rc = err_set(e, CLOUD_EAUTH,
+			     "credentials file %s: type %s%s%s is not "
+			     "supported; use a service-account key file, an "
+			     "impersonated_service_account or "
+			     "external_account file, or `gcloud auth "
+			     "application-default login`", path,
+			     type ? "\"" : "", type ? type : "(missing)",
+			     type ? "\"" : "");
+	}
+	if (!rc)
+		rc = token_uri(a, root, e);
+	return rc;
 }
 
 static int load_file(struct auth *a, const char *path, struct err *e)
@@ -121,47 +216,15 @@ static int load_file(struct auth *a, const char *path, struct err *e)
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
 	}
 	type = json_string_value(json_object_get(root, "type"));
-	if (type && strcmp(type, "service_account") == 0) {
-		char *pem = NULL;
-
-		a->kind = AUTH_SERVICE_ACCOUNT;
-		rc = dup_field(root, "client_email", true, &a->client_email,
-			       path, e);
-		if (!rc)
-			rc = dup_field(root, "private_key", true, &pem, path,
-				       e);
-		if (!rc)
-			rc = dup_field(root, "private_key_id", false,
-				       &a->private_key_id, path, e);
-		if (!rc) {
-			rc = jwt_load_key(pem, &a->key, e);
-			if (rc)
-				err_prefix(e, "credentials file %s", path);
-		}
-		if (pem) {
-			memset(pem, 0, strlen(pem));
-			free(pem);
-		}
-	} else if (type && strcmp(type, "authorized_user") == 0) {
-		a->kind = AUTH_AUTHORIZED_USER;
-		rc = dup_field(root, "client_id", true, &a->client_id, path,
-			       e);
-		if (!rc)
-			rc = dup_field(root, "client_secret", true,
-				       &a->client_secret, path, e);
-		if (!rc)
-			rc = dup_field(root, "refresh_token", true,
-				       &a->refresh_token, path, e);
+	if (type && strcmp(type, "impersonated_service_account") == 0) {
+		a->kind = AUTH_IMPERSONATED;
+		rc = auth_load_impersonated(a, root, path, e);
+	} else if (type && strcmp(type, "external_account") == 0) {
+		a->kind = AUTH_EXTERNAL;
+		rc = auth_load_external(a, root, path, e);
 	} else {
-		rc = err_set(e, CLOUD_EAUTH,
-			     "credentials file %s: type %s%s%s is not "
-			     "supported; use a service-account key file or "
-			     "`gcloud auth application-default login`", path,
-			     type ? "\"" : "", type ? type : "(missing)",
-			     type ? "\"" : "");
+		rc = auth_load_key_json(a, root, path, KEY_FIX, e);
 	}
-	if (!rc)
-		rc = token_uri(a, root, e);
 	json_decref(root);
 	return rc;
 }
@@ -232,20 +295,16 @@ void auth_invalidate(struct auth *a)
 {
 	if (!auth_renewable(a))
 		return;
-	if (a->token)
-		memset(a->token, 0, strlen(a->token));
-	free(a->token);
+	auth_free_secret(a->token);
 	a->token = NULL;
 }
 
 bool auth_renewable(const struct auth *a)
 {
-	return a->kind == AUTH_SERVICE_ACCOUNT ||
-	       a->kind == AUTH_AUTHORIZED_USER || a->kind == AUTH_METADATA;
+	return a->kind != AUTH_NONE && a->kind != AUTH_STATIC;
 }
 
-/* Appends "&name=value" (no "&" when b is empty), value percent-encoded. */
-static int form_field(struct buf *b, const char *name, const char *value)
+int auth_form_field(struct buf *b, const char *name, const char *value)
 {
 	if ((b->len && buf_appends(b, "&")) || buf_appends(b, name) ||
 	    buf_appends(b, "="))
@@ -253,8 +312,26 @@ static int form_field(struct buf *b, const char *name, const char *value)
 	return http_escape_append(b, value);
 }
 
-static int parse_token(struct auth *a, const struct http_response *resp,
-		       const char *from, struct err *e)
+int auth_keep_token(struct auth *a, const char *tok, int64_t life_s,
+		    struct err *e)
+{
+	uint64_t life_ms, margin;
+
+	if (life_s <= 0)
+		life_s = 1;
+	auth_free_secret(a->token);
+	a->token = strdup(tok);
+	if (!a->token)
+		return err_set(e, CLOUD_ENOMEM, "out of memory");
+	life_ms = (uint64_t)life_s * 1000;
+	margin = life_ms / 2 < TOKEN_MARGIN_MS ? life_ms / 2
+					       : TOKEN_MARGIN_MS;
+	a->refresh_at_ms = mono_ms() + life_ms - margin;
+	return 0;
+}
+
+int auth_parse_token(struct auth *a, const struct http_response *resp,
+		     const char *from, struct err *e)
 {
 	json_t *root = json_loadb(resp->body.data ? resp->body.data : "",
 				  resp->body.len, 0, NULL);
@@ -262,7 +339,7 @@ static int parse_token(struct auth *a, const struct http_response *resp,
 							    "access_token"));
 	json_t *exp = json_object_get(root, "expires_in");
 	int64_t secs = 3600;
-	uint64_t life_ms, margin;
+	int rc;
 
 	if (!tok || !*tok) {
 		json_decref(root);
@@ -275,20 +352,9 @@ static int parse_token(struct auth *a, const struct http_response *resp,
 		secs = json_integer_value(exp);
 	else if (json_is_real(exp))
 		secs = (int64_t)json_real_value(exp);
-	if (secs <= 0)
-		secs = 1;
-	if (a->token)
-		memset(a->token, 0, strlen(a->token));
-	free(a->token);
-	a->token = strdup(tok);
+	rc = auth_keep_token(a, tok, secs, e);
 	json_decref(root);
-	if (!a->token)
-		return err_set(e, CLOUD_ENOMEM, "out of memory");
-	life_ms = (uint64_t)secs * 1000;
-	margin = life_ms / 2 < TOKEN_MARGIN_MS ? life_ms / 2
-					       : TOKEN_MARGIN_MS;
-	a->refresh_at_ms = mono_ms() + life_ms - margin;
-	return 0;
+	return rc;
 }
 
 static int fetch(struct auth *a, struct http_client *h, struct err *e)
@@ -300,6 +366,8 @@ static int fetch(struct auth *a, struct http_client *h, struct err *e)
 	char *jwt = NULL;
 	int rc;
 
+	if (a->kind == AUTH_IMPERSONATED || a->kind == AUTH_EXTERNAL)
+		return auth_fetch_federated(a, h, e);
 	buf_init(&form);
 	buf_init(&url);
 	http_response_init(&resp);
@@ -310,19 +378,19 @@ static int fetch(struct auth *a, struct http_client *h, struct err *e)
 					 &jwt, e);
 		if (rc)
 			goto out;
-		rc = form_field(&form, "grant_type",
+		rc = auth_form_field(&form, "grant_type",
 				"urn:ietf:params:oauth:grant-type:jwt-bearer");
 		if (!rc)
-			rc = form_field(&form, "assertion", jwt);
+			rc = auth_form_field(&form, "assertion", jwt);
 	} else if (a->kind == AUTH_AUTHORIZED_USER) {
-		rc = form_field(&form, "grant_type", "refresh_token");
+		rc = auth_form_field(&form, "grant_type", "refresh_token");
 		if (!rc)
-			rc = form_field(&form, "client_id", a->client_id);
+			rc = auth_form_field(&form, "client_id", a->client_id);
 		if (!rc)
-			rc = form_field(&form, "client_secret",
+			rc = auth_form_field(&form, "client_secret",
 					a->client_secret);
 		if (!rc)
-			rc = form_field(&form, "refresh_token",
+			rc = auth_form_field(&form, "refresh_token",
 					a->refresh_token);
 	} else {
 		const char *host = a->metadata_host;
@@ -350,9 +418,7 @@ static int fetch(struct auth *a, struct http_client *h, struct err *e)
 		req.body = form.data;
 		req.body_len = form.len;
 	}
-	rc = http_do(h, &req, &resp, e);
-	if (rc == 0 && resp.status != 200)
-		rc = err_set(e, CLOUD_EAUTH, "HTTP %ld", resp.status);
+	rc = auth_do(h, &req, &resp, e);
 	if (rc) {
 		if (a->kind == AUTH_METADATA)
 			err_prefix(e, "no credentials: SLICECTL_ACCESS_TOKEN "
@@ -375,21 +441,13 @@ static int fetch(struct auth *a, struct http_client *h, struct err *e)
 		}
 		goto out;
 	}
-	rc = parse_token(a, &resp, a->kind == AUTH_METADATA
+	rc = auth_parse_token(a, &resp, a->kind == AUTH_METADATA
 					   ? "the metadata server"
 					   : a->token_uri, e);
 out:
-	if (jwt) {
-		memset(jwt, 0, strlen(jwt));
-		free(jwt);
-	}
-	if (form.data)
-		memset(form.data, 0, form.len);
-	buf_release(&form);
+	auth_free_secret(jwt);
+	auth_wipe_exchange(&form, &resp);
 	buf_release(&url);
-	if (resp.body.data)
-		memset(resp.body.data, 0, resp.body.len);
-	http_response_release(&resp);
 	return rc;
 }
 

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum cloud_error {
 	CLOUD_OK = 0,
@@ -53,7 +54,8 @@ struct store_object {
 
 void store_object_release(struct store_object *o);
 
-/* Opens gs://BUCKET[/PREFIX] or file:///DIR (DIR created if missing). */
+/* Opens gs://BUCKET[/PREFIX] or file:///DIR (DIR created at the first
+ * write: reads, lists and deletes of a missing DIR create nothing). */
 int store_open(struct store **out, const char *url, struct err *e);
 void store_close(struct store *s);
 /* The URL of an object, for messages: "gs://b/p/name". Valid until the
@@ -129,12 +131,36 @@ void tpu_close(struct tpu_client *c);
 /* "projects/P/locations/Z" */
 const char *tpu_parent(const struct tpu_client *c);
 
+/* How the capacity is sold: gcloud's --provisioning-model (standard,
+ * spot, reservation-bound, flex-start) and the best-effort tier. */
 enum tpu_capacity {
 	TPU_CAPACITY_ON_DEMAND = 0, /* none of the fields below */
 	TPU_CAPACITY_SPOT,          /* "spot": {} */
 	TPU_CAPACITY_RESERVED,      /* "guaranteed": {"reserved": true} */
 	TPU_CAPACITY_BEST_EFFORT,   /* "bestEffort": {} */
+	/* "provisioningModel": "FLEX_START" with "runDuration":
+	 * {"maxRunDuration"}, no tier: Dynamic Workload Scheduler capacity
+	 * that ends with its run duration. */
+	TPU_CAPACITY_FLEX_START,
 };
+
+/* A flex-start run lasts at most 7 days (Cloud TPU's documented limit). */
+#define TPU_MAX_RUN_DURATION_S (7u * 86400)
+
+/* The capacity a --provisioning-model name means: standard (on demand),
+ * spot, reservation-bound (reserved) or flex-start; CLOUD_EINVAL naming
+ * the choices for anything else. */
+int tpu_provisioning_model(const char *name, enum tpu_capacity *out,
+			   struct err *e);
+
+/* The capacity of a command line: --provisioning-model `model` (NULL: not
+ * given) over `chosen`, what the older flags chose (flag: the one that
+ * chose it, like "--spot"; NULL for none). The same capacity twice is a
+ * synonym (--spot with spot); two different ones are CLOUD_EINVAL naming
+ * both, as is a model name that is none of the four. */
+int tpu_capacity_choose(const char *model, enum tpu_capacity chosen,
+			const char *flag, enum tpu_capacity *out,
+			struct err *e);
 
 /* What `slicectl create` asks for. NULL strings and empty lists are left
  * out of the request body. */
@@ -149,6 +175,9 @@ struct tpu_qr_spec {
 	/* reservationName; a bare name becomes
 	 * projects/P/locations/Z/reservations/NAME. Implies reserved. */
 	const char *reservation;
+	/* runDuration.maxRunDuration: required with flex-start, refused
+	 * without it. */
+	uint64_t max_run_duration_s;
 	uint64_t valid_until_s;       /* queueingPolicy.validUntilDuration */
 	uint64_t valid_after_s;       /* queueingPolicy.validAfterDuration */
 	const char *network;          /* node.networkConfig.network */
@@ -165,6 +194,13 @@ struct tpu_qr_spec {
 void tpu_qr_spec_init(struct tpu_qr_spec *s);
 void tpu_qr_spec_release(struct tpu_qr_spec *s);
 
+/* The checks of s that need no server: capacity against reservation and
+ * run duration (flex-start takes no reservation and needs a run duration
+ * of 1 s to 7 days; only flex-start takes one), node count. CLOUD_EINVAL
+ * with the reason. tpu_qr_body makes them too; callers that must refuse
+ * before any request (slicectl job) call it first. */
+int tpu_qr_spec_check(const struct tpu_qr_spec *s, struct err *e);
+
 /* The queuedResources.create request body for s under parent, as
  * compact JSON (*out malloc'd). CLOUD_EINVAL names a bad field value. */
 int tpu_qr_body(const struct tpu_qr_spec *s, const char *parent, char **out,
@@ -179,9 +215,14 @@ struct tpu_qr {
 	char *create_time;      /* "" if absent */
 	char *accelerator_type; /* of the first node spec */
 	char *runtime_version;
-	const char *capacity;   /* "spot", "reserved", "best-effort" or
-				   "on-demand" (static) */
+	const char *capacity;   /* "spot", "reserved", "best-effort",
+				   "flex-start" or "on-demand" (static) */
 	char *reservation;      /* reservationName, "" if none */
+	char *max_run_duration; /* runDuration.maxRunDuration ("259200s"),
+				   "" if none */
+	/* runDuration.terminationTime: when a flex-start run ends (set once
+	 * ACTIVE), "" if none. */
+	char *termination_time;
 	int error_code;         /* state.failedData.error, when FAILED */
 	char *error_message;    /* "" if none */
 	char **node_ids;        /* in slice order: nodeId, or PREFIX-i */
@@ -201,6 +242,17 @@ struct tpu_endpoint {
 	unsigned port;     /* as the API gives it (not the SSH port) */
 };
 
+/* Node.upcomingMaintenance; every string "" when the API gave none. */
+struct tpu_maintenance {
+	bool announced;      /* upcomingMaintenance was there */
+	char *type;          /* SCHEDULED, UNSCHEDULED */
+	char *status;        /* PENDING, ONGOING */
+	char *window_start;  /* windowStartTime */
+	char *window_end;    /* windowEndTime */
+	char *latest_start;  /* latestWindowStartTime */
+	bool can_reschedule;
+};
+
 struct tpu_node {
 	char *name;        /* projects/P/locations/Z/nodes/ID */
 	char *id;          /* ID */
@@ -210,6 +262,7 @@ struct tpu_node {
 	char *accelerator_type;
 	struct tpu_endpoint *endpoints; /* in worker order */
 	size_t nendpoints;
+	struct tpu_maintenance maintenance;
 	char *json;
 };
 
@@ -252,6 +305,22 @@ int tpu_qr_wait(struct tpu_client *c, const char *id, const char *state,
 
 int tpu_node_get(struct tpu_client *c, const char *id, struct tpu_node *out,
 		 struct err *e);
+
+/* Starts the maintenance announced on the queued resource's nodes
+ * (performMaintenanceQueuedResource, v2alpha1): those named in nodes (ids,
+ * sent as given), or every node with maintenance announced when nodes is
+ * NULL or empty. wait: until the operation is done (timeout_ms 0: no
+ * limit). */
+int tpu_qr_perform_maintenance(struct tpu_client *c, const char *id,
+			       const struct strlist *nodes, bool wait,
+			       unsigned timeout_ms, struct err *e);
+
+/* What `slicectl describe` adds after a queued resource: when a
+ * flex-start run ends, and each node's announced maintenance (window,
+ * status, whether it can be rescheduled). Prints nothing when there is
+ * neither. */
+void tpu_print_schedule(FILE *f, const struct tpu_qr *q,
+			const struct tpu_node *nodes, size_t nnodes);
 
 /* One worker's SSH host keys from guest attributes ("hostkeys/"): lines
  * "TYPE BASE64" as in known_hosts (ssh-ed25519, ecdsa-sha2-nistp256...). */
@@ -323,5 +392,30 @@ int gke_cluster_get(const char *project, const char *location,
 		    const char *cluster, struct gke_cluster *out,
 		    struct err *e);
 void gke_cluster_release(struct gke_cluster *c);
+
+/*
+ * gcloud_config.c: project, zone and region defaults the way every Google
+ * tool takes them, so a user who ran `gcloud config set project P` needs
+ * nothing more. The configuration directory is CLOUDSDK_CONFIG, else
+ * ~/.config/gcloud; the active configuration is CLOUDSDK_ACTIVE_CONFIG_NAME,
+ * else the one named in DIR/active_config, else "default"; its properties
+ * are DIR/configurations/config_NAME, an INI file ("[core]" "project = P").
+ */
+
+/* The active configuration's value of key in [section] into out (cap
+ * len); "" when the file, the section or the key is absent or the value
+ * empty. CLOUD_EINVAL names the file, the line and the fix when the file
+ * is malformed, the configuration name invalid or the value longer than
+ * len - 1; CLOUD_EIO when a file exists but cannot be read. */
+int gcloud_config_get(const char *section, const char *key, char *out,
+		      size_t len, struct err *e);
+
+/* A gcloud property in gcloud's order: flag when non-empty, else the
+ * environment variable CLOUDSDK_SECTION_KEY (upper case: for [core]
+ * project, CLOUDSDK_CORE_PROJECT), else gcloud_config_get into buf (cap
+ * len). *out is flag, the variable's value or buf; NULL when none gives
+ * one. Errors as gcloud_config_get's. */
+int gcloud_default(const char *flag, const char *section, const char *key,
+		   char *buf, size_t len, const char **out, struct err *e);
 
 #endif

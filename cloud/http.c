@@ -395,6 +395,21 @@ bool http_retry_again(struct http_retry *r, int rc,
 		return false;
 	log_debug("http: retrying in %u ms (status %ld, attempt %u)", wait,
 		  resp->status, r->attempts + 1);
+	/* The retries can take a minute: after a few, silence looks like a
+	 * hang, so say what is failing. */
+	if (r->attempts >= 2) {
+		const char *why = r->client && r->client->errbuf[0]
+					  ? r->client->errbuf
+					  : curl_easy_strerror(resp->curl_code);
+
+		if (resp->status)
+			log_info("still trying: HTTP %ld (attempt %u of %u)",
+				 resp->status, r->attempts + 1,
+				 r->policy->max_attempts);
+		else
+			log_info("still trying: %s (attempt %u of %u)", why,
+				 r->attempts + 1, r->policy->max_attempts);
+	}
 	sleep_cancellable(r->client, wait);
 	return true;
 }

@@ -13,6 +13,10 @@
  * exclusive flock of DIR/.slicectl-tmp/lock, which makes create-only and
  * compare-and-swap atomic across processes; the same lock file holds the
  * last generation handed out, so generations only grow.
+ *
+ * Nothing is created until something is written: DIR and .slicectl-tmp/
+ * appear at the first upload, so reading, listing or deleting in a store
+ * that does not exist (a mistyped URL) finds nothing and leaves no trace.
  */
 #include "cloud/backend.h"
 
@@ -20,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -39,6 +44,9 @@
 
 struct store_backend {
 	char *dir;    /* absolute, no trailing slash ("" for the root) */
+	/* Opened on first use (-1 until then) and never changed after,
+	 * under mu: a store may be used from several threads. */
+	pthread_mutex_t mu;
 	int dirfd;
 	int tmpfd;
 	int lockfd;
@@ -62,6 +70,9 @@ struct file_meta {
 	uint64_t size;
 	struct timespec mtime;
 };
+
+static int store_dirs(struct store_backend *b, bool for_write, int *fd,
+		      struct err *e);
 
 /* The URL of a name, for messages. */
 static const char *url_of(struct store_backend *b, const char *name,
@@ -204,11 +215,16 @@ static int meta_of_fd(struct store_backend *b, const char *name, int fd,
 static int open_object(struct store_backend *b, const char *name, int *fdp,
 		       struct file_meta *m, struct err *e)
 {
-	int fd = openat(b->dirfd, name,
-			O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	int r;
+	int dirfd, fd, r;
 
 	*fdp = -1;
+	r = store_dirs(b, false, &dirfd, e);
+	if (r)
+		return r;
+	fd = dirfd < 0 ? -1 : openat(dirfd, name, O_RDONLY | O_NOFOLLOW |
+				     O_CLOEXEC | O_NONBLOCK);
+	if (dirfd < 0)
+		errno = ENOENT;
 	if (fd < 0) {
 		if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
 			memset(m, 0, sizeof(*m));
@@ -413,8 +429,8 @@ static void remove_abandoned(struct store_backend *b)
 	closedir(d);
 }
 
-/* Objects' metadata lives in extended attributes: say so at open time on
- * a filesystem without them, not at the first write. */
+/* The same, by writing: when .slicectl-tmp/ is made, a filesystem that
+ * refuses user attributes on files is found before any upload. */
 static int probe_xattr(struct store_backend *b, struct err *e)
 {
 	char name[64];
@@ -475,8 +491,104 @@ static void file_close(struct store_backend *b)
 		close(b->tmpfd);
 	if (b->dirfd >= 0)
 		close(b->dirfd);
+	pthread_mutex_destroy(&b->mu);
 	free(b->dir);
 	free(b);
+}
+
+/* Under mu: opens DIR if it exists (b->dirfd stays -1 if not). */
+static int open_dir_locked(struct store_backend *b, struct err *e)
+{
+	if (b->dirfd >= 0)
+		return 0;
+	b->dirfd = open(b->dir[0] ? b->dir : "/",
+			O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (b->dirfd >= 0 || errno == ENOENT)
+		return 0;
+	return err_errno(e, errno == ENOTDIR ? CLOUD_EURL : CLOUD_EIO,
+			 errno, "opening the store folder file://%s", b->dir);
+}
+
+/* Under mu, DIR open: opens .slicectl-tmp/ and its lock, creating them
+ * only when create is set. */
+static int open_tmp_locked(struct store_backend *b, bool create,
+			   struct err *e)
+{
+	int r;
+
+	if (b->tmpfd >= 0)
+		return 0;
+	if (create && mkdirat(b->dirfd, TMP_DIR, 0755) != 0 &&
+	    errno != EEXIST)
+		return write_errno(e, errno, b, TMP_DIR, "creating");
+	b->tmpfd = openat(b->dirfd, TMP_DIR,
+			  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (b->tmpfd < 0 && errno == ENOENT && !create)
+		return 0;
+	if (b->tmpfd >= 0)
+		b->lockfd = openat(b->tmpfd, LOCK_FILE,
+				   O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+				   0644);
+	if (b->tmpfd < 0 || b->lockfd < 0) {
+		r = err_errno(e, errno == ENOSPC ? CLOUD_ENOSPACE : CLOUD_EIO,
+			      errno, "opening file://%s/%s/%s (the store's "
+			      "lock; check permissions)", b->dir, TMP_DIR,
+			      LOCK_FILE);
+		if (b->tmpfd >= 0)
+			close(b->tmpfd);
+		b->tmpfd = -1;
+		return r;
+	}
+	if (create) {
+		r = probe_xattr(b, e);
+		if (r)
+			return r;
+	}
+	remove_abandoned(b);
+	return 0;
+}
+
+/*
+ * The store's folder for a read (*fd -1: it does not exist, so neither
+ * does any object) or, with for_write, for a write: then DIR and
+ * .slicectl-tmp/ are created if missing and *fd is always valid.
+ */
+static int store_dirs(struct store_backend *b, bool for_write, int *fd,
+		      struct err *e)
+{
+	int r;
+
+	pthread_mutex_lock(&b->mu);
+	r = open_dir_locked(b, e);
+	if (!r && b->dirfd < 0 && for_write) {
+		r = mkdir_p(b->dir, e);
+		if (!r)
+			r = open_dir_locked(b, e);
+		if (!r && b->dirfd < 0)
+			r = err_errno(e, CLOUD_EIO, ENOENT, "opening the "
+				      "store folder file://%s", b->dir);
+	}
+	if (!r && for_write)
+		r = open_tmp_locked(b, true, e);
+	*fd = b->dirfd;
+	pthread_mutex_unlock(&b->mu);
+	return r;
+}
+
+/* Objects' metadata lives in extended attributes: say so at open time on
+ * a filesystem without them, without writing anything to find out. */
+static int probe_xattr_read(struct store_backend *b, struct err *e)
+{
+	char val[64];
+
+	if (fgetxattr(b->dirfd, META_XATTR, val, sizeof(val)) < 0 &&
+	    errno == ENOTSUP)
+		return err_set(e, CLOUD_EIO,
+			       "file://%s: its filesystem has no user "
+			       "extended attributes, which file:// stores "
+			       "need; use a directory on ext4, xfs, btrfs "
+			       "or tmpfs", b->dir);
+	return 0;
 }
 
 static int file_open(struct store_backend **out, const char *where,
@@ -491,6 +603,7 @@ static int file_open(struct store_backend **out, const char *where,
 	if (!b)
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
 	b->dirfd = b->tmpfd = b->lockfd = -1;
+	pthread_mutex_init(&b->mu, NULL);
 	len = strlen(where);
 	while (len && where[len - 1] == '/')
 		len--;
@@ -499,45 +612,17 @@ static int file_open(struct store_backend **out, const char *where,
 		file_close(b);
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
 	}
-	r = mkdir_p(b->dir, e);
+	/* A store that exists is checked now; one that does not is made
+	 * by its first write. */
+	r = open_dir_locked(b, e);
+	if (!r && b->dirfd >= 0)
+		r = probe_xattr_read(b, e);
+	if (!r && b->dirfd >= 0)
+		r = open_tmp_locked(b, false, e);
 	if (r) {
 		file_close(b);
 		return r;
 	}
-	b->dirfd = open(len ? b->dir : "/",
-			O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (b->dirfd < 0) {
-		r = err_errno(e, errno == ENOTDIR ? CLOUD_EURL : CLOUD_EIO,
-			      errno, "opening the store folder file://%s",
-			      b->dir);
-		file_close(b);
-		return r;
-	}
-	if (mkdirat(b->dirfd, TMP_DIR, 0755) != 0 && errno != EEXIST) {
-		r = write_errno(e, errno, b, TMP_DIR, "creating");
-		file_close(b);
-		return r;
-	}
-	b->tmpfd = openat(b->dirfd, TMP_DIR,
-			  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (b->tmpfd >= 0)
-		b->lockfd = openat(b->tmpfd, LOCK_FILE,
-				   O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-				   0644);
-	if (b->tmpfd < 0 || b->lockfd < 0) {
-		r = err_errno(e, errno == ENOSPC ? CLOUD_ENOSPACE : CLOUD_EIO,
-			      errno, "opening file://%s/%s/%s (the store's "
-			      "lock; check permissions)", b->dir, TMP_DIR,
-			      LOCK_FILE);
-		file_close(b);
-		return r;
-	}
-	r = probe_xattr(b, e);
-	if (r) {
-		file_close(b);
-		return r;
-	}
-	remove_abandoned(b);
 	*out = b;
 	return 0;
 }
@@ -562,9 +647,12 @@ static int file_upload_begin(struct store_backend *b, const char *name,
 {
 	static unsigned counter;
 	struct file_upload *u;
+	int fd;
 	int r = reserved_name(b, name, e);
 
 	*out = NULL;
+	if (!r)
+		r = store_dirs(b, true, &fd, e);
 	if (r)
 		return r;
 	u = calloc(1, sizeof(*u));
@@ -798,8 +886,16 @@ static int file_del(struct store_backend *b, const char *name,
 		    int64_t if_generation_match, struct err *e)
 {
 	struct file_meta m;
+	int fd;
 	int r = reserved_name(b, name, e);
 
+	if (!r)
+		r = store_dirs(b, false, &fd, e);
+	if (!r && fd < 0)
+		r = err_set(e, CLOUD_ENOTFOUND, "%s does not exist",
+			    URL(b, name));
+	if (!r)
+		r = store_dirs(b, true, &fd, e);
 	if (r)
 		return r;
 	r = lock_store(b, e);
@@ -1069,8 +1165,11 @@ static int file_list(struct store_backend *b, const char *prefix,
 		.delim = delimiter, .dlen = delimiter ? strlen(delimiter) : 0,
 		.fn = fn, .ud = ud, .e = e,
 	};
-	int r;
+	int fd;
+	int r = store_dirs(b, false, &fd, e);
 
+	if (r || fd < 0)
+		return r;
 	buf_init(&l.last);
 	r = walk(&l, "");
 	buf_release(&l.last);

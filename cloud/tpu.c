@@ -393,74 +393,11 @@ static int call(struct tpu_client *c, const char *method, const char *url,
 
 /* ---- operations ---- */
 
-struct operation {
-	char *name;
-	bool done;
-	bool failed;
-	int code;
-	char message[512];
-};
-
 static int op_corrupt(struct err *e, const char *field, const char *want)
 {
 	return err_set(e, CLOUD_ECORRUPT,
 		       "malformed operation from the TPU API: \"%s\" is %s",
 		       field, want);
-}
-
-static int op_parse(const struct http_response *resp, struct operation *op,
-		    struct err *e)
-{
-	json_t *root, *name, *done, *error;
-	json_error_t jerr;
-	int rc = 0;
-
-	free(op->name);
-	memset(op, 0, sizeof(*op));
-	root = json_loadb(resp->body.data ? resp->body.data : "",
-			  resp->body.len, 0, &jerr);
-	if (!root)
-		return err_set(e, CLOUD_ECORRUPT,
-			       "malformed operation from the TPU API: not "
-			       "JSON (%s)", jerr.text);
-	if (!json_is_object(root)) {
-		json_decref(root);
-		return op_corrupt(e, "(the operation)", "not a JSON object");
-	}
-	name = json_object_get(root, "name");
-	done = json_object_get(root, "done");
-	error = json_object_get(root, "error");
-	if (json_is_null(done))
-		done = NULL;
-	if (json_is_null(error))
-		error = NULL;
-	if (name && !json_is_string(name))
-		rc = op_corrupt(e, "name", "not a string");
-	else if (done && !json_is_boolean(done))
-		rc = op_corrupt(e, "done", "not a boolean");
-	else if (error && !json_is_object(error))
-		rc = op_corrupt(e, "error", "not an object");
-	if (!rc && error) {
-		json_t *code = json_object_get(error, "code");
-		json_t *msg = json_object_get(error, "message");
-
-		if (code && !json_is_integer(code))
-			rc = op_corrupt(e, "error.code", "not an integer");
-		else if (msg && !json_is_string(msg))
-			rc = op_corrupt(e, "error.message", "not a string");
-		op->failed = true;
-		op->code = code ? (int)json_integer_value(code) : 0;
-		snprintf(op->message, sizeof(op->message), "%s",
-			 msg ? json_string_value(msg) : "no message");
-	}
-	op->done = json_is_true(done);
-	if (!rc && !op->done && !given(json_string_value(name)))
-		rc = op_corrupt(e, "name", "missing from an operation not "
-			       "yet done");
-	if (!rc && name && !(op->name = strdup(json_string_value(name))))
-		rc = nomem(e);
-	json_decref(root);
-	return rc;
 }
 
 /* base + "v2alpha1/" + the operation's name, each segment escaped. */
@@ -549,14 +486,14 @@ static double seconds(uint64_t ms)
 static int op_wait(struct tpu_client *c, const struct http_response *first,
 		   const char *what, struct poller *p, struct err *e)
 {
-	struct operation op = { 0 };
+	struct tpu_operation op = { 0 };
 	struct http_response resp;
 	struct buf url;
 	int rc;
 
 	http_response_init(&resp);
 	buf_init(&url);
-	rc = op_parse(first, &op, e);
+	rc = tpu_operation_parse(first->body.data, first->body.len, &op, e);
 	if (rc)
 		err_prefix(e, "%s", what);
 	while (!rc && !op.done) {
@@ -574,7 +511,8 @@ static int op_wait(struct tpu_client *c, const struct http_response *first,
 		if (!rc)
 			rc = call(c, "GET", url.data, NULL, false, &resp, e);
 		if (!rc) {
-			rc = op_parse(&resp, &op, e);
+			rc = tpu_operation_parse(resp.body.data, resp.body.len,
+						 &op, e);
 			if (rc) {
 				short_url(url.data, shown, sizeof(shown));
 				err_prefix(e, "GET %s", shown);
@@ -974,43 +912,99 @@ static int nodes_ready(struct tpu_client *c, const struct tpu_qr *q,
 	}
 }
 
-int tpu_qr_reset(struct tpu_client *c, const char *id, bool wait,
-		 unsigned timeout_ms, struct err *e)
+/* POSTs body to the queued resource's custom method verb (":reset") and,
+ * when wait, follows its operation to the end; what names it in errors
+ * ("reset"). */
+static int qr_method(struct tpu_client *c, const char *id, const char *verb,
+		     const char *body, const char *what, bool wait,
+		     struct poller *p, struct err *e)
 {
 	struct http_response resp;
-	struct poller p;
-	struct buf url, what;
-	int rc;
+	struct buf url, name;
+	int rc = 0;
 
 	if (!given(id))
 		return err_set(e, CLOUD_EINVAL, "no queued resource named");
-	poller_init(&p, c, mono_ms(), timeout_ms);
 	http_response_init(&resp);
 	buf_init(&url);
-	buf_init(&what);
-	if (url_for(c, &url, "queuedResources", id, ":reset") ||
-	    buf_appendf(&what, "resetting queued resource %s", id)) {
+	buf_init(&name);
+	if (url_for(c, &url, "queuedResources", id, verb) ||
+	    buf_appendf(&name, "%s of queued resource %s", what, id))
 		rc = nomem(e);
-		goto out;
-	}
-	/* A second reset of a slice being reset does no harm. */
-	rc = call(c, "POST", url.data, "{}", true, &resp, e);
-	if (rc || !wait)
-		goto out;
-	rc = op_wait(c, &resp, what.data, &p, e);
-	if (!rc) {
-		struct tpu_qr q;
-
-		rc = tpu_qr_get(c, id, &q, e);
-		if (!rc) {
-			rc = nodes_ready(c, &q, &p, e);
-			tpu_qr_release(&q);
-		}
-	}
-out:
+	/* Each method here is safe to repeat: a second reset of a slice
+	 * being reset does no harm, and a maintenance already started
+	 * finds none pending (an error naming the state, never a second
+	 * maintenance). */
+	if (!rc)
+		rc = call(c, "POST", url.data, body, true, &resp, e);
+	if (!rc && wait)
+		rc = op_wait(c, &resp, name.data, p, e);
 	buf_release(&url);
-	buf_release(&what);
+	buf_release(&name);
 	http_response_release(&resp);
+	return rc;
+}
+
+int tpu_qr_reset(struct tpu_client *c, const char *id, bool wait,
+		 unsigned timeout_ms, struct err *e)
+{
+	struct tpu_qr q;
+	struct poller p;
+	int rc;
+
+	poller_init(&p, c, mono_ms(), timeout_ms);
+	rc = qr_method(c, id, ":reset", "{}", "reset", wait, &p, e);
+	if (rc || !wait)
+		return rc;
+	rc = tpu_qr_get(c, id, &q, e);
+	if (!rc) {
+		rc = nodes_ready(c, &q, &p, e);
+		tpu_qr_release(&q);
+	}
+	return rc;
+}
+
+/* {"nodeNames": [...]} with the names as given, ids or full names (gcloud
+ * 528's perform-maintenance sends the ids it is given); "{}" for none
+ * (every node with maintenance announced). */
+static int maintenance_body(const struct strlist *nodes, char **out,
+			    struct err *e)
+{
+	json_t *root = json_object(), *names = json_array();
+	int rc = 0;
+
+	*out = NULL;
+	if (!root || !names)
+		rc = nomem(e);
+	for (size_t i = 0; !rc && nodes && i < nodes->n; i++)
+		if (json_array_append_new(names, json_string(nodes->v[i])))
+			rc = err_set(e, CLOUD_EINVAL,
+				     "node name %.80s is not UTF-8 text",
+				     nodes->v[i]);
+	if (!rc && json_array_size(names) &&
+	    json_object_set(root, "nodeNames", names))
+		rc = nomem(e);
+	if (!rc && !(*out = json_dumps(root, JSON_COMPACT)))
+		rc = nomem(e);
+	json_decref(names);
+	json_decref(root);
+	return rc;
+}
+
+int tpu_qr_perform_maintenance(struct tpu_client *c, const char *id,
+			       const struct strlist *nodes, bool wait,
+			       unsigned timeout_ms, struct err *e)
+{
+	struct poller p;
+	char *body = NULL;
+	int rc;
+
+	poller_init(&p, c, mono_ms(), timeout_ms);
+	rc = maintenance_body(nodes, &body, e);
+	if (!rc)
+		rc = qr_method(c, id, ":performMaintenanceQueuedResource",
+			       body, "maintenance", wait, &p, e);
+	free(body);
 	return rc;
 }
 

@@ -25,6 +25,21 @@ int tpu_qr_from_json(json_t *o, const char *text, size_t len,
 int tpu_hostkeys_parse(const char *json, size_t len,
 		       struct tpu_hostkeys **out, size_t *n, struct err *e);
 
+/* A long-running operation as the API sends it. */
+struct tpu_operation {
+	char *name;        /* NULL when the answer had none (a done one) */
+	bool done;
+	bool failed;       /* it has an error: code and message say which */
+	int code;
+	char message[512];
+};
+
+/* Parses an Operation into op, freeing the name a previous answer left
+ * there, so one struct serves every poll (CLOUD_ECORRUPT when malformed).
+ * An operation that is not done must have a name, to be polled by. */
+int tpu_operation_parse(const char *json, size_t len,
+			struct tpu_operation *op, struct err *e);
+
 /* Whether key is an SSH host key type known_hosts can carry. */
 bool tpu_ssh_key_type(const char *key);
 

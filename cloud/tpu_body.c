@@ -1,9 +1,17 @@
 /*
  * tpu_body.c: the queuedResources.create request body, with exactly the
- * fields a tpu_qr_spec asks for, named and typed as the v2alpha1 discovery
- * document has them, and the checks the API would otherwise make after a
- * round trip (labels, metadata sizes) made here with a message naming the
- * entry at fault.
+ * fields a tpu_qr_spec asks for, named and typed as the v2alpha1 API has
+ * them as Google Cloud CLI 528 knows it (api/tpu.v2alpha1.gcloud-528.json),
+ * and the checks the API would otherwise make after a round trip (labels,
+ * metadata sizes, capacity combinations) made here with a message naming
+ * the entry at fault.
+ *
+ * Spot capacity is "spot": {} alone, without a provisioningModel: that is
+ * what the API has always taken and what gcloud's GA (v2) command sends.
+ * gcloud 528's alpha command sends "provisioningModel": "STANDARD" beside
+ * it (its SetProvisioningModel overwrites SPOT), which contradicts itself,
+ * and SPOT beside "spot" says nothing more. Flex-start has no tier, so it
+ * can only be asked for by provisioningModel FLEX_START.
  */
 #include "cloud/tpu.h"
 
@@ -295,16 +303,56 @@ static int node_body(const struct tpu_qr_spec *s, json_t *node,
 	return rc;
 }
 
-static int check_spec(const struct tpu_qr_spec *s, const char *parent,
-		      struct err *e)
+int tpu_provisioning_model(const char *name, enum tpu_capacity *out,
+			   struct err *e)
+{
+	static const struct {
+		const char *name;
+		enum tpu_capacity capacity;
+	} models[] = {
+		{ "standard", TPU_CAPACITY_ON_DEMAND },
+		{ "spot", TPU_CAPACITY_SPOT },
+		{ "reservation-bound", TPU_CAPACITY_RESERVED },
+		{ "flex-start", TPU_CAPACITY_FLEX_START },
+	};
+
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+		if (name && !strcmp(name, models[i].name)) {
+			*out = models[i].capacity;
+			return 0;
+		}
+	}
+	return err_set(e, CLOUD_EINVAL,
+		       "provisioning model '%.40s' is none of standard, spot, "
+		       "reservation-bound and flex-start", name ? name : "");
+}
+
+int tpu_capacity_choose(const char *model, enum tpu_capacity chosen,
+			const char *flag, enum tpu_capacity *out,
+			struct err *e)
+{
+	enum tpu_capacity named;
+
+	*out = chosen;
+	if (!model)
+		return 0;
+	if (tpu_provisioning_model(model, &named, e)) {
+		err_prefix(e, "--provisioning-model");
+		return CLOUD_EINVAL;
+	}
+	if (flag && named != chosen)
+		return err_set(e, CLOUD_EINVAL,
+			       "%s contradicts --provisioning-model %s; give "
+			       "one of them", flag, model);
+	*out = named;
+	return 0;
+}
+
+int tpu_qr_spec_check(const struct tpu_qr_spec *s, struct err *e)
 {
 	if (!given(s->id))
 		return err_set(e, CLOUD_EINVAL,
 			       "the queued resource has no name");
-	if (!given(parent))
-		return err_set(e, CLOUD_EINVAL,
-			       "no parent (projects/P/locations/Z) for queued "
-			       "resource %s", s->id);
 	if (s->node_count == 0)
 		return err_set(e, CLOUD_EINVAL,
 			       "queued resource %s: a node count of 0; it "
@@ -322,7 +370,45 @@ static int check_spec(const struct tpu_qr_spec *s, const char *parent,
 			       s->reservation,
 			       s->capacity == TPU_CAPACITY_SPOT ? "spot"
 								: "best-effort");
+	if (s->capacity == TPU_CAPACITY_FLEX_START) {
+		if (given(s->reservation))
+			return err_set(e, CLOUD_EINVAL,
+				       "queued resource %s: flex-start capacity "
+				       "comes from no reservation; drop "
+				       "reservation %s or use the "
+				       "reservation-bound model", s->id,
+				       s->reservation);
+		if (!s->max_run_duration_s)
+			return err_set(e, CLOUD_EINVAL,
+				       "queued resource %s: flex-start capacity "
+				       "needs a maximum run duration "
+				       "(--max-run-duration, up to 7d)", s->id);
+		if (s->max_run_duration_s > TPU_MAX_RUN_DURATION_S)
+			return err_set(e, CLOUD_EINVAL,
+				       "queued resource %s: a run duration of "
+				       "%" PRIu64 "s is longer than the 7 days "
+				       "(%us) flex-start capacity is sold for",
+				       s->id, s->max_run_duration_s,
+				       TPU_MAX_RUN_DURATION_S);
+	} else if (s->max_run_duration_s) {
+		return err_set(e, CLOUD_EINVAL,
+			       "queued resource %s: a maximum run duration is "
+			       "for flex-start capacity only "
+			       "(--provisioning-model flex-start)", s->id);
+	}
 	return 0;
+}
+
+static int check_spec(const struct tpu_qr_spec *s, const char *parent,
+		      struct err *e)
+{
+	int rc = tpu_qr_spec_check(s, e);
+
+	if (!rc && !given(parent))
+		rc = err_set(e, CLOUD_EINVAL,
+			     "no parent (projects/P/locations/Z) for queued "
+			     "resource %s", s->id);
+	return rc;
 }
 
 static int capacity_body(const struct tpu_qr_spec *s, const char *parent,
@@ -348,6 +434,20 @@ static int capacity_body(const struct tpu_qr_spec *s, const char *parent,
 	case TPU_CAPACITY_BEST_EFFORT:
 		rc = put(root, "bestEffort", json_object(), e);
 		break;
+	case TPU_CAPACITY_FLEX_START: {
+		json_t *run = json_object();
+
+		rc = put_string(root, "provisioningModel", "FLEX_START",
+				"the provisioning model", e);
+		if (!rc)
+			rc = put(root, "runDuration", run, e);
+		else
+			json_decref(run);
+		if (!rc)
+			rc = put_duration(run, "maxRunDuration",
+					  s->max_run_duration_s, e);
+		break;
+	}
 	case TPU_CAPACITY_ON_DEMAND:
 	default:
 		break;

@@ -1,11 +1,12 @@
 /*
- * tpu_parse.c: queued resources, nodes and guest attributes as the TPU API
- * sends them. Absent optional fields become "" (or nothing); a field of the
+ * tpu_parse.c: queued resources, nodes, operations and guest attributes as
+ * the TPU API sends them. Absent optional fields become "" (or nothing); a field of the
  * wrong type is CLOUD_ECORRUPT naming it, so a server's odd answer is
  * reported, never trusted and never a crash.
  */
 #include "cloud/tpu.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,6 +152,8 @@ void tpu_qr_release(struct tpu_qr *q)
 	free(q->accelerator_type);
 	free(q->runtime_version);
 	free(q->reservation);
+	free(q->max_run_duration);
+	free(q->termination_time);
 	free(q->error_message);
 	for (size_t i = 0; i < q->nnodes; i++)
 		free(q->node_ids[i]);
@@ -159,15 +162,28 @@ void tpu_qr_release(struct tpu_qr *q)
 	memset(q, 0, sizeof(*q));
 }
 
-static int push_node_id(struct ctx *c, struct tpu_qr *q, const char *id)
+/* Room for n more node ids, made at once: a slice of many hosts grown one
+ * id at a time costs time quadratic in its size. The bound is on all the
+ * node specs together, each of which may name TPU_NODE_COUNT_MAX. */
+static int reserve_node_ids(struct ctx *c, struct tpu_qr *q, size_t n)
 {
-	char **v = realloc(q->node_ids, (q->nnodes + 1) * sizeof(*v));
+	char **v;
 
+	if (n > TPU_NODE_COUNT_MAX - q->nnodes)
+		return bad(c, "tpu.nodeSpec", "more nodes in all than a slice "
+			   "has");
+	v = realloc(q->node_ids, (q->nnodes + n) * sizeof(*v));
 	if (!v)
 		return nomem(c);
 	q->node_ids = v;
-	v[q->nnodes] = strdup(id);
-	if (!v[q->nnodes])
+	return 0;
+}
+
+/* After reserve_node_ids. */
+static int push_node_id(struct ctx *c, struct tpu_qr *q, const char *id)
+{
+	q->node_ids[q->nnodes] = strdup(id);
+	if (!q->node_ids[q->nnodes])
 		return nomem(c);
 	q->nnodes++;
 	return 0;
@@ -225,8 +241,12 @@ static int qr_spec_nodes(struct ctx *c, json_t *spec, size_t i,
 		snprintf(path, sizeof(path), "tpu.nodeSpec[%zu].nodeId", i);
 		return bad(c, path, "not a string");
 	}
-	if (!multi)
-		return id ? push_node_id(c, q, json_string_value(id)) : 0;
+	if (!multi) {
+		if (!id)
+			return 0;
+		rc = reserve_node_ids(c, q, 1);
+		return rc ? rc : push_node_id(c, q, json_string_value(id));
+	}
 	snprintf(path, sizeof(path),
 		 "tpu.nodeSpec[%zu].multiNodeParams.nodeCount", i);
 	rc = get_int(c, multi, "nodeCount", path, 1, TPU_NODE_COUNT_MAX,
@@ -240,7 +260,8 @@ static int qr_spec_nodes(struct ctx *c, json_t *spec, size_t i,
 		return bad(c, path, "not a string");
 	}
 	prefix = id && *json_string_value(id) ? json_string_value(id) : q->id;
-	for (json_int_t k = 0; k < count; k++) {
+	rc = reserve_node_ids(c, q, (size_t)count);
+	for (json_int_t k = 0; !rc && k < count; k++) {
 		struct buf b;
 
 		buf_init(&b);
@@ -250,10 +271,8 @@ static int qr_spec_nodes(struct ctx *c, json_t *spec, size_t i,
 		}
 		rc = push_node_id(c, q, b.data);
 		buf_release(&b);
-		if (rc)
-			return rc;
 	}
-	return 0;
+	return rc;
 }
 
 static int qr_tpu(struct ctx *c, json_t *o, struct tpu_qr *q)
@@ -284,10 +303,28 @@ static int qr_tpu(struct ctx *c, json_t *o, struct tpu_qr *q)
 
 static int qr_capacity(struct ctx *c, json_t *o, struct tpu_qr *q)
 {
-	json_t *spot, *guaranteed, *best, *reserved;
+	json_t *spot, *guaranteed, *best, *reserved, *run;
+	char *model = NULL;
+	bool flex;
 	int rc;
 
-	rc = get_object(c, o, "spot", "spot", &spot);
+	rc = dup_string(c, o, "provisioningModel", "provisioningModel",
+			&model);
+	if (rc)
+		return rc;
+	flex = !strcmp(model, "FLEX_START");
+	free(model);
+	rc = get_object(c, o, "runDuration", "runDuration", &run);
+	if (!rc)
+		rc = dup_string(c, run, "maxRunDuration",
+				"runDuration.maxRunDuration",
+				&q->max_run_duration);
+	if (!rc)
+		rc = dup_string(c, run, "terminationTime",
+				"runDuration.terminationTime",
+				&q->termination_time);
+	if (!rc)
+		rc = get_object(c, o, "spot", "spot", &spot);
 	if (!rc)
 		rc = get_object(c, o, "guaranteed", "guaranteed", &guaranteed);
 	if (!rc)
@@ -300,7 +337,9 @@ static int qr_capacity(struct ctx *c, json_t *o, struct tpu_qr *q)
 	reserved = field(guaranteed, "reserved");
 	if (reserved && !json_is_boolean(reserved))
 		return bad(c, "guaranteed.reserved", "not a boolean");
-	if (spot)
+	if (flex)
+		q->capacity = "flex-start";
+	else if (spot)
 		q->capacity = "spot";
 	else if (json_is_true(reserved) || *q->reservation)
 		q->capacity = "reserved";
@@ -363,6 +402,11 @@ void tpu_node_release(struct tpu_node *n)
 		free(n->endpoints[i].external_ip);
 	}
 	free(n->endpoints);
+	free(n->maintenance.type);
+	free(n->maintenance.status);
+	free(n->maintenance.window_start);
+	free(n->maintenance.window_end);
+	free(n->maintenance.latest_start);
 	free(n->json);
 	memset(n, 0, sizeof(*n));
 }
@@ -400,6 +444,46 @@ static int node_endpoint(struct ctx *c, json_t *ep, size_t i,
 	return rc;
 }
 
+/* Node.upcomingMaintenance; every string is "" when absent, so a node
+ * without it has them all "" and announced false. */
+static int node_maintenance(struct ctx *c, json_t *o,
+			    struct tpu_maintenance *m)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} strings[] = {
+		{ "type", offsetof(struct tpu_maintenance, type) },
+		{ "maintenanceStatus", offsetof(struct tpu_maintenance, status) },
+		{ "windowStartTime",
+		  offsetof(struct tpu_maintenance, window_start) },
+		{ "windowEndTime", offsetof(struct tpu_maintenance, window_end) },
+		{ "latestWindowStartTime",
+		  offsetof(struct tpu_maintenance, latest_start) },
+	};
+	json_t *um, *can;
+	char path[64];
+	int rc = get_object(c, o, "upcomingMaintenance", "upcomingMaintenance",
+			    &um);
+
+	for (size_t i = 0; !rc && i < sizeof(strings) / sizeof(strings[0]);
+	     i++) {
+		snprintf(path, sizeof(path), "upcomingMaintenance.%s",
+			 strings[i].key);
+		rc = dup_string(c, um, strings[i].key, path,
+				(char **)((char *)m + strings[i].off));
+	}
+	if (rc)
+		return rc;
+	can = field(um, "canReschedule");
+	if (can && !json_is_boolean(can))
+		return bad(c, "upcomingMaintenance.canReschedule",
+			   "not a boolean");
+	m->announced = um != NULL;
+	m->can_reschedule = json_is_true(can);
+	return 0;
+}
+
 static int node_from_json(struct ctx *c, json_t *o, const char *text,
 			  size_t len, void *node)
 {
@@ -430,6 +514,8 @@ static int node_from_json(struct ctx *c, json_t *o, const char *text,
 		rc = dup_string(c, o, "acceleratorType", "acceleratorType",
 				&out->accelerator_type);
 	if (!rc)
+		rc = node_maintenance(c, o, &out->maintenance);
+	if (!rc)
 		rc = get_array(c, o, "networkEndpoints", "networkEndpoints",
 			       &eps);
 	if (!rc && eps && json_array_size(eps)) {
@@ -458,6 +544,59 @@ int tpu_node_parse(const char *json, size_t len, struct tpu_node *out,
 	if (rc)
 		tpu_node_release(out);
 	return rc;
+}
+
+/* ---- operations ---- */
+
+static int op_from_json(struct ctx *c, json_t *root, const char *text,
+			size_t len, void *operation)
+{
+	struct tpu_operation *op = operation;
+	json_t *name, *done, *error, *code = NULL, *msg = NULL;
+	const char *s;
+
+	(void)text;
+	(void)len;
+	if (!json_is_object(root))
+		return bad(c, "(the operation)", "not a JSON object");
+	name = json_object_get(root, "name");
+	done = field(root, "done");
+	error = field(root, "error");
+	if (name && !json_is_string(name))
+		return bad(c, "name", "not a string");
+	if (done && !json_is_boolean(done))
+		return bad(c, "done", "not a boolean");
+	if (error && !json_is_object(error))
+		return bad(c, "error", "not an object");
+	if (error) {
+		code = json_object_get(error, "code");
+		msg = json_object_get(error, "message");
+	}
+	if (code && !json_is_integer(code))
+		return bad(c, "error.code", "not an integer");
+	if (msg && !json_is_string(msg))
+		return bad(c, "error.message", "not a string");
+	op->done = json_is_true(done);
+	s = json_string_value(name);
+	if (!op->done && !(s && *s))
+		return bad(c, "name", "missing from an operation not yet done");
+	if (error) {
+		op->failed = true;
+		op->code = code ? (int)json_integer_value(code) : 0;
+		snprintf(op->message, sizeof(op->message), "%s",
+			 msg ? json_string_value(msg) : "no message");
+	}
+	if (s && !(op->name = strdup(s)))
+		return nomem(c);
+	return 0;
+}
+
+int tpu_operation_parse(const char *json, size_t len,
+			struct tpu_operation *op, struct err *e)
+{
+	free(op->name);
+	memset(op, 0, sizeof(*op));
+	return parse_doc("operation", json, len, op_from_json, op, e);
 }
 
 /* ---- guest attributes: SSH host keys ---- */

@@ -22,7 +22,12 @@ static const char usage[] =
 	"Creates the queued resource NAME through the TPU API (v2alpha1). One\n"
 	"slice is the node NAME; with --node-count N the slices are the nodes\n"
 	"NAME-0 .. NAME-(N-1). Without a capacity flag the request is on\n"
-	"demand. The public half of slicectl's own ed25519 key\n"
+	"demand. --provisioning-model takes gcloud's models: standard (on\n"
+	"demand), spot (as --spot), reservation-bound (as --reserved) and\n"
+	"flex-start, which needs --max-run-duration D (up to 7d): the slices\n"
+	"run for D once ACTIVE, then their VMs are deleted and the queued\n"
+	"resource is SUSPENDED. Contradicting capacity flags are refused\n"
+	"before any request. The public half of slicectl's own ed25519 key\n"
 	"(~/.slicectl/id_ed25519, made on first use; or --identity's) goes into\n"
 	"the nodes' ssh-keys metadata, so `slicectl run --tpu NAME` can log in.\n"
 	"\n"
@@ -37,7 +42,8 @@ struct create_options {
 	const char *identity;
 	const char *startup_script;
 	struct strlist scopes, tags, labels, metadata_files;
-	unsigned valid_until_ms, valid_after_ms;
+	const char *provisioning_model;
+	unsigned valid_until_ms, valid_after_ms, max_run_ms;
 	bool spot, reserved, best_effort, no_ssh_key;
 };
 
@@ -192,16 +198,31 @@ static int build_spec(struct create_options *co, const char *name,
 		return err_set(e, COMMON_EUSAGE,
 			       "choose one of --spot, --reserved (or "
 			       "--reservation) and --best-effort");
-	s->capacity = co->spot		? TPU_CAPACITY_SPOT
-		      : co->reserved	? TPU_CAPACITY_RESERVED
+	s->capacity = co->spot ? TPU_CAPACITY_SPOT
+		      : co->reserved || s->reservation ? TPU_CAPACITY_RESERVED
 		      : co->best_effort ? TPU_CAPACITY_BEST_EFFORT
 					: TPU_CAPACITY_ON_DEMAND;
-	if (co->valid_until_ms % 1000 || co->valid_after_ms % 1000)
+	rc = tpu_capacity_choose(co->provisioning_model, s->capacity,
+				 co->spot		? "--spot"
+				 : s->reservation	? "--reservation"
+				 : co->reserved		? "--reserved"
+				 : co->best_effort	? "--best-effort"
+							: NULL,
+				 &s->capacity, e);
+	if (rc)
+		return rc;
+	if (co->valid_until_ms % 1000 || co->valid_after_ms % 1000 ||
+	    co->max_run_ms % 1000)
 		return err_set(e, COMMON_EUSAGE,
-			       "--valid-until-duration and "
-			       "--valid-after-duration take whole seconds");
+			       "--valid-until-duration, --valid-after-duration "
+			       "and --max-run-duration take whole seconds");
 	s->valid_until_s = co->valid_until_ms / 1000;
 	s->valid_after_s = co->valid_after_ms / 1000;
+	s->max_run_duration_s = co->max_run_ms / 1000;
+	/* Its CLOUD_EINVAL is a usage error like the others here. */
+	rc = tpu_qr_spec_check(s, e);
+	if (rc)
+		return rc;
 	rc = split_commas(&co->scopes, &s->scopes, e);
 	if (!rc)
 		rc = split_commas(&co->tags, &s->tags, e);
@@ -299,6 +320,12 @@ int cmd_create(int argc, char **argv)
 		{ .name = "best-effort", .kind = OPT_FLAG,
 		  .value = &co.best_effort,
 		  .help = "best-effort capacity" },
+		{ .name = "provisioning-model", .kind = OPT_STRING,
+		  .value = &co.provisioning_model, .arg = "M",
+		  .help = "standard, spot, reservation-bound or flex-start" },
+		{ .name = "max-run-duration", .kind = OPT_SECONDS,
+		  .value = &co.max_run_ms, .arg = "D",
+		  .help = "flex-start: how long the slices run (up to 7d)" },
 		{ .name = "valid-until-duration", .kind = OPT_SECONDS,
 		  .value = &co.valid_until_ms, .arg = "D",
 		  .help = "give up queueing after D (like 6h)" },

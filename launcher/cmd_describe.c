@@ -78,8 +78,10 @@ int cmd_describe(int argc, char **argv)
 	}
 	if (to.format == 1)
 		print_json(&q, nodes);
-	else
+	else {
 		tpu_print_qr(stdout, &q, nodes, q.nnodes);
+		tpu_print_schedule(stdout, &q, nodes, q.nnodes);
+	}
 out:
 	for (size_t i = 0; nodes && i < q.nnodes; i++)
 		tpu_node_release(&nodes[i]);

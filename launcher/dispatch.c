@@ -42,7 +42,10 @@ static int signals_setup(struct err *e)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
+	/* No SA_RESTART: a call that blocks while the fan-out starts (an
+	 * agent, a slow disk) returns EINTR instead of being restarted for
+	 * as long as it blocks, and the fan-out then sees the interrupt. */
+	sa.sa_flags = 0;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -112,7 +115,7 @@ int dispatch(const struct host_options *ho, struct fanout_config *cfg,
 	if (rc) {
 		output_flush(&out);
 		log_error("%s", e.msg);
-		status = EXIT_FAILURE_SSH;
+		status = rc == SSH_EINTR ? EXIT_INTERRUPT : EXIT_FAILURE_SSH;
 	} else {
 		status = output_summary(&out, results, mono_ms() - start);
 	}

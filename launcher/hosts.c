@@ -12,6 +12,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *const hostkey_policy_names[] = { "yes", "accept-new", "no",
@@ -59,7 +60,8 @@ void host_options_table(struct host_options *ho, struct opt *opts)
 		{ .name = "connect-concurrency", .short_name = 'f',
 		  .kind = OPT_UINT, .value = &ho->concurrency, .arg = "N",
 		  .min = 1, .max = 65535,
-		  .help = "handshakes in flight at once (default 64); started "
+		  .help = "handshakes in flight at once, at most (default 64; "
+			  "fewer while servers drop or delay them); started "
 			  "commands never wait for each other" },
 		{ .name = "connect-timeout", .kind = OPT_SECONDS,
 		  .value = &ho->connect_timeout_ms, .arg = "S",
@@ -75,7 +77,8 @@ void host_options_table(struct host_options *ho, struct opt *opts)
 			  "intervals is lost (default 15, 0: off)" },
 		{ .name = "retries", .kind = OPT_UINT, .value = &ho->retries,
 		  .arg = "N", .min = 0, .max = 100,
-		  .help = "reconnects when refused or reset before login "
+		  .help = "reconnects when refused, reset or dropped, or when "
+			  "the SSH handshake times out, before login "
 			  "(default 3)" },
 		{ .name = "env", .short_name = 'e', .kind = OPT_LIST,
 		  .value = &ho->env, .arg = "NAME=VALUE",
@@ -333,11 +336,19 @@ static int read_hosts_file(struct entries *es, const char *path,
 	char *line = NULL;
 	size_t cap = 0;
 	unsigned lineno = 0;
+	struct stat st;
 	int rc = 0;
 
 	if (!f)
 		return err_errno(e, COMMON_EUSAGE, errno,
 				 "cannot read hosts file %s", path);
+	/* A directory opens for reading and fails only at the first read. */
+	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return err_set(e, COMMON_EUSAGE,
+			       "hosts file %s is a directory: name a file of "
+			       "hosts, one a line", path);
+	}
 	while (!rc && getline(&line, &cap, f) >= 0) {
 		struct strlist words;
 		char where[600];
@@ -469,11 +480,29 @@ static int fill(struct targets *t, const struct host_options *ho,
 	return 0;
 }
 
+/* What the option table cannot check by itself. */
+static int check_options(const struct host_options *ho, struct err *e)
+{
+	struct stat st;
+
+	/* libssh2 counts keepalives in whole seconds and turns 1 into 2. */
+	if (ho->keepalive_ms && ho->keepalive_ms < 2000)
+		return err_set(e, COMMON_EUSAGE,
+			       "--keepalive must be 2 seconds or more (or 0 "
+			       "for none)");
+	if (ho->log_dir && !stat(ho->log_dir, &st) && !S_ISDIR(st.st_mode))
+		return err_set(e, COMMON_EUSAGE,
+			       "--log-dir %s is not a directory: name a "
+			       "directory (it is created when missing)",
+			       ho->log_dir);
+	return 0;
+}
+
 int targets_build(struct targets *t, const struct host_options *ho,
 		  struct err *e)
 {
 	struct entries es = { 0 };
-	int rc = 0;
+	int rc = check_options(ho, e);
 
 	for (size_t i = 0; !rc && i < ho->env.n; i++)
 		rc = check_env(ho->env.v[i], "--env", e);

@@ -16,10 +16,11 @@ void tpu_options_table(struct tpu_options *to, struct opt *opts, int with)
 		{ .name = "project", .kind = OPT_STRING, .value = &to->project,
 		  .arg = "PROJECT",
 		  .help = "Google Cloud project (default: "
-			  "$CLOUDSDK_CORE_PROJECT)" },
+			  "$CLOUDSDK_CORE_PROJECT, else gcloud's)" },
 		{ .name = "zone", .kind = OPT_STRING, .value = &to->zone,
 		  .arg = "ZONE",
-		  .help = "zone of the TPUs (default: $CLOUDSDK_COMPUTE_ZONE)" },
+		  .help = "zone of the TPUs (default: "
+			  "$CLOUDSDK_COMPUTE_ZONE, else gcloud's)" },
 		{ .name = "format", .kind = OPT_CHOICE, .value = &to->format,
 		  .arg = "text|json", .choices = format_names,
 		  .help = "json: the API's own resources, as JSON" },
@@ -40,41 +41,72 @@ void tpu_options_table(struct tpu_options *to, struct opt *opts, int with)
 			opts[n++] = table[i];
 }
 
-static const char *from_env(const char *flag, const char *var)
-{
-	const char *v;
-
-	if (flag && *flag)
-		return flag;
-	v = getenv(var);
-	return v && *v ? v : NULL;
-}
-
 int tpu_options_open(struct tpu_options *to, struct tpu_client **c)
 {
 	struct err e;
 	int rc;
 
-	to->project = from_env(to->project, "CLOUDSDK_CORE_PROJECT");
-	to->zone = from_env(to->zone, "CLOUDSDK_COMPUTE_ZONE");
+	err_init(&e);
+	if (gcloud_default(to->project, "core", "project", to->project_buf,
+			   sizeof(to->project_buf), &to->project, &e) ||
+	    gcloud_default(to->zone, "compute", "zone", to->zone_buf,
+			   sizeof(to->zone_buf), &to->zone, &e)) {
+		log_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
 	if (!to->project) {
-		log_error("no project: pass --project or set "
-			  "CLOUDSDK_CORE_PROJECT (gcloud config get project "
-			  "shows yours)");
+		log_error("no project: pass --project, set "
+			  "CLOUDSDK_CORE_PROJECT or run `gcloud config set "
+			  "project PROJECT`");
 		return EXIT_USAGE;
 	}
 	if (!to->zone) {
-		log_error("no zone: pass --zone (for example us-central2-b) "
-			  "or set CLOUDSDK_COMPUTE_ZONE");
+		log_error("no zone: pass --zone (for example us-central2-b), "
+			  "set CLOUDSDK_COMPUTE_ZONE or run `gcloud config set "
+			  "compute/zone ZONE`");
 		return EXIT_USAGE;
 	}
-	err_init(&e);
 	rc = tpu_open(c, to->project, to->zone, &e);
 	if (rc) {
 		log_error("%s", e.msg);
 		return rc == CLOUD_EINVAL ? EXIT_USAGE : 1;
 	}
 	return 0;
+}
+
+/* GENERATION-SIZE in lower case ("v4-32", "v5litepod-16", "v6e-8"): the
+ * shape of every accelerator type the API has named. Anything else, a
+ * shell metacharacter above all, is refused here rather than sent. */
+static bool accelerator_type_valid(const char *t)
+{
+	size_t gen = strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789");
+	size_t size;
+
+	if (gen == 0 || gen > 24 || t[0] < 'a' || t[0] > 'z' || t[gen] != '-')
+		return false;
+	size = strspn(t + gen + 1, "0123456789");
+	return size > 0 && size <= 6 && t[gen + 1] != '0' &&
+	       t[gen + 1 + size] == '\0';
+}
+
+/* Every command's --accelerator-type, checked in one place. */
+static int check_accelerator_type(const struct opt *opts)
+{
+	for (const struct opt *o = opts; o->name; o++) {
+		const char *t;
+
+		if (strcmp(o->name, "accelerator-type") ||
+		    o->kind != OPT_STRING)
+			continue;
+		t = *(const char *const *)o->value;
+		if (t && !accelerator_type_valid(t)) {
+			log_error("--accelerator-type '%s' is not an "
+				  "accelerator type: GENERATION-SIZE, such as "
+				  "v4-32, v5litepod-16, v5p-8 or v6e-8", t);
+			return EXIT_USAGE;
+		}
+	}
+	return -1;
 }
 
 int tpu_command_parse(const struct opt *opts, int argc, char **argv,
@@ -86,6 +118,9 @@ int tpu_command_parse(const struct opt *opts, int argc, char **argv,
 	snprintf(name, sizeof(name), "slicectl %s", argv[0]);
 	status = opt_parse_command(opts, argc, argv, name, usage, false, pos);
 
+	if (status >= 0)
+		return status;
+	status = check_accelerator_type(opts);
 	if (status >= 0)
 		return status;
 	if (pos->n != npos) {

@@ -15,6 +15,8 @@
 struct tpu_options {
 	const char *project;
 	const char *zone;
+	char project_buf[128]; /* gcloud's configuration's, when used */
+	char zone_buf[128];
 	int format;          /* 0 text, 1 json */
 	bool wait;
 	unsigned timeout_ms; /* 0: none */
@@ -31,8 +33,9 @@ enum {
 #define TPU_OPTIONS_COUNT 5
 void tpu_options_table(struct tpu_options *to, struct opt *opts, int with);
 
-/* Fills project and zone from CLOUDSDK_CORE_PROJECT and
- * CLOUDSDK_COMPUTE_ZONE where the flags gave none, then opens the client.
+/* Fills project and zone where the flags gave none, from
+ * CLOUDSDK_CORE_PROJECT and CLOUDSDK_COMPUTE_ZONE, else from gcloud's
+ * active configuration (cloud.h: gcloud_default), then opens the client.
  * Returns 0 or an exit status after saying what is wrong. */
 int tpu_options_open(struct tpu_options *to, struct tpu_client **c);
 

@@ -60,14 +60,15 @@ static int io_error(struct agent *a, int errnum, const char *what,
 			 "asking ssh-agent at %s for %s", a->path, what);
 }
 
-/* 0, or the errno of the failure (0 left in *errnum for end of file). */
+/* 0, or the errno of the failure (0 left in *errnum for end of file).
+ * EINTR is a failure too: the only handlers slicectl installs are for its
+ * interrupts, and an interrupted slicectl must not wait for a hung agent
+ * (the exchange is dropped, as after any failure). */
 static int read_all(int fd, unsigned char *p, size_t n, int *errnum)
 {
 	while (n) {
 		ssize_t r = read(fd, p, n);
 
-		if (r < 0 && errno == EINTR)
-			continue;
 		if (r <= 0) {
 			*errnum = r < 0 ? errno : 0;
 			return -1;
@@ -84,8 +85,6 @@ static int write_all(int fd, const unsigned char *p, size_t n, int *errnum)
 		/* MSG_NOSIGNAL: an agent gone away is an error, not SIGPIPE. */
 		ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
 
-		if (r < 0 && errno == EINTR)
-			continue;
 		if (r < 0) {
 			*errnum = errno;
 			return -1;

@@ -12,6 +12,7 @@
 #include "ssh/loop.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -19,6 +20,14 @@
 
 #define SWEEP_MS 100u
 #define READ_CHUNK 32768u
+/* Handshakes in flight at first: the window doubles from there each round
+ * of logins, so a healthy fleet reaches connect_concurrency in a few
+ * round trips while an overloaded server sees few to drop. */
+#define INITIAL_WINDOW 16u
+/* Logins to wait below the level servers last failed at before trying it
+ * again: doubled by each failure there. */
+#define HOLD_MIN 8u
+#define HOLD_MAX 1024u
 
 struct fanout {
 	const struct fanout_config *cfg;
@@ -29,6 +38,15 @@ struct fanout {
 	size_t *queue;     /* ring of hosts waiting for a handshake slot */
 	size_t qhead, qlen;
 	unsigned in_flight;
+	/* Handshakes allowed in flight, at most connect_concurrency, paced
+	 * as TCP paces segments (see fanout_handshake_ok). */
+	double window;
+	double threshold;  /* slow start below, one more a round above */
+	unsigned ceiling;  /* in flight when servers last failed; 0: none */
+	unsigned hold;     /* logins to wait just below it before trying */
+	unsigned held;
+	uint64_t cut_ms;   /* when the window was last cut */
+	bool cut_told;
 	size_t remaining;
 	struct ssh_key file_keys[3];
 	size_t nfile_keys;
@@ -104,6 +122,69 @@ void fanout_slot_release(struct fanout *f, struct host *h)
 		h->in_slot = false;
 		f->in_flight--;
 	}
+}
+
+/*
+ * The window doubles each round of logins up to the threshold, then grows
+ * by one a round. Just below the level at which servers last failed it
+ * waits `hold` logins before trying that level again, and each failure
+ * there doubles the wait: a server that takes two handshakes at a time is
+ * asked for a third ever more rarely, so few hosts lose an attempt to it.
+ */
+void fanout_handshake_ok(struct fanout *f, struct host *h)
+{
+	const struct fanout_config *c = f->cfg;
+	double next;
+
+	/* Logins that take a third of the time allowed: the servers are
+	 * queueing them, and timeouts come next. */
+	if (c->connect_timeout_ms &&
+	    mono_ms() - h->attempt_ms > c->connect_timeout_ms / 3) {
+		fanout_overloaded(f, h, "logins take over a third of the "
+					"connect timeout");
+		return;
+	}
+	next = f->window < f->threshold ? f->window + 1
+					: f->window + 1 / f->window;
+	if (f->ceiling && (unsigned)next >= f->ceiling &&
+	    (unsigned)f->window < f->ceiling && ++f->held < f->hold)
+		return;
+	f->held = 0;
+	f->window = next > c->connect_concurrency ? c->connect_concurrency
+						  : next;
+	/* A whole level above it without a failure: the servers grew. */
+	if (f->ceiling && (unsigned)f->window > f->ceiling)
+		f->ceiling = 0;
+}
+
+void fanout_overloaded(struct fanout *f, struct host *h, const char *why)
+{
+	unsigned flight = f->in_flight < (unsigned)f->window
+				  ? f->in_flight
+				  : (unsigned)f->window;
+
+	/* An attempt begun before the last cut was paced by the window
+	 * that cut already answered. */
+	if (h->attempt_ms < f->cut_ms)
+		return;
+	if (f->ceiling && flight >= f->ceiling)
+		f->hold = f->hold < HOLD_MAX / 2 ? f->hold * 2 : HOLD_MAX;
+	else
+		f->hold = HOLD_MIN;
+	f->ceiling = flight > 1 ? flight : 2;
+	f->held = 0;
+	f->threshold = flight / 2.0 < 1 ? 1 : flight / 2.0;
+	f->window = f->threshold;
+	f->cut_ms = mono_ms();
+	if (!f->cut_told)
+		log_info("servers are dropping or delaying SSH handshakes "
+			 "(%s): fewer at once, %u now, more as logins "
+			 "succeed", why, (unsigned)f->window);
+	else
+		log_debug("handshakes in flight: at most %u, trying %u after "
+			  "%u logins", (unsigned)f->window, f->ceiling,
+			  f->hold);
+	f->cut_told = true;
 }
 
 static void cancel_all(struct fanout *f, enum fanout_outcome why, bool hard)
@@ -183,11 +264,20 @@ static void on_cancel(struct loop *l, int fd, void *ud, int fired)
 	}
 }
 
+/* Whether an interrupt is waiting on cancel_fd (it stays there for the
+ * loop to read). */
+static bool cancel_pending(const struct fanout *f)
+{
+	struct pollfd p = { .fd = f->cfg->cancel_fd, .events = POLLIN };
+
+	return p.fd >= 0 && poll(&p, 1, 0) == 1;
+}
+
 static void schedule(struct fanout *f)
 {
 	uint64_t now = 0;
 
-	while (f->qlen && f->in_flight < f->cfg->connect_concurrency) {
+	while (f->qlen && f->in_flight < (unsigned)f->window) {
 		struct host *h = &f->hosts[f->queue[f->qhead]];
 
 		f->qhead = (f->qhead + 1) % f->n;
@@ -357,7 +447,14 @@ static int setup(struct fanout *f, const struct fanout_target *targets,
 				  e)))
 		return rc;
 	f->have_kh = true;
-	if ((rc = load_keys(f, e)))
+	rc = load_keys(f, e);
+	/* Keys may come from an agent that kept slicectl waiting until the
+	 * interrupt: the interrupt is the answer, whatever the keys did. */
+	if (cancel_pending(f))
+		return err_set(e, SSH_EINTR,
+			       "interrupted while starting: no host was "
+			       "contacted");
+	if (rc)
 		return rc;
 	f->hosts = calloc(n, sizeof(*f->hosts));
 	f->queue = calloc(n, sizeof(*f->queue));
@@ -365,6 +462,9 @@ static int setup(struct fanout *f, const struct fanout_target *targets,
 		return err_set(e, SSH_ENOMEM, "out of memory for %zu hosts", n);
 	f->n = n;
 	f->remaining = n;
+	f->threshold = f->cfg->connect_concurrency;
+	f->window = f->threshold < INITIAL_WINDOW ? f->threshold
+						  : INITIAL_WINDOW;
 	for (size_t i = 0; i < n; i++) {
 		struct host *h = &f->hosts[i];
 

@@ -5,6 +5,10 @@
  * Only handshakes in flight are bounded (connect_concurrency): once a host's
  * command runs it never waits for another host, so a command that blocks
  * until every host has started (a barrier) finishes at any host count.
+ * Within that bound, handshakes are paced like TCP segments: fewer while
+ * servers drop, time out or slow down handshakes, more again as logins
+ * succeed; a handshake dropped or timed out before a channel is opened is
+ * retried within `retries`, so overload costs time, not hosts.
  */
 #ifndef SLICECTL_SSH_FANOUT_H
 #define SLICECTL_SSH_FANOUT_H
@@ -25,6 +29,7 @@ enum ssh_error {
 	SSH_EHOSTKEY,    /* a host key is unknown or changed, or known_hosts bad */
 	SSH_ELIMIT,      /* a process limit (open files) is too low */
 	SSH_ESYS,        /* the event loop itself failed */
+	SSH_EINTR,       /* cancel_fd fired before any host was contacted */
 };
 
 enum fanout_stream { FANOUT_STDOUT = 0, FANOUT_STDERR = 1 };
@@ -88,7 +93,7 @@ struct fanout_config {
 	const char *identity;   /* private key file; NULL: agent, then defaults */
 	const char *known_hosts;
 	enum fanout_hostkey_policy policy;
-	unsigned connect_concurrency;
+	unsigned connect_concurrency; /* handshakes in flight, at most */
 	unsigned connect_timeout_ms;  /* TCP connect through authentication */
 	unsigned command_timeout_ms;  /* 0: none */
 	unsigned keepalive_ms;        /* 0: none */

@@ -193,6 +193,8 @@ static enum step st_connect(struct fanout *f, struct host *h)
 		if (!h->resolved && resolve(h))
 			return STEP_ERROR;
 		h->result->attempts++;
+		h->attempt_ms = mono_ms();
+		h->overload = false;
 		h->fd = socket(h->addr.ss_family,
 			       SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (h->fd < 0)
@@ -255,9 +257,12 @@ static enum step st_handshake(struct fanout *f, struct host *h)
 	rc = libssh2_session_handshake(h->session, h->fd);
 	if (rc == LIBSSH2_ERROR_EAGAIN)
 		return STEP_AGAIN;
-	if (rc)
-		return fail(h, socket_error(rc), "SSH handshake with %s: %s",
+	if (rc) {
+		/* sshd's MaxStartups drops connections it has no room for. */
+		h->overload = socket_error(rc);
+		return fail(h, h->overload, "SSH handshake with %s: %s",
 			    h->target->label, ssh_error_text(h));
+	}
 	set_state(h, HS_HOSTKEY);
 	return STEP_NEXT;
 }
@@ -336,6 +341,7 @@ static enum step st_auth(struct fanout *f, struct host *h)
 	if (rc)
 		return fail(h, false, "authentication with %s: %s",
 			    h->target->label, ssh_error_text(h));
+	fanout_handshake_ok(f, h);
 	set_state(h, HS_CHANNEL_OPEN);
 	return STEP_NEXT;
 }
@@ -671,6 +677,8 @@ static void on_error(struct fanout *f, struct host *h)
 {
 	const struct fanout_config *c = fanout_config(f);
 
+	if (h->overload && !h->started)
+		fanout_overloaded(f, h, h->result->error);
 	drop_connection(f, h);
 	if (h->started) {
 		finish(f, h, h->ending != FANOUT_PENDING ? h->ending
@@ -778,7 +786,16 @@ void host_tick(struct fanout *f, struct host *h, uint64_t now)
 	if (h->deadline_ms && now >= h->deadline_ms) {
 		h->deadline_ms = 0;
 		if (!h->started) {
-			fail(h, false,
+			/* A server that took the connection but not the
+			 * handshake is busy, most likely overloaded, and
+			 * before login nothing runs remotely: another attempt
+			 * is as safe as after a refusal. One that never
+			 * answered TCP is most likely down: trying again
+			 * would cost another timeout, and would slow the
+			 * others for nothing. */
+			h->overload = h->state >= HS_HANDSHAKE &&
+				      h->state <= HS_AUTH;
+			fail(h, h->overload,
 			     "%s: connection timed out after %.1f s (in %s)",
 			     h->target->label, c->connect_timeout_ms / 1000.0,
 			     host_state_name(h->state));

@@ -59,6 +59,7 @@ struct host {
 	bool started;           /* the remote command was started */
 	bool signalled;
 	bool retryable;         /* the last failure may go away */
+	bool overload;          /* ...and looks like servers overloaded */
 	enum fanout_outcome ending; /* timeout or cancel decided locally */
 	const char *signal_name;    /* for HS_SIGNAL */
 	size_t key_index;
@@ -66,6 +67,7 @@ struct host {
 	char *command;          /* exports and command, freed after exec */
 	size_t sent;
 	uint64_t deadline_ms;   /* of the current phase; 0: none */
+	uint64_t attempt_ms;    /* when this connection attempt began */
 	uint64_t retry_at_ms;
 	uint64_t last_rx_ms;
 	uint64_t next_keepalive_ms;
@@ -94,6 +96,10 @@ int command_build(struct buf *out, const char *command, char *const *env,
 
 /* fanout.c services the hosts use. */
 void fanout_slot_release(struct fanout *f, struct host *h);
+/* Handshake pacing (fanout.c): h logged in, or h's attempt failed in a way
+ * that says the servers are overloaded (dropped or timed out). */
+void fanout_handshake_ok(struct fanout *f, struct host *h);
+void fanout_overloaded(struct fanout *f, struct host *h, const char *why);
 void fanout_host_done(struct fanout *f, struct host *h);
 void fanout_output(struct fanout *f, struct host *h, int stream,
 		   const char *data, size_t len);

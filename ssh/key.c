@@ -10,9 +10,9 @@
  */
 #include "ssh/key.h"
 #include "ssh/agent.h"
+#include "ssh/file.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -604,33 +604,25 @@ static int read_key_file(const char *path, char **out, size_t *out_len,
 	char *data;
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
+	switch (file_open_regular(path, KEY_FILE_MAX, &fd, &st)) {
+	case FILE_OPENED:
+		break;
+	case FILE_CANNOT_OPEN:
 		if (errno == ENOENT)
 			return err_set(e, SSH_EKEY,
 				       "private key %s does not exist: check "
 				       "the path", path);
 		return err_errno(e, SSH_EKEY, errno,
 				 "cannot open private key %s", path);
-	}
-	if (fstat(fd, &st)) {
-		rc = err_errno(e, SSH_EKEY, errno,
-			       "cannot stat private key %s", path);
-		close(fd);
-		return rc;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		close(fd);
+	case FILE_NOT_REGULAR:
 		return err_set(e, SSH_EKEY,
-			       "private key %s is a directory, not a key file",
-			       path);
-	}
-	if (st.st_size > KEY_FILE_MAX) {
-		close(fd);
+			       "private key %s is %s, not a key file: name "
+			       "a regular file", path, file_kind_name(st.st_mode));
+	case FILE_TOO_LARGE:
 		return too_large(e, path);
 	}
-	/* Pipes (--identity <(...)) report no size: grow as data comes. */
-	cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+	/* The file may still grow while it is read: the loop checks. */
+	cap = (size_t)st.st_size + 1;
 	data = malloc(cap);
 	if (!data) {
 		close(fd);

@@ -22,6 +22,7 @@
  */
 #include "ssh/knownhosts.h"
 #include "ssh/key.h"
+#include "ssh/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,9 @@
 #include <openssl/evp.h>
 
 #define SHA1_LEN 20
+/* OpenSSH's own known_hosts for 100,000 hosts is about 10 MiB; a file far
+ * larger is the wrong path (or /dev/zero-like), not a list of hosts. */
+#define KNOWN_HOSTS_MAX ((size_t)64 << 20)
 
 enum key_kind {
 	KIND_ED25519,
@@ -459,11 +463,15 @@ static int parse_line(struct knownhosts *k, char *line, unsigned lineno,
 static int parse_all(struct knownhosts *k, struct buf *data, struct err *e)
 {
 	char *p = data->data;
-	char *end = p + data->len;
+	char *end;
 	unsigned lineno = 0;
 	int rc;
 
-	while (p && p < end) {
+	/* An empty file leaves data->data NULL, and NULL + 0 is undefined. */
+	if (!data->len)
+		return 0;
+	end = p + data->len;
+	while (p < end) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
 		char *stop = nl ? nl : end;
 
@@ -479,18 +487,36 @@ static int parse_all(struct knownhosts *k, struct buf *data, struct err *e)
 	return 0;
 }
 
+static int too_large(struct err *e, const char *path)
+{
+	return err_set(e, SSH_EHOSTKEY,
+		       "known_hosts file %s is larger than %u MiB, which no "
+		       "known_hosts file is: check the path or use another "
+		       "file", path, (unsigned)(KNOWN_HOSTS_MAX >> 20));
+}
+
 static int read_whole(const char *path, struct buf *b, struct err *e)
 {
 	char chunk[65536];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int rc = 0;
+	struct stat st;
+	int fd, rc = 0;
 
-	if (fd < 0) {
+	switch (file_open_regular(path, KNOWN_HOSTS_MAX, &fd, &st)) {
+	case FILE_OPENED:
+		break;
+	case FILE_CANNOT_OPEN:
 		if (errno == ENOENT)
 			return 0;
 		return err_set(e, SSH_EHOSTKEY,
 			       "cannot open known_hosts file %s: %s; fix its permissions or use another file",
 			       path, strerror(errno));
+	case FILE_NOT_REGULAR:
+		return err_set(e, SSH_EHOSTKEY,
+			       "known_hosts file %s is %s, not a known_hosts "
+			       "file: name a regular file",
+			       path, file_kind_name(st.st_mode));
+	case FILE_TOO_LARGE:
+		return too_large(e, path);
 	}
 	for (;;) {
 		ssize_t n = read(fd, chunk, sizeof(chunk));
@@ -505,6 +531,11 @@ static int read_whole(const char *path, struct buf *b, struct err *e)
 		}
 		if (n == 0)
 			break;
+		/* The file may grow while it is read. */
+		if (b->len + (size_t)n > KNOWN_HOSTS_MAX) {
+			rc = too_large(e, path);
+			break;
+		}
 		if (buf_append(b, chunk, (size_t)n)) {
 			rc = err_set(e, SSH_ENOMEM, "out of memory reading %s",
 				     path);

@@ -283,6 +283,11 @@ Test(ckpt, multiple_parts_commit_when_all_present)
 	cr_assert_eq(ckpt_list(s, &l, &e), 0);
 	cr_expect(l.v[0].committed);
 	cr_expect_eq(l.v[0].nparts, 2);
+	/* The committer learned the other host's unpacked size too. */
+	for (size_t i = 0; i < l.v[0].nparts; i++)
+		cr_expect_gt(l.v[0].parts[i].unpacked, l.v[0].parts[i].size,
+			     "%s: %llu", l.v[0].parts[i].name,
+			     (unsigned long long)l.v[0].parts[i].unpacked);
 	ckpt_list_release(&l);
 
 	cr_expect_eq(restore_ok(s, dest, 0, NULL), 5);
@@ -568,7 +573,8 @@ Test(ckpt, prune_keeps_what_it_must)
 	o.keep_every = 20;
 	cr_assert_eq(ckpt_prune(s, &o, &r, &e), 0, "%s", e.msg);
 	cr_expect_eq(r.steps_deleted, 2, "%zu", r.steps_deleted);
-	cr_expect_eq(r.objects_deleted, 4);
+	/* Each: COMMIT, the part and the part's unpacked-size object. */
+	cr_expect_eq(r.objects_deleted, 6, "%zu", r.objects_deleted);
 	cr_expect_gt(r.bytes_freed, 0);
 	cr_assert_eq(ckpt_list(s, &l, &e), 0);
 	for (size_t i = 0; i < l.n; i++) {

@@ -382,6 +382,9 @@ Test(store_file, foreign_files)
 	FILE *f;
 	char *text;
 
+	/* Opened before its folder exists: the store sees it once made. */
+	snprintf(path, sizeof(path), "%s/bucket", root);
+	cr_assert_eq(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/bucket/copied.txt", root);
 	f = fopen(path, "w");
 	cr_assert(f);
@@ -591,5 +594,52 @@ Test(store_file, file_size_limit)
 	cr_expect_eq(store_stat(s, "big", &st, &e), CLOUD_ENOTFOUND);
 	cr_expect_eq(store_stat(s, "big2", &st, &e), CLOUD_ENOTFOUND);
 	cr_expect_eq(count_tmp_files(), 0);
+	store_close(s);
+}
+
+static int count_cb(void *ud, const struct store_object *o, bool is_prefix)
+{
+	(void)o;
+	(void)is_prefix;
+	(*(size_t *)ud)++;
+	return 0;
+}
+
+/* A store that does not exist (a mistyped URL) is read, listed and
+ * deleted from without a trace; its first write makes it. */
+Test(store_file, reads_of_a_missing_store_create_nothing)
+{
+	char path[PATHLEN + 64];
+	struct store *s = open_ok();
+	struct store_object st;
+	struct store_upload *u;
+	struct stat sb;
+	struct err e;
+	size_t n = 0;
+	char *data;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/bucket", root);
+	cr_expect_eq(store_stat(s, "a/b", &st, &e), CLOUD_ENOTFOUND);
+	cr_expect_eq(store_read(s, "x", 100, &data, &len, NULL, &e),
+		     CLOUD_ENOTFOUND);
+	cr_expect_eq(store_list(s, "", NULL, count_cb, &n, &e), 0, "%s",
+		     e.msg);
+	cr_expect_eq(store_list(s, "checkpoints/", "/", count_cb, &n, &e), 0);
+	cr_expect_eq(n, 0);
+	cr_expect_eq(store_delete(s, "x", STORE_ANY_GENERATION, &e),
+		     CLOUD_ENOTFOUND);
+	cr_expect_neq(stat(path, &sb), 0, "%s was created", path);
+	cr_expect_neq(stat(root, &sb) == 0 && sb.st_nlink > 2, true,
+		      "something was created in %s", root);
+	/* An upload begun and abandoned leaves the folder, and no file. */
+	cr_assert_eq(store_upload_begin(s, "x", STORE_CREATE_ONLY, &u, &e), 0,
+		     "%s", e.msg);
+	store_upload_abort(u);
+	cr_expect_eq(count_tmp_files(), 0);
+	put_ok(s, "a/b", "1", STORE_CREATE_ONLY, NULL);
+	data = read_ok(s, "a/b");
+	cr_expect_str_eq(data, "1");
+	free(data);
 	store_close(s);
 }

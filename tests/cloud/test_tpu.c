@@ -311,6 +311,10 @@ Test(tpu_body, capacity_modes)
 		[TPU_CAPACITY_SPOT] = ",\"spot\":{}",
 		[TPU_CAPACITY_RESERVED] = ",\"guaranteed\":{\"reserved\":true}",
 		[TPU_CAPACITY_BEST_EFFORT] = ",\"bestEffort\":{}",
+		/* gcloud 528's flex-start body: no tier. */
+		[TPU_CAPACITY_FLEX_START] = ",\"provisioningModel\":"
+					    "\"FLEX_START\",\"runDuration\":{"
+					    "\"maxRunDuration\":\"259200s\"}",
 	};
 
 	for (size_t i = 0; i < NELEM(tail); i++) {
@@ -319,6 +323,8 @@ Test(tpu_body, capacity_modes)
 
 		spec_named(&s);
 		s.capacity = (enum tpu_capacity)i;
+		if (s.capacity == TPU_CAPACITY_FLEX_START)
+			s.max_run_duration_s = 259200;
 		b = body_of(&s);
 		snprintf(want, sizeof(want),
 			 "{\"tpu\":{\"nodeSpec\":[{\"parent\":\"" PARENT
@@ -450,6 +456,94 @@ Test(tpu_body, optional_blocks_only_when_given)
 	cr_assert_null(strstr(b, "serviceAccount"), "%s", b);
 	cr_assert_null(strstr(b, "queueingPolicy"), "%s", b);
 	free(b);
+	tpu_qr_spec_release(&s);
+}
+
+Test(tpu_body, provisioning_model_names)
+{
+	static const struct {
+		const char *name;
+		enum tpu_capacity capacity;
+	} names[] = {
+		{ "standard", TPU_CAPACITY_ON_DEMAND },
+		{ "spot", TPU_CAPACITY_SPOT },
+		{ "reservation-bound", TPU_CAPACITY_RESERVED },
+		{ "flex-start", TPU_CAPACITY_FLEX_START },
+	};
+	enum tpu_capacity c = TPU_CAPACITY_BEST_EFFORT;
+	struct err e;
+
+	for (size_t i = 0; i < NELEM(names); i++) {
+		cr_assert_eq(tpu_provisioning_model(names[i].name, &c, NULL), 0);
+		cr_assert_eq(c, names[i].capacity, "%s", names[i].name);
+	}
+	err_init(&e);
+	cr_assert_eq(tpu_provisioning_model("FLEX_START", &c, &e),
+		     CLOUD_EINVAL);
+	cr_assert(strstr(e.msg, "standard, spot, reservation-bound and "
+				"flex-start"), "%s", e.msg);
+	cr_assert_eq(tpu_provisioning_model(NULL, &c, &e), CLOUD_EINVAL);
+}
+
+Test(tpu_body, capacity_choose_flags_and_model)
+{
+	enum tpu_capacity c;
+	struct err e;
+
+	err_init(&e);
+	cr_assert_eq(tpu_capacity_choose(NULL, TPU_CAPACITY_SPOT, "--spot", &c,
+					 &e), 0);
+	cr_assert_eq(c, TPU_CAPACITY_SPOT);
+	cr_assert_eq(tpu_capacity_choose("flex-start", TPU_CAPACITY_ON_DEMAND,
+					 NULL, &c, &e), 0);
+	cr_assert_eq(c, TPU_CAPACITY_FLEX_START);
+	/* --spot stays a synonym of the spot model. */
+	cr_assert_eq(tpu_capacity_choose("spot", TPU_CAPACITY_SPOT, "--spot",
+					 &c, &e), 0);
+	cr_assert_eq(c, TPU_CAPACITY_SPOT);
+	cr_assert_eq(tpu_capacity_choose("reservation-bound",
+					 TPU_CAPACITY_RESERVED, "--reserved",
+					 &c, &e), 0);
+	cr_assert_eq(c, TPU_CAPACITY_RESERVED);
+	cr_assert_eq(tpu_capacity_choose("flex-start", TPU_CAPACITY_SPOT,
+					 "--spot", &c, &e), CLOUD_EINVAL);
+	cr_assert_str_eq(e.msg, "--spot contradicts --provisioning-model "
+				"flex-start; give one of them");
+	cr_assert_eq(tpu_capacity_choose("standard", TPU_CAPACITY_BEST_EFFORT,
+					 "--best-effort", &c, &e),
+		     CLOUD_EINVAL);
+	cr_assert_eq(tpu_capacity_choose("preemptible", TPU_CAPACITY_ON_DEMAND,
+					 NULL, &c, &e), CLOUD_EINVAL);
+	cr_assert(!strncmp(e.msg, "--provisioning-model: ", 22), "%s", e.msg);
+}
+
+Test(tpu_body, capacity_combinations_refused)
+{
+	struct tpu_qr_spec s;
+	struct err e;
+
+	spec_named(&s);
+	s.capacity = TPU_CAPACITY_FLEX_START;
+	assert_refused(&s, "needs a maximum run duration", NULL);
+	s.max_run_duration_s = 7 * 86400 + 1;
+	assert_refused(&s, "longer than the 7 days", NULL);
+	s.max_run_duration_s = 7 * 86400;
+	free(body_of(&s));
+	s.reservation = "r1";
+	assert_refused(&s, "flex-start capacity comes from no reservation",
+		       "reservation r1");
+	s.reservation = NULL;
+	for (int c = TPU_CAPACITY_ON_DEMAND; c < TPU_CAPACITY_FLEX_START;
+	     c++) {
+		s.capacity = (enum tpu_capacity)c;
+		assert_refused(&s, "for flex-start capacity only", NULL);
+	}
+	/* The same check without a parent, for callers that must refuse
+	 * before any request. */
+	err_init(&e);
+	cr_assert_eq(tpu_qr_spec_check(&s, &e), CLOUD_EINVAL);
+	s.max_run_duration_s = 0;
+	cr_assert_eq(tpu_qr_spec_check(&s, &e), 0, "%s", e.msg);
 	tpu_qr_spec_release(&s);
 }
 
@@ -689,10 +783,136 @@ Test(tpu_parse, queued_resource_variants)
 		/* null counts as absent. */
 		{ .doc = "{\"name\":\"" QR_NAME "\",\"state\":null,"
 			 "\"spot\":null}" },
+		/* gcloud 528 alpha's --spot: the tier decides. */
+		{ .doc = "{\"name\":\"" QR_NAME "\",\"provisioningModel\":"
+			 "\"STANDARD\",\"spot\":{}}",
+		  .capacity = "spot" },
 	};
 
 	for (size_t i = 0; i < NELEM(cases); i++)
 		assert_qr(&cases[i]);
+}
+
+Test(tpu_parse, flex_start_run_duration)
+{
+	static const char doc[] =
+		"{\"name\":\"" QR_NAME "\",\"provisioningModel\":"
+		"\"FLEX_START\",\"runDuration\":{\"maxRunDuration\":"
+		"\"259200s\",\"terminationTime\":\"2030-01-04T00:00:00Z\"}}";
+	static const char *const bad[] = {
+		"{\"name\":\"" QR_NAME "\",\"runDuration\":[]}",
+		"{\"name\":\"" QR_NAME "\",\"runDuration\":{"
+		"\"terminationTime\":5}}",
+		"{\"name\":\"" QR_NAME "\",\"provisioningModel\":1}",
+	};
+	struct tpu_qr q;
+	struct err e;
+
+	err_init(&e);
+	cr_assert_eq(tpu_qr_parse(doc, strlen(doc), &q, &e), 0, "%s", e.msg);
+	cr_assert_str_eq(q.capacity, "flex-start");
+	cr_assert_str_eq(q.max_run_duration, "259200s");
+	cr_assert_str_eq(q.termination_time, "2030-01-04T00:00:00Z");
+	tpu_qr_release(&q);
+	for (size_t i = 0; i < NELEM(bad); i++) {
+		cr_assert_eq(tpu_qr_parse(bad[i], strlen(bad[i]), &q, &e),
+			     CLOUD_ECORRUPT, "%s", bad[i]);
+		cr_assert(strstr(e.msg, i == 2 ? "provisioningModel"
+					       : "runDuration"), "%s", e.msg);
+	}
+}
+
+#define UPCOMING "\"upcomingMaintenance\":{\"type\":\"SCHEDULED\"," \
+	"\"canReschedule\":true,\"windowStartTime\":"                  \
+	"\"2030-01-01T00:00:00Z\",\"windowEndTime\":"                   \
+	"\"2030-01-01T06:00:00Z\",\"latestWindowStartTime\":"           \
+	"\"2030-01-03T00:00:00Z\",\"maintenanceStatus\":\"PENDING\"}"
+
+Test(tpu_parse, node_upcoming_maintenance)
+{
+	static const char doc[] = "{\"name\":\"" PARENT "/nodes/n-1\","
+				  "\"state\":\"UNKNOWN\"," UPCOMING "}";
+	static const char none[] = "{\"name\":\"" PARENT "/nodes/n-0\"}";
+	static const char bad[] = "{\"name\":\"" PARENT "/nodes/n-0\","
+				  "\"upcomingMaintenance\":{"
+				  "\"canReschedule\":\"yes\"}}";
+	struct tpu_node n;
+	struct err e;
+
+	err_init(&e);
+	cr_assert_eq(tpu_node_parse(doc, strlen(doc), &n, &e), 0, "%s", e.msg);
+	cr_assert_str_eq(n.state, "UNKNOWN");
+	cr_assert(n.maintenance.announced && n.maintenance.can_reschedule);
+	cr_assert_str_eq(n.maintenance.type, "SCHEDULED");
+	cr_assert_str_eq(n.maintenance.status, "PENDING");
+	cr_assert_str_eq(n.maintenance.window_start, "2030-01-01T00:00:00Z");
+	cr_assert_str_eq(n.maintenance.window_end, "2030-01-01T06:00:00Z");
+	cr_assert_str_eq(n.maintenance.latest_start, "2030-01-03T00:00:00Z");
+	tpu_node_release(&n);
+	cr_assert_eq(tpu_node_parse(none, strlen(none), &n, &e), 0);
+	cr_assert(!n.maintenance.announced);
+	cr_assert_str_eq(n.maintenance.window_start, "");
+	tpu_node_release(&n);
+	cr_assert_eq(tpu_node_parse(bad, strlen(bad), &n, &e), CLOUD_ECORRUPT);
+	cr_assert(strstr(e.msg, "upcomingMaintenance.canReschedule"), "%s",
+		  e.msg);
+}
+
+/* What tpu_print_schedule writes for q and its nodes' documents. */
+static char *schedule_text(const char *qr_doc, const char *const *node_docs,
+			   size_t n)
+{
+	struct tpu_node nodes[4];
+	struct tpu_qr q;
+	struct err e;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	cr_assert_not_null(f);
+	err_init(&e);
+	cr_assert_eq(tpu_qr_parse(qr_doc, strlen(qr_doc), &q, &e), 0, "%s",
+		     e.msg);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(tpu_node_parse(node_docs[i], strlen(node_docs[i]),
+					    &nodes[i], &e), 0, "%s", e.msg);
+	tpu_print_schedule(f, &q, nodes, n);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		tpu_node_release(&nodes[i]);
+	tpu_qr_release(&q);
+	return text;
+}
+
+Test(tpu_parse, schedule_text)
+{
+	static const char *const nodes[] = {
+		"{\"name\":\"" PARENT "/nodes/qr1-0\"}",
+		"{\"name\":\"" PARENT "/nodes/qr1-1\"," UPCOMING "}",
+	};
+	char *t;
+
+	t = schedule_text("{\"name\":\"" QR_NAME "\",\"tpu\":{\"nodeSpec\":"
+			  "[{\"multiNodeParams\":{\"nodeCount\":2}}]},"
+			  "\"provisioningModel\":\"FLEX_START\","
+			  "\"runDuration\":{\"maxRunDuration\":\"600s\","
+			  "\"terminationTime\":\"2030-01-04T00:00:00Z\"}}",
+			  nodes, 2);
+	cr_assert_str_eq(t, "run ends:     2030-01-04T00:00:00Z (flex-start, "
+			    "at most 600s)\n"
+			    "maintenance:  qr1-1: SCHEDULED, PENDING, window "
+			    "2030-01-01T00:00:00Z to 2030-01-01T06:00:00Z, can "
+			    "be rescheduled to start by 2030-01-03T00:00:00Z\n");
+	free(t);
+	t = schedule_text("{\"name\":\"" QR_NAME "\",\"provisioningModel\":"
+			  "\"FLEX_START\",\"runDuration\":{"
+			  "\"maxRunDuration\":\"600s\"}}", NULL, 0);
+	cr_assert_str_eq(t, "run ends:     600s after it is ACTIVE "
+			    "(flex-start)\n");
+	free(t);
+	t = schedule_text("{\"name\":\"" QR_NAME "\"}", NULL, 0);
+	cr_assert_str_eq(t, "");
+	free(t);
 }
 
 /* A document a parser must refuse, and what its message must name. */
@@ -1815,6 +2035,43 @@ Test(tpu, reset_without_wait_and_timeout)
 	cr_assert(strstr(f.e.msg, "node qr1-0 is still RESTARTING"), "%s",
 		  f.e.msg);
 	stop(&f);
+}
+
+Test(tpu, perform_maintenance_named_nodes_and_all)
+{
+	static const struct tiny_answer a[] = {
+		OK(OP_PENDING), OK(OP_DONE),
+	};
+	static const struct tiny_answer b[] = {
+		E400("No maintenance is pending on qr1-0."),
+	};
+	struct strlist nodes;
+	struct fx f;
+	char *body;
+
+	strlist_init(&nodes);
+	cr_assert_eq(strlist_push(&nodes, "qr1-1"), 0);
+	cr_assert_eq(strlist_push(&nodes, PARENT "/nodes/qr1-0"), 0);
+	start(&f, a, 2);
+	cr_assert_eq(tpu_qr_perform_maintenance(f.c, "qr1", &nodes, true,
+						10000, &f.e), 0, "%s", f.e.msg);
+	assert_line(&f, 0, "POST /v2alpha1/" QR_NAME
+			   ":performMaintenanceQueuedResource");
+	body = request_body(&f, 0);
+	cr_assert_str_eq(body, "{\"nodeNames\":[\"qr1-1\",\"" PARENT
+			       "/nodes/qr1-0\"]}");
+	free(body);
+	stop(&f);
+
+	start(&f, b, 1);
+	cr_assert_eq(tpu_qr_perform_maintenance(f.c, "qr1", NULL, false, 0,
+						&f.e), CLOUD_EHTTP);
+	cr_assert(strstr(f.e.msg, "No maintenance is pending"), "%s", f.e.msg);
+	body = request_body(&f, 0);
+	cr_assert_str_eq(body, "{}");
+	free(body);
+	stop(&f);
+	strlist_release(&nodes);
 }
 
 Test(tpu, node_get)

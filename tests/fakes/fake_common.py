@@ -10,15 +10,21 @@ matching and the connection reset; Python standard library otherwise.
 """
 
 import http.server
+import json
 import os
 import re
 import signal
 import sys
 import threading
 import time
+import traceback
 import urllib.parse
 
 import gcs_fake
+
+
+class BadRequest(Exception):
+	"""A control request the fake refuses (400, the text says why)."""
 
 
 class Fault:
@@ -144,6 +150,73 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		if fault.status is not None:
 			self.send_fault(fault)
 			raise gcs_fake._Dropped()
+
+
+	def control(self):
+		"""Answers a /_fake/ request with the fake's route_fake():
+		(status, doc) as JSON; BadRequest answers 400, any other
+		exception (a bug of the fake) 500 rather than a dropped
+		line."""
+		try:
+			status, doc = self.route_fake()
+		except BadRequest as err:
+			status, doc = 400, {"error": {"code": 400,
+						      "message": str(err)}}
+		except Exception as err:
+			traceback.print_exc()
+			status, doc = 500, {"error": {"code": 500, "message":
+				"%s: %r" % (os.path.basename(sys.argv[0]), err)}}
+		data = (json.dumps(doc, indent=1) + "\n").encode()
+		self.send_response(status)
+		self.send_header("Content-Type", "application/json; charset=UTF-8")
+		self.send_header("Content-Length", str(len(data)))
+		self.end_headers()
+		self.wfile.write(data)
+
+	def json_body(self):
+		"""The control request's JSON ({} when empty)."""
+		try:
+			return json.loads(self.body or b"{}")
+		except ValueError as err:
+			raise BadRequest("not JSON: %s" % err)
+
+	def faults_and_log(self, make_fault):
+		"""The control endpoints that are the same in every fake:
+		/_fake/faults (POST a rule or a list, each made by
+		make_fault(rule); GET them with the count left; DELETE) and
+		/_fake/requests (GET the log, DELETE it). Answers (status,
+		doc), or None for any other path."""
+		p, m = self.raw_path, self.command
+		st = self.store
+		if p == "/_fake/faults" and m == "POST":
+			try:
+				rules = json.loads(self.body or b"null")
+				if isinstance(rules, dict):
+					rules = [rules]
+				if not isinstance(rules, list):
+					raise ValueError("a rule or a list of rules")
+				faults = [make_fault(r) for r in rules]
+			except (ValueError, TypeError, re.error) as err:
+				raise BadRequest("bad fault rules: %s" % err)
+			with st.lock:
+				st.faults.extend(faults)
+				return 200, {"rules": len(st.faults)}
+		if p == "/_fake/faults" and m == "GET":
+			with st.lock:
+				return 200, [dict(f.rule, count=f.times)
+					     for f in st.faults]
+		if p == "/_fake/faults" and m == "DELETE":
+			with st.lock:
+				st.faults = []
+			return 200, {"rules": 0}
+		if p == "/_fake/requests" and m == "GET":
+			with st.lock:
+				return 200, [dict(e) for e in st.requests]
+		if p == "/_fake/requests" and m == "DELETE":
+			with st.lock:
+				st.requests = []
+			return 200, {}
+		return None
 
 
 for _verb in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):

@@ -2,7 +2,8 @@
 """A fake Google Cloud Storage JSON API server for slicectl's tests.
 
 It promises GCS's own rules for the calls slicectl makes, so that a client
-that works against it works against GCS: resumable uploads (session URI in
+that works against it works against GCS: resumable uploads (started under
+/upload/storage/v1/ or /resumable/upload/storage/v1/; session URI in
 Location, 308 with a Range header naming the persisted bytes, non-final
 chunks of at least 256 KiB persisted in whole 256 KiB units, status queries
 with "bytes */N"), simple and multipart uploads, generation-pinned ranged
@@ -806,6 +807,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 	def route(self):
 		p = self.raw_path
 		m = self.command
+		# GCS also takes uploads under /resumable/upload/..., where
+		# gcloud's JSON API client (apitools) starts its resumable
+		# uploads; they are the same uploads.
+		if p.startswith("/resumable/upload/storage/v1/"):
+			p = p[len("/resumable"):]
 		if p == "/token" and m == "POST":
 			return self.token()
 		if p.startswith("/storage/v1/") or p.startswith(
@@ -1159,12 +1165,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 	def upload_multipart(self, bucket):
 		ctype = self.headers.get("Content-Type", "")
-		mo = re.search(r'boundary="?([^";]+)"?', ctype)
+		# The boundary may be quoted with ' as well as ": gcloud's
+		# apitools client quotes it so, and GCS takes it.
+		mo = re.search(r"""boundary=(?:"([^"]+)"|'([^']+)'|([^;\s]+))""",
+			       ctype)
 		if not ctype.lower().startswith("multipart/related") or not mo:
 			raise bad_request("Invalid multipart request: expected "
 					  "multipart/related with a boundary")
 		body = self.read_body()
-		parts = self.split_multipart(body, mo.group(1).encode())
+		boundary = next(g for g in mo.groups() if g)
+		parts = self.split_multipart(body, boundary.encode())
 		if len(parts) != 2:
 			raise bad_request("Invalid multipart request with %d "
 					  "parts" % len(parts))
@@ -1185,7 +1195,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 	@staticmethod
 	def split_multipart(body, boundary):
-		"""[(headers, content memoryview)] of a multipart body."""
+		"""[(headers, content memoryview)] of a multipart body. Lines
+		may end in CRLF or LF alone: gcloud's apitools client writes
+		its body with Python's email generator, which uses LF, and GCS
+		takes it."""
 		mv = memoryview(body)
 		delim = b"--" + boundary
 		parts = []
@@ -1193,27 +1206,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		if pos < 0:
 			raise bad_request("Invalid multipart request: no "
 					  "boundary")
+		head_end_rx = re.compile(rb"\r?\n\r?\n")
+		next_rx = re.compile(rb"\r?\n" + re.escape(delim))
 		while True:
 			pos += len(delim)
 			if body[pos:pos + 2] == b"--":
 				break
 			if body[pos:pos + 2] == b"\r\n":
 				pos += 2
-			head_end = body.find(b"\r\n\r\n", pos)
-			if head_end < 0:
+			elif body[pos:pos + 1] == b"\n":
+				pos += 1
+			mo = head_end_rx.search(body, pos)
+			if not mo:
 				raise bad_request("Invalid multipart request")
 			headers = {}
-			for line in bytes(body[pos:head_end]).split(b"\r\n"):
+			for line in re.split(rb"\r?\n", bytes(body[pos:mo.start()])):
 				k, _, v = line.decode("latin-1").partition(":")
 				if k:
 					headers[k.strip().lower()] = v.strip()
-			start = head_end + 4
-			nxt = body.find(b"\r\n" + delim, start)
-			if nxt < 0:
+			start = mo.end()
+			mo = next_rx.search(body, start)
+			if not mo:
 				raise bad_request("Invalid multipart request: "
 						  "no closing boundary")
-			parts.append((headers, mv[start:nxt]))
-			pos = nxt + 2
+			parts.append((headers, mv[start:mo.start()]))
+			pos = mo.end() - len(delim)
 		return parts
 
 	def upload_resumable(self, bucket):

@@ -103,7 +103,6 @@ import re
 import sys
 import threading
 import time
-import traceback
 import urllib.parse
 
 import fake_common
@@ -207,8 +206,7 @@ def camel(key):
 	return re.sub(r"-([a-z0-9])", lambda m: m.group(1).upper(), key)
 
 
-class BadRequest(Exception):
-	pass
+BadRequest = fake_common.BadRequest
 
 
 class Store:
@@ -649,27 +647,6 @@ class Handler(fake_common.Handler):
 
 	# ---- /_fake control endpoints
 
-	def control(self):
-		try:
-			status, doc = self.route_fake()
-		except BadRequest as err:
-			status, doc = 400, {"error": {"code": 400,
-						      "message": str(err)}}
-		except Exception as err:
-			# A bug of the fake: say so rather than drop the line.
-			traceback.print_exc()
-			status, doc = 500, {"error": {
-				"code": 500, "message": "metadata_fake.py: %r" % err}}
-		self.send(status, "application/json; charset=UTF-8",
-			  json.dumps(doc, indent=1) + "\n")
-
-	def json_body(self):
-		try:
-			doc = json.loads(self.body or b"{}")
-		except ValueError as err:
-			raise BadRequest("not JSON: %s" % err)
-		return doc
-
 	def workers_of(self, w):
 		n = self.store.nworkers
 		if w == "all":
@@ -709,34 +686,10 @@ class Handler(fake_common.Handler):
 		if p == "/_fake/config" and m == "GET":
 			with st.lock:
 				return 200, dict(st.config)
-		if p == "/_fake/faults" and m == "POST":
-			rules = self.json_body()
-			if isinstance(rules, dict):
-				rules = [rules]
-			try:
-				if not isinstance(rules, list):
-					raise ValueError("a rule or a list of rules")
-				faults = [Fault(r, st.nworkers) for r in rules]
-			except (ValueError, TypeError, re.error) as err:
-				raise BadRequest("bad fault rules: %s" % err)
-			with st.lock:
-				st.faults.extend(faults)
-				return 200, {"rules": len(st.faults)}
-		if p == "/_fake/faults" and m == "GET":
-			with st.lock:
-				return 200, [dict(f.rule, count=f.times)
-					     for f in st.faults]
-		if p == "/_fake/faults" and m == "DELETE":
-			with st.lock:
-				st.faults = []
-			return 200, {"rules": 0}
-		if p == "/_fake/requests" and m == "GET":
-			with st.lock:
-				return 200, [dict(e) for e in st.requests]
-		if p == "/_fake/requests" and m == "DELETE":
-			with st.lock:
-				st.requests = []
-			return 200, {}
+		common = self.faults_and_log(
+			lambda rule: Fault(rule, st.nworkers))
+		if common is not None:
+			return common
 		if p == "/_fake/state" and m == "GET":
 			with st.lock:
 				return 200, {"config": dict(st.config),

@@ -11,6 +11,7 @@ delay) while they are checked, so nothing depends on timing luck.
 """
 
 import base64
+import datetime
 import http.client
 import json
 import os
@@ -962,14 +963,210 @@ class TpuFakeTest(unittest.TestCase):
 			self.assertEqual((status, doc["error"]["status"]),
 					 (404, "NOT_FOUND"), (method, path))
 
+	# ---- the API as gcloud 528 knows it
+
+	def test_gcloud_528_bodies(self):
+		"""The bodies gcloud 528 sends (research/gke.md 4.1, captured
+		from it) and the ones slicectl renders for each provisioning
+		model are accepted as they are."""
+		node = {"acceleratorType": "v6e-16", "autocheckpointEnabled":
+			False, "metadata": {}, "networkConfig": {
+				"enableExternalIps": True, "network": "default"},
+			"runtimeVersion": "v2-alpha-tpuv6e", "serviceAccount": {}}
+		spec = {"multiNodeParams": {"nodeCount": 2, "nodeIdPrefix": "ms"},
+			"node": node, "parent": PARENT}
+		flex = {"provisioningModel": "FLEX_START", "queueingPolicy": {
+			"validUntilDuration": "21600s"}, "runDuration": {
+				"maxRunDuration": "259200s"}, "tpu": {"nodeSpec": [spec]}}
+		self.create("qr-flex", flex)
+		qr = self.get("queuedResources", "qr-flex")
+		self.assertEqual((qr["provisioningModel"], qr["runDuration"]),
+				 ("FLEX_START", {"maxRunDuration": "259200s"}))
+		alpha_spot = dict(qr_body("as"), provisioningModel="STANDARD",
+				  spot={})
+		self.create("as", alpha_spot)
+		self.create("gs", qr_body("gs", spot={}))
+		for qid, extra in (
+				("std", {"provisioningModel": "STANDARD"}),
+				("sp", {"provisioningModel": "SPOT", "spot": {}}),
+				("rb", {"provisioningModel": "RESERVATION_BOUND",
+					"guaranteed": {"reserved": True},
+					"reservationName": PARENT +
+					"/reservations/r"})):
+			self.create(qid, qr_body(qid, **extra))
+		for acc in ("v6e-8", "tpu7x-16", "v5p-8"):
+			qid = acc.replace("-", "x")
+			self.create(qid, qr_body(qid, acc=acc))
+		body = qr_body("cfg")
+		del body["tpu"]["nodeSpec"][0]["node"]["acceleratorType"]
+		body["tpu"]["nodeSpec"][0]["node"]["acceleratorConfig"] = {
+			"type": "V6E", "topology": "4x4"}
+		self.create("cfg", body)
+		self.wait_state("cfg", "ACTIVE")
+		n = self.get("nodes", "cfg")
+		self.assertEqual((n["acceleratorType"],
+				  len(n["networkEndpoints"])), ("v6e-16", 4))
+
+	def test_provisioning_refusals(self):
+		run = {"maxRunDuration": "3600s"}
+		root = "queued_resource"
+		self.create_error(qr_body(provisioningModel="FLEX_START"),
+				  "Field '%s.run_duration.max_run_duration' is "
+				  "required." % root,
+				  root + ".run_duration.max_run_duration")
+		self.create_error(qr_body(provisioningModel="FLEX_START",
+					  runDuration=run, spot={}),
+				  "Invalid value for field '%s.spot': FLEX_START "
+				  "capacity takes no spot." % root, root + ".spot")
+		self.create_error(qr_body(provisioningModel="FLEX_START",
+					  runDuration=run, reservationName=PARENT +
+					  "/reservations/r"), None,
+				  root + ".reservation_name")
+		self.create_error(qr_body(runDuration=run), None,
+				  root + ".run_duration")
+		self.create_error(qr_body(provisioningModel="FLEX_START",
+					  runDuration={"maxRunDuration": "604801s"}),
+				  None, root + ".run_duration.max_run_duration")
+		self.create_error(qr_body(provisioningModel="SPOT",
+					  guaranteed={"reserved": True}), None,
+				  root + ".provisioning_model")
+		self.create_error(qr_body(provisioningModel="RESERVATION_BOUND",
+					  spot={}), None, root + ".provisioning_model")
+		# A duration is "Ns", as proto3 JSON writes it, never "72h".
+		self.create_error(qr_body(provisioningModel="FLEX_START",
+					  runDuration={"maxRunDuration": "72h"}),
+				  "Invalid value at '%s.run_duration.max_run_"
+				  "duration' (type.googleapis.com/google.protobuf."
+				  "Duration), \"72h\"" % root,
+				  root + ".run_duration.max_run_duration")
+		self.create_error(qr_body(provisioningModel="FLEX"), None,
+				  root + ".provisioning_model")
+
+	def test_flex_start_run_ends(self):
+		self.hold("CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES",
+			  "PROVISIONING", "SUSPENDING")
+		body = qr_body("fx", count=2, provisioningModel="FLEX_START",
+			       runDuration={"maxRunDuration": "600s",
+					    "terminationTime":
+					    "2030-01-01T00:00:00Z"})
+		self.create("fx", body)
+		# terminationTime is output only: dropped and recorded.
+		self.assertEqual(self.requests()[-1]["ignored"], [
+			"queued_resource.run_duration.termination_time"])
+		for state in ("CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES"):
+			qr = self.wait_state("fx", state)
+			self.assertEqual(qr["runDuration"],
+					 {"maxRunDuration": "600s"})
+			self.release(state)
+		self.wait_state("fx", "PROVISIONING")
+		t0 = time.time()
+		self.release("PROVISIONING")
+		qr = self.wait_state("fx", "ACTIVE")
+		end = datetime.datetime.fromisoformat(qr["runDuration"][
+			"terminationTime"].replace("Z", "+00:00")).timestamp()
+		self.assertAlmostEqual(end, t0 + 600, delta=5)
+		# A reset keeps the run's end.
+		self.call("POST", API + "/queuedResources/fx:reset", {})
+		qr = self.control("POST", "/_fake/end_run", {"name": "fx"})
+		self.assertEqual(qr["state"], {"state": "SUSPENDING",
+					       "stateInitiator": "SERVICE",
+					       "suspendingData": {}})
+		self.assertEqual(self.get("nodes", "fx-0")["state"], "DELETING")
+		self.release("SUSPENDING")
+		qr = self.wait_state("fx", "SUSPENDED")
+		self.assertEqual(qr["state"]["stateInitiator"], "SERVICE")
+		self.assertIn("terminationTime", qr["runDuration"])
+		self.get("nodes", "fx-0", want=404)
+		self.get("nodes", "fx-1", want=404)
+		# SUSPENDED: deletable without force.
+		status, _, _ = self.call("DELETE", API + "/queuedResources/fx")
+		self.assertEqual(status, 200)
+
+	def test_flex_start_run_ends_on_time(self):
+		self.create("ft", qr_body("ft", provisioningModel="FLEX_START",
+					  runDuration={"maxRunDuration": "1s"}))
+		qr = self.wait_state("ft", "ACTIVE")
+		self.assertIn("terminationTime", qr["runDuration"])
+		self.wait_state("ft", "SUSPENDED", timeout=10)
+		self.get("nodes", "ft", want=404)
+
+	def test_upcoming_and_perform_maintenance(self):
+		self.active("mq", qr_body("mq", count=2))
+		window = {"type": "SCHEDULED", "canReschedule": True,
+			  "windowStartTime": "2030-01-01T00:00:00Z",
+			  "windowEndTime": "2030-01-01T06:00:00Z",
+			  "latestWindowStartTime": "2030-01-03T00:00:00Z",
+			  "maintenanceStatus": "PENDING"}
+		path = API + "/queuedResources/mq:performMaintenanceQueuedResource"
+		self.error("POST", path, {}, 400, None,
+			   grpc="FAILED_PRECONDITION")
+		node = self.control("POST", "/_fake/node", {
+			"name": "mq-1", "upcomingMaintenance": window})
+		self.assertEqual(node["upcomingMaintenance"], window)
+		self.assertEqual(self.get("nodes", "mq-1")["upcomingMaintenance"],
+				 window)
+		self.assertNotIn("upcomingMaintenance", self.get("nodes", "mq-0"))
+		self.control("POST", "/_fake/node", {
+			"name": "mq-1", "upcomingMaintenance": {"type": "X"}},
+			want=400)
+		self.error("POST", path, {"nodeNames": ["mq-9"]}, 400, None,
+			   "node_names[0]")
+		self.error("POST", path, {"nodeNames": ["mq-0"]}, 400, None,
+			   grpc="FAILED_PRECONDITION")
+		self.error("POST", path, {"nodeNames": "mq-1"}, 400, None)
+		self.hold("MAINTENANCE")
+		status, op, _ = self.call("POST", path, {"nodeNames": [
+			PARENT + "/nodes/mq-1"]})
+		self.assertEqual(status, 200, op)
+		self.assertEqual(op["metadata"]["verb"],
+				 "performMaintenanceQueuedResource")
+		n = self.get("nodes", "mq-1")
+		self.assertEqual((n["upcomingMaintenance"]["maintenanceStatus"],
+				  n["health"]), ("ONGOING", "UNHEALTHY_MAINTENANCE"))
+		self.assertEqual(self.control("GET", "/_fake/maintenance")[-1][
+			"kind"], "performMaintenance")
+		self.release("MAINTENANCE")
+		done = self.wait_op(op["name"])
+		self.assertEqual(done["response"]["name"], PARENT +
+				 "/queuedResources/mq")
+		n = self.get("nodes", "mq-1")
+		self.assertNotIn("upcomingMaintenance", n)
+		self.assertEqual(n["health"], "HEALTHY")
+
+	def test_node_state_unknown(self):
+		self.active("un", qr_body("un"))
+		self.control("POST", "/_fake/node", {"name": "un",
+						     "state": "UNKNOWN"})
+		n = self.get("nodes", "un")
+		self.assertEqual(n["state"], "UNKNOWN")
+		self.assertNotIn("health", n)
+		self.control("POST", "/_fake/node", {"name": "un", "state": "BAD"},
+			     want=400)
+		self.control("POST", "/_fake/node", {"name": "un", "state": None})
+		self.assertEqual(self.get("nodes", "un")["state"], "READY")
+
+	def test_rest_client_query_parameters(self):
+		"""What Google's REST clients put in the query: google-gax's
+		$alt (enum encoding) and apitools' bools as "True"."""
+		self.create("ra", qr_body("ra"), want=200)
+		status, doc, _ = self.call("POST", API + "/queuedResources?"
+					   "queuedResourceId=rb&%24alt=json%3B"
+					   "enum-encoding%3Dint", qr_body("rb"))
+		self.assertEqual(status, 200, doc)
+		status, doc, _ = self.call("GET", API + "/queuedResources?"
+					   "%24alt=xml")
+		self.assertEqual(status, 400, doc)
+		self.wait_state("ra", "ACTIVE")
+		status, doc, _ = self.call("DELETE", API + "/queuedResources/ra?"
+					   "force=True")
+		self.assertEqual(status, 200, doc)
+
 	def test_every_served_method_is_routed(self):
-		with open(DISCOVERY) as f:
-			disco = json.load(f)
-		res = disco["resources"]["projects"]["resources"]["locations"][
-			"resources"]
+		disco = tpu_fake.Discovery(DISCOVERY, tpu_fake.DEFAULT_SCHEMAS)
 		seen = set()
-		for kind in ("queuedResources", "nodes", "operations"):
-			for m in res[kind]["methods"].values():
+		for m in [m.doc for m in disco.methods]:
+			if m["id"].split(".")[3] in ("queuedResources", "nodes",
+						     "operations"):
 				short = m["id"].split(".", 3)[-1]
 				path = "/" + re.sub(r"\{(\w+)\}", lambda mo: {
 					"projectsId": "p", "locationsId": "z"}.get(
@@ -991,7 +1188,8 @@ class TpuFakeTest(unittest.TestCase):
 
 class SecondFakeTest(unittest.TestCase):
 	"""A fake started with --require-token and its own discovery
-	document: the token is checked, and the schema is the document's."""
+	document (and no newer schemas): the token is checked, and the schema
+	is the document's."""
 
 	def test_token_and_discovery(self):
 		with open(DISCOVERY) as f:
@@ -1002,7 +1200,7 @@ class SecondFakeTest(unittest.TestCase):
 			json.dump(doc, f)
 			f.flush()
 			fake = Fake("--require-token", "secret", "--discovery", f.name,
-				    "--delay", "0")
+				    "--schemas", "", "--delay", "0")
 			try:
 				status, _, _ = fake.call("GET", API + "/nodes",
 							 token="other")

@@ -11,17 +11,28 @@ client that works against it works against tpu.googleapis.com:
   DELETING, SUSPENDING, SUSPENDED, FAILED), each transitional state lasting
   a configurable delay; nodes appear at PROVISIONING and are READY at
   ACTIVE, one loopback address per worker;
+- flex-start (provisioningModel FLEX_START + runDuration.maxRunDuration,
+  no tier): once ACTIVE, runDuration.terminationTime is set to the end of
+  the run; at that time, as Google documents it, the nodes are deleted and
+  the queued resource goes SUSPENDING then SUSPENDED (stateInitiator
+  SERVICE);
+- performMaintenanceQueuedResource (optionally for some nodeNames): the
+  maintenance announced in Node.upcomingMaintenance goes ONGOING for the
+  MAINTENANCE delay, then is gone;
 - nodes: get, list, getGuestAttributes (the SSH host keys that Google's
   guest agent publishes under "hostkeys/"), simulateMaintenanceEvent;
 - long-running operations, named and shaped as the API names them;
-- every request body checked against the discovery document's schemas
+- every request body checked against the newest schemas (Google Cloud
+  CLI 528's, api/tpu.v2alpha1.gcloud-528.json, with the discovery
+  document's formats and output-only marks where they say more)
   (unknown fields, JSON types, enums, durations, timestamps, maps), with
   Google's error messages and field paths; output-only fields are dropped
   and recorded; query parameters are bound as Google binds them;
 - errors in Google's shape: {"error": {"code", "message", "status",
   "details"}}.
 
-The routes and schemas come from the discovery document, loaded at start.
+The routes come from the discovery document (and the two maintenance
+methods gcloud 528 knows), loaded at start.
 Methods it declares that the fake does not serve answer 501 UNIMPLEMENTED.
 State advances lazily: timed transitions are kept in a queue and run, in
 time order and at their exact scheduled times, before anything is read or
@@ -34,7 +45,8 @@ nodeCount must be > 1 (the discovery document says so; one node is
 nodeId); a non-JSON Content-Type on a body is read as form fields (an
 error); unknown query parameters are refused. Stricter than the real API:
 requestId must be a UUID, enum values must be names (not numbers), bools
-true or false. Looser: "fields" (partial responses) is accepted and
+in bodies true or false (in queries also True and False, which gcloud
+sends and the API takes). Looser: "fields" (partial responses) is accepted and
 ignored.
 
 Control endpoints (no auth; JSON in and out; errors in Google's shape):
@@ -57,8 +69,16 @@ Control endpoints (no auth; JSON in and out; errors in Google's shape):
   GET  /_fake/config
   POST /_fake/fail      {"name": QRID, "code": N, "message": M} (+ optional
                         "project", "zone"): FAILED now, nodes gone
-  POST /_fake/suspend   {"name": QRID}: a spot or best-effort QR, ACTIVE or
-                        PROVISIONING, goes SUSPENDING then SUSPENDED
+  POST /_fake/suspend   {"name": QRID}: a spot, best-effort or flex-start
+                        QR, ACTIVE or PROVISIONING, goes SUSPENDING then
+                        SUSPENDED
+  POST /_fake/end_run   {"name": QRID}: an ACTIVE flex-start QR's run ends
+                        now (as at runDuration.terminationTime)
+  POST /_fake/node      {"name": NODEID, "upcomingMaintenance": {...},
+                        "state": S, "health": H} (+ "project", "zone"):
+                        what the walk never gives a node (state UNKNOWN,
+                        announced maintenance); null clears; answers the
+                        node
   POST /_fake/faults    a rule or a list: {"method", "path" (regex searched
                         in path?query), "count" (default 1, < 0: always),
                         then "status" (+ "message", "retry_after",
@@ -70,7 +90,8 @@ Control endpoints (no auth; JSON in and out; errors in Google's shape):
                         paths), "headers" (authorization, content-type),
                         "status" (or "reset"), "fault" (the rule or
                         null)}]; DELETE clears it
-  GET  /_fake/maintenance  [{"node", "name", "workerIds", "worker", "time"}]
+  GET  /_fake/maintenance  [{"node", "name", "workerIds", "worker", "time"}
+                        (+ "kind": "performMaintenance" for those)]
   GET  /_fake/state     {"queuedResources", "nodes", "operations",
                         "addressesInUse", "config"}
   POST /_fake/reset     forgets everything, config included
@@ -80,6 +101,7 @@ it, for the fault rules, the request plumbing, the server class and the
 timestamp format).
 
 Usage: tpu_fake.py --port-file FILE [--port N] [--discovery PATH]
+                   [--schemas PATH]
                    [--require-token T] [--delay S] [--verbose]
 Serves http://127.0.0.1:PORT until SIGTERM; PORT is written to FILE (by
 rename, so a reader never sees half of it) once the socket listens.
@@ -108,6 +130,44 @@ import gcs_fake
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DISCOVERY = os.path.join(HERE, "..", "..", "api",
 				 "tpu.v2alpha1.json")
+# The API as Google Cloud CLI 528 (June 2025) knows it: the schemas the
+# bodies are checked against (see api/README.md).
+DEFAULT_SCHEMAS = os.path.join(HERE, "..", "..", "api",
+			       "tpu.v2alpha1.gcloud-528.json")
+
+# What the gcloud-528 schemas cannot say (they come from apitools classes,
+# which carry neither formats nor field behaviours) about fields the 2024
+# discovery document lacks; from the v2alpha1 proto
+# (google/cloud/tpu/v2alpha1/cloud_tpu.proto): RunDuration's fields are a
+# Duration and an output-only Timestamp, SchedulingConfig's
+# termination_timestamp an output-only Timestamp, Node.upcoming_maintenance
+# output only (its times are plain strings in the proto).
+NEWER_FIELDS = {
+	("RunDuration", "maxRunDuration"): {"format": "google-duration"},
+	("RunDuration", "terminationTime"): {"format": "google-datetime",
+					     "readOnly": True},
+	("SchedulingConfig", "terminationTimestamp"): {
+		"format": "google-datetime", "readOnly": True},
+	("Node", "upcomingMaintenance"): {"readOnly": True},
+}
+
+# Methods gcloud 528's v2alpha1 client calls that the 2024 discovery
+# document does not list (tpu_v2alpha1_client.py: flat_path, http_method,
+# request_type_name's body field).
+NEWER_METHODS = [
+	{"id": "tpu.projects.locations.queuedResources."
+	       "performMaintenanceQueuedResource",
+	 "flatPath": "v2alpha1/projects/{projectsId}/locations/{locationsId}/"
+		     "queuedResources/{queuedResourcesId}:"
+		     "performMaintenanceQueuedResource",
+	 "httpMethod": "POST",
+	 "request": {"$ref": "PerformMaintenanceQueuedResourceRequest"}},
+	{"id": "tpu.projects.locations.nodes.performMaintenance",
+	 "flatPath": "v2alpha1/projects/{projectsId}/locations/{locationsId}/"
+		     "nodes/{nodesId}:performMaintenance",
+	 "httpMethod": "POST",
+	 "request": {"$ref": "PerformMaintenanceRequest"}},
+]
 
 # Google's canonical error codes: name -> (HTTP status, google.rpc.Code).
 STATUSES = {
@@ -128,7 +188,7 @@ HTTP_STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED",
 		     503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
 
 RESOURCE_ID = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-ACCELERATOR_TYPE = re.compile(r"v(2|3|4|5p|5litepod|6e)-([0-9]+)")
+ACCELERATOR_TYPE = re.compile(r"(v2|v3|v4|v5p|v5litepod|v6e|tpu7x)-([0-9]+)")
 RESERVATION = re.compile(r"projects/[^/]+/locations/[^/]+/reservations/[^/]+")
 TOPOLOGY = re.compile(r"[1-9][0-9]*(x[1-9][0-9]*){1,2}")
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
@@ -290,15 +350,28 @@ class Method:
 
 
 class Discovery:
-	def __init__(self, path):
+	"""Routes from the discovery document (and NEWER_METHODS); schemas
+	from the newer schema file when given, each field keeping the
+	discovery document's format and output-only mark where the newer file
+	has none."""
+
+	def __init__(self, path, schemas_path=None):
 		with open(path) as f:
 			doc = json.load(f)
 		self.schemas = doc["schemas"]
+		if schemas_path:
+			with open(schemas_path) as f:
+				self.schemas = merge_schemas(json.load(f)["schemas"],
+							     doc["schemas"])
 		self.version = doc["version"]
 		self.package = "google.cloud.%s.%s" % (doc["name"], doc["version"])
 		self.global_params = doc.get("parameters", {})
 		self.methods = []
 		self._collect(doc.get("resources", {}))
+		if schemas_path:
+			known = {m.id for m in self.methods}
+			self.methods += [Method(m) for m in NEWER_METHODS
+					 if m["id"] not in known]
 
 	def _collect(self, resources):
 		for res in resources.values():
@@ -337,6 +410,28 @@ class Discovery:
 		else:
 			name = field[0].upper() + field[1:]
 		return self.type_url(schema + "." + name)
+
+def merge_schemas(newer, older):
+	"""newer's schemas, each field with older's "format" and "readOnly"
+	(and NEWER_FIELDS') where newer says nothing of them."""
+	out = copy.deepcopy(newer)
+	for name, schema in out.items():
+		old_props = older.get(name, {}).get("properties", {})
+		for field, prop in schema.get("properties", {}).items():
+			extra = {}
+			old = old_props.get(field, {})
+			if old.get("type") == prop.get("type"):
+				for k in ("format", "readOnly"):
+					if k in old:
+						extra[k] = old[k]
+				if "format" in old.get("items", {}) and \
+						"items" in prop:
+					prop["items"].setdefault(
+						"format", old["items"]["format"])
+			extra.update(NEWER_FIELDS.get((name, field), {}))
+			for k, v in extra.items():
+				prop.setdefault(k, v)
+	return out
 
 # ---------------------------------------------------------------- bodies
 
@@ -587,6 +682,14 @@ def check_query(disco, method, query):
 	query parameter of the method (or a global one), of its type."""
 	errors = []
 	for k, v in query.items():
+		if k == "$alt":
+			# The system parameter Google's REST clients send
+			# (google-gax: "json;enum-encoding=int"). The fake
+			# still answers enums by name, which those clients
+			# read as well.
+			if v not in ("json", "json;enum-encoding=int"):
+				errors.append(("", "Invalid $alt: \"%s\"" % v))
+			continue
 		p = method.params.get(k)
 		if p is None or p.get("location") != "query":
 			p = None
@@ -600,7 +703,8 @@ def check_query(disco, method, query):
 		spec = p or gp
 		t = spec.get("type")
 		bad = None
-		if t == "boolean" and v not in ("true", "false"):
+		# Google binds "True" too: gcloud (apitools) sends str(bool).
+		if t == "boolean" and v.lower() not in ("true", "false"):
 			bad = "TYPE_BOOL"
 		elif t == "integer" and _integer(v) is None:
 			bad = "TYPE_INT32"
@@ -642,14 +746,14 @@ def workers_for(node, override):
 	if acc:
 		mo = ACCELERATOR_TYPE.fullmatch(acc)
 		gen, n = mo.group(1), int(mo.group(2))
-		if gen in ("5litepod", "6e"):
+		if gen in ("v5litepod", "v6e"):
 			return 1 if n <= 8 else n // 4
 		return max(1, n // 8)
 	cfg = node.get("acceleratorConfig", {})
 	chips = 1
 	for d in cfg.get("topology", "1").split("x"):
 		chips *= int(d)
-	if cfg.get("type") == "V5LITE_POD" and chips <= 8:
+	if cfg.get("type") in ("V5LITE_POD", "V6E") and chips <= 8:
 		return 1
 	return max(1, chips // 4)
 
@@ -662,8 +766,11 @@ def accelerator_type_of(node):
 	for d in cfg.get("topology", "1").split("x"):
 		chips *= int(d)
 	kind = cfg.get("type", "")
+	# v5e and v6e names count chips; the others TensorCores (2 a chip).
 	if kind == "V5LITE_POD":
 		return "v5litepod-%d" % chips
+	if kind == "V6E":
+		return "v6e-%d" % chips
 	return "%s-%d" % (kind.lower(), chips * 2)
 
 
@@ -729,6 +836,8 @@ class QueuedResource:
 		self.pending = []       # create and reset operations
 		self.delete_ops = []
 		self.gone = False
+		self.terminate_at = None  # a flex-start run's end, once ACTIVE
+		self.run_ended = False    # SUSPENDING because the run ended
 
 	@property
 	def parent(self):
@@ -742,12 +851,28 @@ class QueuedResource:
 	def node(self):
 		return self.body["tpu"]["nodeSpec"][0]["node"]
 
+	@property
+	def flex_start(self):
+		return self.body.get("provisioningModel") == "FLEX_START"
+
+	@property
+	def preemptible(self):
+		"""Spot, best-effort and flex-start capacity can be taken back
+		(flex-start uses preemptible quota)."""
+		return "spot" in self.body or "bestEffort" in self.body or \
+			self.body.get("provisioningModel") in ("SPOT",
+							       "FLEX_START")
+
 	def resource(self, disco):
 		doc = {"name": self.name}
 		for k in ("tpu", "spot", "guaranteed", "bestEffort",
-			  "queueingPolicy", "reservationName"):
+			  "queueingPolicy", "reservationName",
+			  "provisioningModel", "runDuration", "trafficConfig"):
 			if k in self.body:
 				doc[k] = copy.deepcopy(self.body[k])
+		if self.terminate_at is not None:
+			doc["runDuration"]["terminationTime"] = rfc3339(
+				self.terminate_at)
 		doc["createTime"] = rfc3339(self.created)
 		st = {"state": self.state, "stateInitiator": self.initiator}
 		data = "".join(w.capitalize() for w in self.state.split("_"))
@@ -769,6 +894,11 @@ class Node:
 		self.state = "CREATING"
 		self.internal = []
 		self.external = None
+		# Set through /_fake/node: a state the walk never gives (such
+		# as UNKNOWN) and the announced maintenance.
+		self.state_override = None
+		self.health_override = None
+		self.upcoming = None
 
 	@property
 	def name(self):
@@ -780,14 +910,18 @@ class Node:
 		doc.pop("health", None)
 		doc.update({
 			"acceleratorType": accelerator_type_of(self.qr.node),
-			"state": self.state,
+			"state": self.state_override or self.state,
 			"id": self.uid,
 			"queuedResource": self.qr.name,
 			"createTime": rfc3339(self.created),
 			"apiVersion": "V2_ALPHA1",
 		})
-		if self.state == "READY":
+		if self.health_override:
+			doc["health"] = self.health_override
+		elif self.state == "READY" and not self.state_override:
 			doc["health"] = "HEALTHY"
+		if self.upcoming:
+			doc["upcomingMaintenance"] = copy.deepcopy(self.upcoming)
 		if len(self.qr.node_ids) > 1:
 			doc["multisliceNode"] = True
 		eps = []
@@ -909,6 +1043,8 @@ class Store:
 		if state == "ACTIVE":
 			for n in qr.nodes:
 				n.state = "READY"
+			if qr.flex_start and qr.terminate_at is None:
+				self.start_run(qr, t)
 		if state in TIMED:
 			epoch = qr.epoch
 			self.schedule(state, t, lambda when: self.leave(
@@ -920,6 +1056,9 @@ class Store:
 		if qr.state == "DELETING":
 			return self.remove(qr, t)
 		if qr.state == "SUSPENDING":
+			if qr.run_ended:
+				# The run's VMs are deleted, not kept preempted.
+				self.drop_nodes(qr)
 			return self.enter(qr, "SUSPENDED", t)
 		was = qr.state
 		self.enter(qr, WALK[WALK.index(was) + 1], t)
@@ -1018,6 +1157,51 @@ class Store:
 	def suspend(self, qr, t):
 		self.interrupt(qr, t, "was preempted", "SUSPENDING", "PREEMPTED",
 			       "SERVICE")
+
+	def start_run(self, qr, t):
+		"""A flex-start queued resource's run starts when it is ACTIVE
+		and lasts runDuration.maxRunDuration: then, as Google documents
+		(tpu/docs/request-using-flex-start), its VMs are deleted and it
+		moves to SUSPENDED, initiated by the service."""
+		end = t + float(qr.body["runDuration"]["maxRunDuration"][:-1])
+		qr.terminate_at = end
+
+		def over(when):
+			if qr.gone or qr.terminate_at != end or \
+					qr.state != "ACTIVE":
+				return
+			self.end_run(qr, when)
+		heapq.heappush(self.timers, (end, next(self.seq), over))
+
+	def end_run(self, qr, t):
+		qr.run_ended = True
+		self.interrupt(qr, t, "reached the end of its run duration",
+			       "SUSPENDING", "DELETING", "SERVICE")
+
+	def perform_maintenance(self, qr, nodes, t, op):
+		"""Announced maintenance on nodes, now: each is ONGOING (and
+		unhealthy) for the MAINTENANCE delay, then done and no longer
+		announced."""
+		for n in nodes:
+			n.upcoming["maintenanceStatus"] = "ONGOING"
+			n.health_override = "UNHEALTHY_MAINTENANCE"
+			self.maintenance.append({
+				"node": n.id, "name": n.name, "workerIds": [],
+				"worker": 0, "time": rfc3339(t),
+				"kind": "performMaintenance"})
+		epoch = qr.epoch
+
+		def done(when):
+			for n in nodes:
+				n.upcoming = None
+				n.health_override = None
+			if qr.epoch == epoch and not qr.gone:
+				op.finish(when, response=self.qr_response(qr))
+			else:
+				op.finish(when, error=rpc_status(
+					"ABORTED", "The queued resource %s changed "
+					"during maintenance." % qr.name))
+		self.schedule("MAINTENANCE", t, done)
 
 	# ---- lookups
 
@@ -1397,7 +1581,7 @@ class Handler(fake_common.Handler):
 			raise failed_precondition(qr.name, "The queued resource "
 						  "%s is already being deleted." %
 						  qr.name)
-		force = self.query.get("force") == "true"
+		force = self.query.get("force", "").lower() == "true"
 		if not force and qr.nodes and qr.state not in DELETABLE:
 			raise failed_precondition(qr.name, (
 				"Cannot delete queued resource %s in state %s: its "
@@ -1411,17 +1595,55 @@ class Handler(fake_common.Handler):
 			st.request_ids[(parent, rid)] = op
 		return 200, op.resource(self.disco.package), None
 
-	def qr_reset(self, p, body, now):
-		st = self.store
-		qr = st.find_qr(p["projectsId"], p["locationsId"],
-				p["queuedResourcesId"])
+	def active_qr(self, p, what):
+		"""The queued resource of the path, which must be ACTIVE for
+		what ("reset") to be done to it."""
+		qr = self.store.find_qr(p["projectsId"], p["locationsId"],
+					p["queuedResourcesId"])
 		if qr.state != "ACTIVE":
 			raise failed_precondition(qr.name, "Queued resource %s "
-						  "cannot be reset in state %s; "
+						  "cannot be %s in state %s; "
 						  "only an ACTIVE one can." %
-						  (qr.name, qr.state))
+						  (qr.name, what, qr.state))
+		return qr
+
+	def qr_reset(self, p, body, now):
+		st = self.store
+		qr = self.active_qr(p, "reset")
 		op = st.new_op(qr.parent, "reset", qr.name, now)
 		st.reset_nodes(qr, now, op)
+		return 200, op.resource(self.disco.package), None
+
+	def qr_perform_maintenance(self, p, body, now):
+		"""Starts the maintenance announced on the named nodes (every
+		node of the queued resource with maintenance announced, when
+		none is named). Node names may be full names or ids."""
+		st = self.store
+		qr = self.active_qr(p, "maintained")
+		by_id = {n.id: n for n in qr.nodes}
+		names = body.get("nodeNames", [])
+		nodes = []
+		for i, name in enumerate(names):
+			nid = name.rsplit("/", 1)[-1]
+			n = by_id.get(nid)
+			if n is None or ("/" in name and name != n.name):
+				raise invalid_field("node_names[%d]" % i, "\"%s\" is "
+						    "not a node of %s." % (name,
+									  qr.name))
+			if n not in nodes:
+				nodes.append(n)
+		if not names:
+			nodes = [n for n in qr.nodes if n.upcoming]
+		idle = [n.id for n in nodes if not n.upcoming or
+			n.upcoming.get("maintenanceStatus") == "ONGOING"]
+		if idle or not nodes:
+			raise failed_precondition(qr.name, "No maintenance is "
+						  "pending on %s." % (
+							  ", ".join(idle) or
+							  "the nodes of " + qr.name))
+		op = st.new_op(qr.parent, "performMaintenanceQueuedResource",
+			       qr.name, now)
+		st.perform_maintenance(qr, nodes, now, op)
 		return 200, op.resource(self.disco.package), None
 
 	# ---- nodes
@@ -1543,11 +1765,10 @@ class Handler(fake_common.Handler):
 				return 200, qr.resource(self.disco), None
 			if (p, m) == ("/_fake/suspend", "POST"):
 				qr = st.qr_by_id(self.fake_json())
-				if "spot" not in qr.body and \
-						"bestEffort" not in qr.body:
+				if not qr.preemptible:
 					raise ApiError("FAILED_PRECONDITION", "%s is "
-						       "neither spot nor best-effort" %
-						       qr.name)
+						       "neither spot, best-effort nor "
+						       "flex-start" % qr.name)
 				if qr.state not in ("ACTIVE", "PROVISIONING"):
 					raise ApiError("FAILED_PRECONDITION", "%s is "
 						       "%s; only ACTIVE or PROVISIONING "
@@ -1555,6 +1776,17 @@ class Handler(fake_common.Handler):
 						       (qr.name, qr.state))
 				st.suspend(qr, now)
 				return 200, qr.resource(self.disco), None
+			if (p, m) == ("/_fake/end_run", "POST"):
+				qr = st.qr_by_id(self.fake_json())
+				if not qr.flex_start or qr.state != "ACTIVE":
+					raise ApiError("FAILED_PRECONDITION", "%s is "
+						       "not an ACTIVE flex-start queued "
+						       "resource" % qr.name)
+				qr.terminate_at = now
+				st.end_run(qr, now)
+				return 200, qr.resource(self.disco), None
+			if (p, m) == ("/_fake/node", "POST"):
+				return 200, self.fake_node(self.fake_json()), None
 			if p == "/_fake/faults":
 				return self.fake_faults(m)
 			if (p, m) == ("/_fake/requests", "GET"):
@@ -1570,6 +1802,40 @@ class Handler(fake_common.Handler):
 				st.reset()
 				return 200, {}, None
 		raise ApiError("NOT_FOUND", "No control endpoint %s %s" % (m, p))
+
+	def fake_node(self, doc):
+		"""Sets what the walk never gives a node: "state" (UNKNOWN,
+		say), "health", "upcomingMaintenance" (checked against its
+		schema); null clears a setting."""
+		st = self.store
+		hits = [n for (p, z, i), n in st.nodes.items()
+			if i == doc.get("name") and doc.get("project", p) == p and
+			doc.get("zone", z) == z]
+		if len(hits) != 1:
+			raise ApiError("INVALID_ARGUMENT", "%d nodes match %s" %
+				       (len(hits), _json_text(doc)))
+		n = hits[0]
+		props = self.disco.schemas["Node"]["properties"]
+		for key in doc:
+			if key in ("name", "project", "zone"):
+				continue
+			if key not in ("state", "health", "upcomingMaintenance"):
+				raise ApiError("INVALID_ARGUMENT", "unknown node "
+					       "setting %r" % key)
+			v = doc[key]
+			if key == "upcomingMaintenance":
+				n.upcoming = None if v is None else Checker(
+					self.disco).check("UpcomingMaintenance", v,
+							  "upcoming_maintenance")
+				continue
+			if v is not None and v not in props[key]["enum"]:
+				raise ApiError("INVALID_ARGUMENT", "%s: one of %s" %
+					       (key, ", ".join(props[key]["enum"])))
+			if key == "state":
+				n.state_override = v
+			else:
+				n.health_override = v
+		return n.resource()
 
 	def fake_faults(self, m):
 		st = self.store
@@ -1664,12 +1930,52 @@ def check_create(body, parent, qid):
 				    "spot, guaranteed and best_effort may be "
 				    "set, got %s." % " and ".join(
 					    snake(t) for t in tiers))
+	check_provisioning(body, root, tiers)
 	res = body.get("reservationName")
 	if res is not None and not RESERVATION.fullmatch(res):
 		raise invalid_field(root + ".reservation_name", "\"%s\" is not "
 				    "projects/{project}/locations/{zone}/"
 				    "reservations/{reservation}." % res)
 	return ids
+
+
+# Flex-start runs last at most 7 days (tpu/docs/request-using-flex-start).
+MAX_RUN_DURATION = 7 * 86400
+
+
+def check_provisioning(body, root, tiers):
+	"""provisioningModel against the tier and runDuration: FLEX_START
+	needs runDuration.maxRunDuration (> 0, at most 7 days) and no tier or
+	reservation; runDuration is flex-start's alone; SPOT and
+	RESERVATION_BOUND exclude the other tiers. STANDARD with spot is
+	accepted: gcloud 528 alpha sends exactly that for --spot."""
+	model = body.get("provisioningModel", "PROVISIONING_MODEL_UNSPECIFIED")
+	field = root + ".provisioning_model"
+	run = body.get("runDuration")
+	if model == "FLEX_START":
+		if tiers or "reservationName" in body:
+			taken = tiers[0] if tiers else "reservationName"
+			raise invalid_field(root + "." + snake(taken), "FLEX_START "
+					    "capacity takes no %s." % snake(taken))
+		if not run or "maxRunDuration" not in run:
+			raise missing_field(root + ".run_duration.max_run_duration")
+		secs = float(run["maxRunDuration"][:-1])
+		if not 0 < secs <= MAX_RUN_DURATION:
+			raise invalid_field(root + ".run_duration.max_run_duration",
+					    "%s is not a run duration from 1s to "
+					    "%ds (7 days)." % (run["maxRunDuration"],
+							      MAX_RUN_DURATION))
+	elif run:
+		raise invalid_field(root + ".run_duration", "a run duration is "
+				    "for FLEX_START queued resources only, not %s."
+				    % model)
+	if model == "SPOT" and [t for t in tiers if t != "spot"]:
+		raise invalid_field(field, "SPOT does not go with %s." %
+				    snake(tiers[0]))
+	if model == "RESERVATION_BOUND" and ("spot" in tiers or
+					     "bestEffort" in tiers):
+		raise invalid_field(field, "RESERVATION_BOUND does not go with "
+				    "%s." % snake(tiers[0]))
 
 
 def check_node_id(field, nid):
@@ -1730,6 +2036,8 @@ SERVED = {
 	"queuedResources.list": Handler.qr_list,
 	"queuedResources.delete": Handler.qr_delete,
 	"queuedResources.reset": Handler.qr_reset,
+	"queuedResources.performMaintenanceQueuedResource":
+		Handler.qr_perform_maintenance,
 	"nodes.get": Handler.node_get,
 	"nodes.list": Handler.node_list,
 	"nodes.getGuestAttributes": Handler.node_guest_attributes,
@@ -1744,14 +2052,19 @@ def main():
 				     "(v2alpha1) for tests")
 	ap.add_argument("--port-file", required=True)
 	ap.add_argument("--port", type=int, default=0)
-	ap.add_argument("--discovery", default=DEFAULT_DISCOVERY)
+	ap.add_argument("--discovery", default=DEFAULT_DISCOVERY,
+			help="the discovery document: routes, and schemas "
+			"where --schemas has none")
+	ap.add_argument("--schemas", default=DEFAULT_SCHEMAS,
+			help="the newer schemas bodies are checked against "
+			"('' for the discovery document's alone)")
 	ap.add_argument("--require-token")
 	ap.add_argument("--delay", type=float, default=0.2,
 			help="seconds each transitional state lasts")
 	ap.add_argument("--verbose", action="store_true")
 	args = ap.parse_args()
 
-	disco = Discovery(args.discovery)
+	disco = Discovery(args.discovery, args.schemas or None)
 	srv = gcs_fake.Server(("127.0.0.1", args.port), Handler)
 	srv.disco = disco
 	srv.store = Store(disco, args.delay)

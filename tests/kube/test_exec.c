@@ -264,6 +264,21 @@ Test(exec, plugin_errors)
 	plugin_fails("#!/bin/sh\nkill -9 $$\n", "failed (signal 9)");
 }
 
+Test(exec, hung_plugins_are_killed)
+{
+	uint64_t t0 = mono_ms();
+
+	setenv("SLICECTL_KUBE_EXEC_SECONDS", "1", 1);
+	plugin_fails("#!/bin/sh\necho 'waiting for a browser' >&2\n"
+		     "exec sleep 30\n", "did not finish in 1 s (killed): "
+		     "waiting for a browser");
+	/* Output closed, process still there. */
+	plugin_fails("#!/bin/sh\nexec >&- 2>&-\nexec sleep 30\n",
+		     "did not finish in 1 s (killed)");
+	cr_assert_lt(mono_ms() - t0, 10000);
+	unsetenv("SLICECTL_KUBE_EXEC_SECONDS");
+}
+
 Test(exec, plugin_failure_reaches_the_request)
 {
 	struct kube_config c;

@@ -7,12 +7,17 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +63,30 @@ static void hosts_and_keys(unsigned count)
 {
 	cr_assert_eq(sshd_write_hosts(&sshd, hosts, 1, count), 0);
 	cr_assert_eq(sshd_write_known_hosts(&sshd, kh, 1, count), 0);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Sends SIGTERM to child after ms and waits up to 10 s for it: its exit
+ * status, and in *took how long it took to end after the signal. */
+static int terminate_after(pid_t child, unsigned ms, uint64_t *took)
+{
+	uint64_t start;
+	int status;
+
+	cr_assert_gt(child, 0);
+	sleep_ms(ms);
+	start = now_ms();
+	kill(child, SIGTERM);
+	status = wait_exit(child, 10);
+	*took = now_ms() - start;
+	return status;
 }
 
 static bool pid_alive(pid_t pid)
@@ -201,13 +230,18 @@ Test(run, listener_without_banner_times_out)
 	snprintf(spec, sizeof(spec), "%s@127.0.0.20:%u", sshd.user,
 		 ntohs(sa.sin_port));
 	const char *args[] = { "run", "--hosts", hosts, "--host", spec,
-			       "--connect-timeout", "1.5", "--", "echo ok",
-			       NULL };
+			       "--connect-timeout", "1.5", "--retries", "1",
+			       "--format", "json", "--", "echo ok", NULL };
 
 	cr_assert_eq(run(&r, args), 255, "stderr: %s", r.err);
-	cr_assert(strstr(r.err, "connection timed out after 1.5 s (in "
-				"HANDSHAKE)"), "%s", r.err);
-	cr_assert(strstr(r.out, "127.0.0.1: ok\n"), "%s", r.out);
+	/* Nothing ran: the timed-out handshake was tried again. */
+	cr_assert(strstr(r.out, "\"error\":\"127.0.0.20: connection timed "
+				"out after 1.5 s (in HANDSHAKE)\""), "%s", r.out);
+	cr_assert(strstr(r.out, "\"attempts\":2}"), "%s", r.out);
+	cr_assert(strstr(r.err, "slicectl: servers are dropping or delaying "
+				"SSH handshakes (127.0.0.20:"), "%s", r.err);
+	cr_assert(strstr(r.out, "\"host\":\"127.0.0.1\",\"stream\":"
+				"\"stdout\",\"text\":\"ok\""), "%s", r.out);
 	close(fd);
 	run_result_release(&r);
 }
@@ -474,11 +508,22 @@ Test(run, bad_arguments_exit_2)
 		{ "run", "--env", "1BAD=x", "--host", "127.0.0.1", "--", "true" },
 		{ "run", "--bogus", NULL },
 		{ "run", "--hosts", "/nonexistent/hosts", "--", "true", NULL },
+		{ "run", "--keepalive", "1", "--host", "127.0.0.1", "--",
+		  "true", NULL },
+		{ "run", "--hosts", "/tmp", "--", "true", NULL },
+		{ "run", "--log-dir", "/dev/null", "--host", "127.0.0.1", "--",
+		  "true", NULL },
 	};
 	static const char *const messages[] = {
 		"no hosts", "port must be 1 to 65535", "no command given",
 		"is not NAME=VALUE", "unknown option '--bogus'",
 		"cannot read hosts file /nonexistent/hosts",
+		"slicectl: error: --keepalive must be 2 seconds or more (or 0 for "
+		"none)\n",
+		"slicectl: error: hosts file /tmp is a directory: name a file of "
+		"hosts, one a line\n",
+		"slicectl: error: --log-dir /dev/null is not a directory: name a "
+		"directory (it is created when missing)\n",
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -489,6 +534,155 @@ Test(run, bad_arguments_exit_2)
 		cr_assert(strstr(r.err, messages[i]), "case %zu: %s", i, r.err);
 		run_result_release(&r);
 	}
+}
+
+/* An accelerator type is GENERATION-SIZE: anything else is refused
+ * before the API (here: nothing listening) is asked. */
+Test(run, create_refuses_a_malformed_accelerator_type)
+{
+	static const char *const bad[] = { "v4-32;rm", "v4-32 ", "V4-32",
+					   "v4-", "-32", "v4-032", "v4" };
+	const char *env[] = { "SLICECTL_TPU_ENDPOINT=http://127.0.0.1:1/",
+			      "SLICECTL_ACCESS_TOKEN=t", NULL };
+	char want[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *args[] = { "create", "q1", "--accelerator-type",
+				       bad[i], "--runtime-version", "rt",
+				       "--project", "p", "--zone", "z",
+				       "--no-ssh-key", NULL };
+		struct run_result r;
+
+		cr_assert_eq(run_slicectl(&r, args, env), 0);
+		snprintf(want, sizeof(want),
+			 "slicectl: error: --accelerator-type '%s' is not an "
+			 "accelerator type: GENERATION-SIZE, such as v4-32, "
+			 "v5litepod-16, v5p-8 or v6e-8\n", bad[i]);
+		cr_assert_eq(r.status, 2, "%s: %s", bad[i], r.err);
+		cr_assert_str_eq(r.err, want);
+		run_result_release(&r);
+	}
+}
+
+/* An API that does not answer: describe, list and wait say they are still
+ * trying after a few attempts instead of staying silent for a minute. */
+Test(run, api_commands_say_they_are_still_trying)
+{
+	static const char *const cmds[][3] = {
+		{ "describe", "q1", NULL }, { "list", NULL }, { "wait", "q1", NULL },
+	};
+	const char *env[] = { "SLICECTL_TPU_ENDPOINT=http://127.0.0.1:1/",
+			      "SLICECTL_ACCESS_TOKEN=t",
+			      "SLICECTL_HTTP_RETRY_BASE_MS=10", NULL };
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		const char *args[8] = { 0 };
+		struct run_result r;
+		size_t n = 0;
+
+		for (size_t j = 0; cmds[i][j]; j++)
+			args[n++] = cmds[i][j];
+		args[n++] = "--project";
+		args[n++] = "p";
+		args[n++] = "--zone";
+		args[n++] = "z";
+		cr_assert_eq(run_slicectl(&r, args, env), 0);
+		cr_assert_eq(r.status, 1, "%s: %s", cmds[i][0], r.err);
+		cr_assert(strstr(r.err, "slicectl: still trying: Failed to "
+					"connect to 127.0.0.1 port 1 "),
+			  "%s: %s", cmds[i][0], r.err);
+		cr_assert(strstr(r.err, "(attempt 3 of 8)\n"), "%s", r.err);
+		cr_assert_eq(count_substr(r.err, "still trying"), 6, "%s",
+			     r.err);
+		run_result_release(&r);
+	}
+}
+
+/* SIGTERM ends a command waiting between attempts at once. */
+Test(run, api_command_ends_on_sigterm_while_retrying, .timeout = 60)
+{
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	const char *args[] = { "describe", "q1", "--project", "p", "--zone",
+			       "z", NULL };
+	uint64_t took;
+	pid_t child;
+	int status;
+
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	setenv("SLICECTL_TPU_ENDPOINT", "http://127.0.0.1:1/", 1);
+	setenv("SLICECTL_ACCESS_TOKEN", "t", 1);
+	child = spawn_slicectl(args, out, err);
+	unsetenv("SLICECTL_TPU_ENDPOINT");
+	unsetenv("SLICECTL_ACCESS_TOKEN");
+	status = terminate_after(child, 1500, &took);
+	cr_assert_eq(status, 128 + SIGTERM, "exit %d", status);
+	cr_assert_lt(took, 2000);
+}
+
+/* Files that would block open() or never end are refused at once. */
+Test(run, fifo_key_and_endless_known_hosts_refused_at_once, .timeout = 30)
+{
+	char fifo[HARNESS_PATH + 16], spec[128];
+	struct run_result r;
+	uint64_t start;
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", tmp);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	snprintf(spec, sizeof(spec), "%s@127.0.0.1:%u", sshd.user, sshd.port);
+	const char *fifo_key[] = { "run", "-i", fifo, "--known-hosts", kh,
+				   "--host", spec, "--", "true", NULL };
+	const char *urandom[] = { "run", "-i", sshd.key, "--known-hosts",
+				  "/dev/urandom", "--host", spec, "--", "true",
+				  NULL };
+
+	start = now_ms();
+	cr_assert_eq(run_slicectl(&r, fifo_key, NULL), 0);
+	cr_assert_eq(r.status, 255, "%s", r.err);
+	cr_assert(strstr(r.err, "is a FIFO (pipe), not a key file: name a "
+				"regular file"), "%s", r.err);
+	run_result_release(&r);
+	cr_assert_eq(run_slicectl(&r, urandom, NULL), 0);
+	cr_assert_eq(r.status, 255, "%s", r.err);
+	cr_assert(strstr(r.err, "known_hosts file /dev/urandom is a character "
+				"device, not a known_hosts file"), "%s", r.err);
+	run_result_release(&r);
+	cr_assert_lt(now_ms() - start, 10000);
+}
+
+/* An ssh-agent that accepts the connection and never answers holds
+ * slicectl while it starts; SIGTERM ends it there, not 30 s later. */
+Test(run, interrupt_while_starting_ends_at_once, .timeout = 60)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	pid_t child;
+	uint64_t took;
+	int fd, status;
+
+	hosts_and_keys(1);
+	cr_assert_lt((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path),
+				      "%s/agent", tmp), sizeof(sa.sun_path));
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(fd, 4), 0);
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	const char *args[] = { "run", "--known-hosts", kh, "--hosts", hosts,
+			       "--", "echo ok", NULL };
+
+	setenv("SSH_AUTH_SOCK", sa.sun_path, 1);
+	child = spawn_slicectl(args, out, err);
+	unsetenv("SSH_AUTH_SOCK");
+	status = terminate_after(child, 1000, &took);
+	close(fd);
+	cr_assert_eq(status, 130, "exit %d", status);
+	cr_assert_lt(took, 3000);
+	char *e = read_file(err, NULL);
+	cr_assert(strstr(e, "slicectl: error: interrupted while starting: no host "
+			    "was contacted\n"), "%s", e);
+	free(e);
 }
 
 Test(run, keepalive_holds_silent_commands_and_finds_frozen_hosts)
@@ -528,6 +722,128 @@ Test(run, keepalive_holds_silent_commands_and_finds_frozen_hosts)
 	cr_assert(strstr(r.out, "\"outcome\":\"lost\""), "%s", r.out);
 	cr_assert(strstr(r.out, "no answer for "), "%s", r.out);
 	free(r.out);
+}
+
+/* Listens on a free loopback port and returns it, or 0. */
+static unsigned free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned port = 0;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
+	    !getsockname(fd, (struct sockaddr *)&sa, &len))
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Whether port answers with an SSH banner within a second. */
+static bool banner_on(unsigned port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char buf[64] = "";
+	ssize_t n = 0;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { .tv_sec = 1 };
+
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 && !strncmp(buf, "SSH-2.0-", 8);
+}
+
+/*
+ * Overload: one sshd serving 256 addresses lets only 2 handshakes in at a
+ * time and drops every other connection at once (MaxStartups 2:100:2),
+ * while slicectl may start 256. Handshakes are paced down to what it
+ * answers, the dropped ones retried: every host answers.
+ */
+Test(run, overloaded_sshd_loses_no_host, .timeout = 240)
+{
+	struct test_sshd slow = sshd;
+	char config[HARNESS_PATH + 32];
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	const char *sshd_argv[] = { "/usr/sbin/sshd", "-D", "-e", "-f", config,
+				    NULL };
+	uint64_t start, took;
+	pid_t pid, child;
+	int status, tries = 0;
+	char *text, *line, *save = NULL;
+	FILE *f;
+
+	/* The harness's configuration with another port, pid file and
+	 * MaxStartups (sshd keeps the first value it reads, even over -o). */
+	slow.port = free_port();
+	cr_assert_gt(slow.port, 0);
+	snprintf(config, sizeof(config), "%s/sshd_config", sshd.dir);
+	text = read_file(config, NULL);
+	cr_assert_not_null(text);
+	snprintf(config, sizeof(config), "%s/slow_config", tmp);
+	f = fopen(config, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "Port %u\nPidFile %s/slow.pid\nMaxStartups 2:100:2\n",
+		slow.port, tmp);
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (strncmp(line, "Port ", 5) && strncmp(line, "PidFile ", 8) &&
+		    strncmp(line, "MaxStartups ", 12))
+			fprintf(f, "%s\n", line);
+	cr_assert_eq(fclose(f), 0);
+	free(text);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		execv(sshd_argv[0], (char *const *)sshd_argv);
+		_exit(127);
+	}
+	while (!banner_on(slow.port) && ++tries < 100)
+		sleep_ms(100);
+	cr_assert_eq(sshd_write_hosts(&slow, hosts, 1, 256), 0);
+	cr_assert_eq(sshd_write_known_hosts(&slow, kh, 1, 256), 0);
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	const char *args[] = { "run", "--identity", sshd.key, "--known-hosts",
+			       kh, "--hosts", hosts, "--connect-concurrency",
+			       "256", "--format", "json", "--",
+			       "echo $SLICE_PROCESS_ID", NULL };
+
+	start = now_ms();
+	child = spawn_slicectl(args, out, err);
+	cr_assert_gt(child, 0);
+	status = wait_exit(child, 200);
+	took = now_ms() - start;
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	char *o = read_file(out, NULL), *e = read_file(err, NULL);
+	const char *summary = strstr(o, "\"type\":\"summary\"");
+
+	fprintf(stderr, "256 hosts against MaxStartups 2:100:2 in %.1f s; "
+		"attempts 1: %zu, 2: %zu, 3: %zu, 4: %zu\n", took / 1000.0,
+		count_substr(o, "\"attempts\":1}"),
+		count_substr(o, "\"attempts\":2}"),
+		count_substr(o, "\"attempts\":3}"),
+		count_substr(o, "\"attempts\":4}"));
+	cr_assert_eq(status, 0, "exit %d\n%s\n%s", status, summary, e);
+	cr_assert(strstr(o, "\"hosts\":256,\"ok\":256,"), "%s", summary);
+	cr_assert(strstr(o, "\"text\":\"255\""), "%s", summary);
+	/* The server did drop handshakes, and slicectl said it slowed down. */
+	cr_assert(strstr(o, "\"attempts\":2}"), "no host was retried: %s", e);
+	cr_assert(strstr(e, "slicectl: servers are dropping or delaying SSH "
+			    "handshakes ("), "%s", e);
+	free(o);
+	free(e);
 }
 
 /* A thousand hosts from one process, with a soft open-file limit far

@@ -340,6 +340,30 @@ Test(tpu, every_capacity_mode_and_flag_maps_to_the_body)
 		  "\"v1\", \"k2\": \"v2\"}, \"metadata\": {\"foo\": \"a=b\", "
 		  "\"cfg\": \"x: 1\\n\", \"startup-script\": "
 		  "\"#!/bin/sh\\necho 'hi'\\n\"}}}]}}" },
+		/* gcloud 528's flex-start body (research/gke.md 4.1). */
+		{ { "b7", "--provisioning-model", "flex-start",
+		    "--max-run-duration", "72h", "--node-count", "2" },
+		  "{\"provisioningModel\": \"FLEX_START\", \"runDuration\": "
+		  "{\"maxRunDuration\": \"259200s\"}, \"tpu\": {\"nodeSpec\": "
+		  "[{\"parent\": \"" PARENT "\", \"multiNodeParams\": "
+		  "{\"nodeCount\": 2, \"nodeIdPrefix\": \"b7\"}, \"node\": "
+		  "{\"acceleratorType\": \"v4-8\", \"runtimeVersion\": "
+		  "\"rt\"}}]}}" },
+		{ { "b8", "--provisioning-model", "spot", "--spot" },
+		  "{\"spot\": {}, \"tpu\": {\"nodeSpec\": [{\"parent\": \"" PARENT
+		  "\", \"nodeId\": \"b8\", \"node\": {\"acceleratorType\": "
+		  "\"v4-8\", \"runtimeVersion\": \"rt\"}}]}}" },
+		{ { "b9", "--provisioning-model", "reservation-bound",
+		    "--reservation", "r1" },
+		  "{\"guaranteed\": {\"reserved\": true}, \"reservationName\": \""
+		  PARENT "/reservations/r1\", \"tpu\": {\"nodeSpec\": "
+		  "[{\"parent\": \"" PARENT "\", \"nodeId\": \"b9\", \"node\": "
+		  "{\"acceleratorType\": \"v4-8\", \"runtimeVersion\": "
+		  "\"rt\"}}]}}" },
+		{ { "b10", "--provisioning-model", "standard" },
+		  "{\"tpu\": {\"nodeSpec\": [{\"parent\": \"" PARENT "\", "
+		  "\"nodeId\": \"b10\", \"node\": {\"acceleratorType\": "
+		  "\"v4-8\", \"runtimeVersion\": \"rt\"}}]}}" },
 	};
 
 	snprintf(script, sizeof(script), "%s/startup.sh", tmp);
@@ -451,19 +475,82 @@ Test(tpu, bad_arguments_are_refused_before_any_request)
 	cr_assert_eq(count_requests("POST", "/queuedResources"), 0);
 }
 
+Test(tpu, provisioning_model_contradictions_are_refused_with_the_reason)
+{
+	static const struct {
+		const char *args[6];
+		const char *reason;
+	} cases[] = {
+		{ { "--provisioning-model", "flex-start" },
+		  "needs a maximum run duration (--max-run-duration" },
+		{ { "--max-run-duration", "1h" },
+		  "for flex-start capacity only" },
+		{ { "--provisioning-model", "flex-start", "--max-run-duration",
+		    "8d" },
+		  "longer than the 7 days" },
+		{ { "--provisioning-model", "flex-start", "--max-run-duration",
+		    "1h", "--spot" },
+		  "--spot contradicts --provisioning-model flex-start" },
+		{ { "--provisioning-model", "flex-start", "--max-run-duration",
+		    "1h", "--reservation", "r1" },
+		  "--reservation contradicts --provisioning-model flex-start" },
+		{ { "--provisioning-model", "spot", "--reserved" },
+		  "--reserved contradicts --provisioning-model spot" },
+		{ { "--provisioning-model", "flex" },
+		  "--provisioning-model: provisioning model 'flex' is none of "
+		  "standard, spot, reservation-bound and flex-start" },
+		{ { "--provisioning-model", "flex-start", "--max-run-duration",
+		    "1.5" },
+		  "take whole seconds" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[16] = { "create", "x", "--accelerator-type",
+					 "v4-8", "--runtime-version", "rt",
+					 "--no-ssh-key" };
+		size_t n = 7;
+		struct run_result r;
+
+		for (size_t j = 0; cases[i].args[j]; j++)
+			argv[n++] = cases[i].args[j];
+		cr_assert_eq(run_slicectl(&r, argv, env), 0);
+		cr_assert_eq(r.status, 2, "case %zu: exit %d: %s", i, r.status,
+			     r.err);
+		ASSERT_HAS(r.err, cases[i].reason);
+		run_result_release(&r);
+	}
+	cr_assert_eq(count_requests("POST", "/queuedResources"), 0);
+}
+
 Test(tpu, no_project_or_zone_says_how_to_give_them)
 {
 	struct run_result r;
-	const char *bare[] = { env[0], env[1], env[2], NULL };
+	char config[600], env_config[700];
+	const char *bare[] = { env[0], env[1], env[2],
+			       "CLOUDSDK_CORE_PROJECT=",
+			       "CLOUDSDK_COMPUTE_ZONE=", env_config, NULL };
 
+	/* A gcloud configuration directory of the test's own, so the
+	 * machine's is never read. */
+	snprintf(config, sizeof(config), "%s/gcloud", tmp);
+	snprintf(env_config, sizeof(env_config), "CLOUDSDK_CONFIG=%s",
+		 config);
 	cr_assert_eq(run_slicectl(&r, (const char *const[]){ "list", NULL },
-				  (const char *const *)bare), 0);
-	/* The test's own environment may hold a project; only check the
-	 * message when there was none. */
-	if (!getenv("CLOUDSDK_CORE_PROJECT")) {
-		cr_assert_eq(r.status, 2, "%s", r.err);
-		ASSERT_HAS(r.err, "--project");
-	}
+				  bare), 0);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	ASSERT_HAS(r.err, "--project");
+	ASSERT_HAS(r.err, "gcloud config set project");
+	run_result_release(&r);
+
+	/* What `gcloud config set project/compute/zone` writes is enough. */
+	cr_assert_eq(sh("mkdir -p '%s/configurations' && printf work > "
+			"'%s/active_config' && printf '[core]\\nproject = "
+			"proj\\n\\n[compute]\\nzone = %s\\n' > "
+			"'%s/configurations/config_work'",
+			config, config, ZONE, config), 0);
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){ "list", NULL },
+				  bare), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
 	run_result_release(&r);
 }
 
@@ -589,6 +676,42 @@ Test(tpu, suspended_spot_ends_the_wait)
 	/* A suspended QR may be deleted without --force. */
 	SLICECTL(&r, "delete", "sp", "--wait");
 	ok(&r);
+	run_result_release(&r);
+}
+
+Test(tpu, flex_start_runs_until_its_end_then_is_suspended)
+{
+	struct run_result r;
+	json_t *qr, *run;
+
+	SLICECTL(&r, "create", "fx", "--accelerator-type", "v6e-8",
+		 "--runtime-version", "rt", "--no-ssh-key",
+		 "--provisioning-model", "flex-start", "--max-run-duration",
+		 "2h", "--wait", "--format", "json");
+	ok(&r);
+	qr = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(qr, "not JSON: %s", r.out);
+	run = json_object_get(qr, "runDuration");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 run, "maxRunDuration")), "7200s");
+	cr_assert(json_is_string(json_object_get(run, "terminationTime")),
+		  "no end once ACTIVE: %s", r.out);
+	json_decref(qr);
+	run_result_release(&r);
+	/* The end of the run: the VMs go, the queued resource is
+	 * SUSPENDED, which a wait for anything else reports. */
+	cr_assert_eq(fake_tpu_call(&tpu, "POST", "/_fake/end_run",
+				   "{\"name\": \"fx\"}", NULL), 200);
+	SLICECTL(&r, "wait", "fx", "--timeout", "20");
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	ASSERT_HAS(r.err, "SUSPEND");
+	run_result_release(&r);
+	SLICECTL(&r, "wait", "fx", "--state", "SUSPENDED");
+	ok(&r);
+	run_result_release(&r);
+	SLICECTL(&r, "describe", "fx");
+	ok(&r);
+	ASSERT_HAS(r.out, "capacity:     flex-start");
 	run_result_release(&r);
 }
 

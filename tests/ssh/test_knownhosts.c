@@ -698,6 +698,58 @@ Test(knownhosts, unreadable_file_fails_open)
 	knownhosts_close(&kh);
 }
 
+/* Opening fails with SSH_EHOSTKEY and a message naming the file and saying
+ * what is wrong with it. */
+static void open_refused(const char *path, const char *needle)
+{
+	struct knownhosts kh;
+	struct err e;
+
+	err_init(&e);
+	cr_assert_eq(knownhosts_open(&kh, path, FANOUT_HOSTKEY_YES, &e),
+		     SSH_EHOSTKEY, "%s: %s", path, e.msg);
+	cr_assert(strstr(e.msg, path), "%s", e.msg);
+	cr_assert(strstr(e.msg, needle), "no \"%s\" in: %s", needle, e.msg);
+	knownhosts_close(&kh);
+}
+
+/* /dev/urandom never ends and a FIFO without a writer blocks in open():
+ * both are refused at once. */
+Test(knownhosts, devices_and_fifos_refused_without_reading, .timeout = 10)
+{
+	open_refused("/dev/urandom",
+		     "is a character device, not a known_hosts file: name a "
+		     "regular file");
+	cr_assert_eq(mkfifo(kh_path, 0600), 0);
+	open_refused(kh_path, "is a FIFO (pipe), not a known_hosts file");
+}
+
+/* A sparse 65 MiB file: nothing is read, nothing large is allocated. */
+Test(knownhosts, larger_than_64_mib_refused, .timeout = 10)
+{
+	int fd = open(kh_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t)65 << 20), 0);
+	close(fd);
+	open_refused(kh_path, "is larger than 64 MiB, which no known_hosts "
+			      "file is: check the path or use another file");
+}
+
+/* An empty file has no lines (and once computed NULL + 0). */
+Test(knownhosts, empty_file_knows_no_host)
+{
+	struct knownhosts kh;
+	struct test_key k;
+	struct err e;
+
+	ed25519(&k, "empty");
+	spew(kh_path, "");
+	open_kh(&kh, FANOUT_HOSTKEY_YES);
+	cr_assert_eq(check(&kh, "h", 22, &k, &e), SSH_EHOSTKEY);
+	knownhosts_close(&kh);
+}
+
 Test(knownhosts, bad_presented_keys_are_refused)
 {
 	struct test_key k;
