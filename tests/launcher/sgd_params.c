@@ -24,7 +24,7 @@ char *sgd_checkpoint_params_of(const char *bucket, const char *scratch,
 
 	snprintf(url, sizeof(url), "%s/%s", bucket, run);
 	for (int p = 0; p < slices * workers; p++) {
-		char part[32], path[HARNESS_PATH + 128], *got = NULL;
+		char part[48], path[HARNESS_PATH + 128], *got = NULL;
 		struct run_result r;
 		size_t len = 0;
 		FILE *f;
