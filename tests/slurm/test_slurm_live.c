@@ -95,13 +95,36 @@ static pid_t trainer_pid(const char *run, int p)
 	return found;
 }
 
-/* Lets a requeued job run again at once; returns once it runs with a
- * restart count of at least restarts. */
+/* How many supervisors of this test's runs are alive. */
+static unsigned supervisors(void)
+{
+	struct dirent *d;
+	unsigned n = 0;
+	DIR *dp = opendir("/proc");
+
+	cr_assert(dp);
+	while ((d = readdir(dp)))
+		n += d->d_name[0] >= '1' && d->d_name[0] <= '9' &&
+		     proc_has(d->d_name, "cmdline", slurm_dir,
+			      "slice-supervisor");
+	closedir(dp);
+	return n;
+}
+
+/* Lets a requeued job run again at once, once every supervisor of the
+ * last allocation has gone (a node set down here is still up: its old
+ * step must not overlap the new one, whose step id is the same); returns
+ * once it runs with a restart count of at least restarts. */
 static void release_requeued(const char *id, long restarts)
 {
+	long long until = slurm_now_ms() + 60000;
 	char cmd[128];
 
 	slurm_wait_job(id, "PENDING", "Reason=BeginTime", 60000);
+	while (supervisors()) {
+		cr_assert_lt(slurm_now_ms(), until, "the old step lives on");
+		sleep_ms(200);
+	}
 	snprintf(cmd, sizeof(cmd), "scontrol update JobId=%s StartTime=now",
 		 id);
 	cr_assert_eq(sh("%s", cmd), 0);
