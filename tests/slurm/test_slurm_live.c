@@ -15,7 +15,6 @@
 #include "tests/slurm/slurm_cluster.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,64 +50,18 @@ static const char *submit(const char *run, const char *step_s)
 	return id;
 }
 
-/* Whether /proc/PID/FILE holds a (and b when not NULL). */
-static bool proc_has(const char *pid, const char *file, const char *a,
-		     const char *b)
-{
-	char path[300], buf[65536];
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%s/%s", pid, file);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = '\n';
-	buf[n] = '\0';
-	return strstr(buf, a) && (!b || strstr(buf, b));
-}
-
 /* The trainer of run's process p, found by its environment. */
 static pid_t trainer_pid(const char *run, int p)
 {
 	char sync[HARNESS_PATH + 64], proc[64];
-	struct dirent *d;
-	pid_t found = 0;
-	DIR *dp;
+	pid_t found;
 
 	snprintf(sync, sizeof(sync), "\nSGD_SYNC_DIR=%s/sync-%s\n", slurm_dir,
 		 run);
 	snprintf(proc, sizeof(proc), "\nSLICE_PROCESS_ID=%d\n", p);
-	dp = opendir("/proc");
-	cr_assert(dp);
-	while (!found && (d = readdir(dp)))
-		if (d->d_name[0] >= '1' && d->d_name[0] <= '9' &&
-		    proc_has(d->d_name, "cmdline", "train.py", NULL) &&
-		    proc_has(d->d_name, "environ", sync + 1, proc))
-			found = (pid_t)atoi(d->d_name);
-	closedir(dp);
+	processes_with("train.py", NULL, sync + 1, proc, &found);
 	cr_assert_gt(found, 0, "no trainer of process %d", p);
 	return found;
-}
-
-/* How many supervisors of this test's runs are alive. */
-static unsigned supervisors(void)
-{
-	struct dirent *d;
-	unsigned n = 0;
-	DIR *dp = opendir("/proc");
-
-	cr_assert(dp);
-	while ((d = readdir(dp)))
-		n += d->d_name[0] >= '1' && d->d_name[0] <= '9' &&
-		     proc_has(d->d_name, "cmdline", slurm_dir,
-			      "slice-supervisor");
-	closedir(dp);
-	return n;
 }
 
 /* Lets a requeued job run again at once, once every supervisor of the
@@ -121,7 +74,8 @@ static void release_requeued(const char *id, long restarts)
 	char cmd[128];
 
 	slurm_wait_job(id, "PENDING", "Reason=BeginTime", 60000);
-	while (supervisors()) {
+	while (processes_with(slurm_dir, "slice-supervisor", NULL, NULL,
+			      NULL)) {
 		cr_assert_lt(slurm_now_ms(), until, "the old step lives on");
 		sleep_ms(200);
 	}
