@@ -98,7 +98,7 @@ char *read_file(const char *path, size_t *len);
 unsigned processes_mentioning(const char *text);
 /* procs.c: whether /proc/PID/FILE (cmdline, environ: NUL-separated
  * entries read as lines) holds a, and b when not NULL. */
-bool proc_has(pid_t pid, const char *file, const char *a, const char *b);
+bool process_has(pid_t pid, const char *file, const char *a, const char *b);
 /* Processes whose command line holds cmd_a (and cmd_b) and, when env_a
  * is not NULL, whose environment holds env_a (and env_b); *first (may be
  * NULL) gets one of them, 0 none. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool proc_has(pid_t pid, const char *file, const char *a, const char *b)
+bool process_has(pid_t pid, const char *file, const char *a, const char *b)
 {
 	char path[64], buf[65536];
 	size_t n;
@@ -45,8 +45,8 @@ unsigned processes_with(const char *cmd_a, const char *cmd_b,
 		if (d->d_name[0] < '1' || d->d_name[0] > '9')
 			continue;
 		pid = (pid_t)atoi(d->d_name);
-		if (!proc_has(pid, "cmdline", cmd_a, cmd_b) ||
-		    (env_a && !proc_has(pid, "environ", env_a, env_b)))
+		if (!process_has(pid, "cmdline", cmd_a, cmd_b) ||
+		    (env_a && !process_has(pid, "environ", env_a, env_b)))
 			continue;
 		if (first && !n)
 			*first = pid;
