@@ -66,8 +66,10 @@ static int reset_target(const struct run_qr *q, bool wait)
 			target_json_ids(o, t);
 		run_print_json(o);
 	} else if (wait) {
-		printf("%s reset: every worker of restart attempt %ld "
-		       "runs\n", what, attempt);
+		printf("%s reset: every %s of restart attempt %ld runs\n",
+		       what, target_of(&q->ro.job) == TARGET_SLURM ? "node"
+								   : "pod",
+		       attempt);
 	} else {
 		printf("%s is being reset\n", what);
 	}
