@@ -89,8 +89,9 @@ static int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if ((o.pod || o.slurm) && (slice_arg || worker_arg)) {
-		log_error("--pod and --slurm take the slice and worker from "
-			  "the environment: leave out --slice and --worker");
+		log_error("%s takes the slice and worker from the %s "
+			  "environment: leave out --slice and --worker",
+			  o.pod ? "--pod" : "--slurm", o.pod ? "pod's" : "step's");
 		goto out;
 	}
 	if (o.pod && o.slurm) {
