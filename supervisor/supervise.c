@@ -642,7 +642,8 @@ static void step_join(struct sup *s, const struct control *c)
 			.jobset_restart = s->id.restart_attempt,
 		};
 
-		snprintf(r.reason, sizeof(r.reason), "jobset restart %u",
+		snprintf(r.reason, sizeof(r.reason), "%s restart %u",
+			 s->o->slurm ? "slurm" : "jobset",
 			 s->id.restart_attempt);
 		log_warn("event: JobSet restart attempt %u (control.json "
 			 "records %lld): joining as the next generation",
@@ -1153,8 +1154,9 @@ static int setup(struct sup *s, struct err *e)
 	if ((rc = boot_id_read(s->boot_id, e)) ||
 	    (rc = sup_state_load(s->state_path, &s->st, &s->st_found, e)) ||
 	    (rc = load_job(s, e)) ||
-	    (rc = o->pod ? identity_from_pod(&s->id, &s->job, e)
-			 : identity_resolve(&s->id, &s->job, o->slice,
+	    (rc = o->slurm ? identity_from_slurm(&s->id, &s->job, e)
+		  : o->pod   ? identity_from_pod(&s->id, &s->job, e)
+			     : identity_resolve(&s->id, &s->job, o->slice,
 					    o->worker, e)))
 		return rc;
 	log_info("%s of run %s (%u workers); boot %s", s->id.name,

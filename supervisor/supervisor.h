@@ -47,10 +47,14 @@ struct job {
 	 * the operator commands; kind NULL: none (a queued resource, or the
 	 * local provider). */
 	struct job_target {
-		char *kind;        /* "gke" */
-		char *cluster, *location, *project; /* NULL: a kubeconfig's */
+		char *kind;        /* "gke" or "slurm" */
+		char *cluster, *location, *project; /* NULL: a kubeconfig's;
+						       Slurm: its cluster
+						       (-M), NULL the
+						       default */
 		char *namespace, *jobset;
 		char *kubeconfig, *context; /* NULL: the default */
+		char *partition, *job_id;   /* Slurm: the batch job */
 	} target;
 };
 
