@@ -545,13 +545,16 @@ static void print_json(const struct view *v)
 
 /* watch.json is a convenience: a run nobody watches has none, and one
  * that cannot be read is said and left out. */
-static void load_watch(struct view *v, struct err *e)
+static void load_watch(struct view *v)
 {
-	int rc = watch_state_get(v->ro->store, &v->watch, e);
+	struct err e;
+	int rc;
 
+	err_init(&e);
+	rc = watch_state_get(v->ro->store, &v->watch, &e);
 	v->have_watch = !rc;
 	if (rc && rc != CLOUD_ENOTFOUND)
-		log_warn("%s", e->msg);
+		log_warn("%s", e.msg);
 }
 
 static void print_target(const struct view *v)
@@ -611,7 +614,7 @@ int cmd_status(int argc, char **argv)
 	if (!rc)
 		rc = status_list(ro.store, &sv, &n, &e);
 	if (!rc)
-		load_watch(&v, &e);
+		load_watch(&v);
 	if (rc) {
 		status = run_exit_status(rc, &e);
 		goto out;
