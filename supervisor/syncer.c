@@ -17,9 +17,19 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A log larger than this is published as its last LOG_TAIL_MAX bytes:
- * re-uploading a whole log every heartbeat must stay cheap. */
-#define LOG_TAIL_MAX (8u << 20)
+/* The trainer's log goes to the bucket as immutable segments
+ * logs/PART/gen-G/<offset>.seg, each holding only what the log gained
+ * since the one before: every byte is sent once (the bucket's cost of a
+ * log is what was logged, not its size times the heartbeats), and no
+ * segment is written twice. A burst larger than this between two
+ * heartbeats is published as its last LOG_BURST_MAX bytes; readers skip
+ * the gap. */
+#define LOG_BURST_MAX (8u << 20)
+
+/* GCS's limit on writes of one object: about one a second. The
+ * heartbeat object is never written more often, even when the loop asks
+ * for it at once. */
+#define OBJECT_WRITE_GAP_MS 1000
 
 struct syncer {
 	struct syncer_config c;
@@ -44,6 +54,7 @@ struct syncer {
 
 	/* The thread's own. */
 	uint64_t next_status_ms;
+	uint64_t last_status_ms;   /* when the heartbeat was last written */
 	off_t log_published;
 	char log_published_path[1024];
 };
@@ -78,45 +89,58 @@ static void read_control(struct syncer *s)
 		notify(s);
 }
 
-/* Uploads the log when it grew since the last time. */
+/* Uploads what the log gained since the last time, as one segment. */
 static void publish_log(struct syncer *s, const char *path, int64_t gen)
 {
 	struct stat st;
-	char name[256];
-	off_t from = 0;
+	char dir[256];
+	off_t from;
 	char *data;
-	int fd;
+	size_t len;
+	int fd, rc = 0;
 	struct err e;
 
 	if (!*path || stat(path, &st) || !S_ISREG(st.st_mode))
 		return;
-	if (!strcmp(path, s->log_published_path) &&
-	    st.st_size == s->log_published)
+	if (strcmp(path, s->log_published_path)) {
+		/* A new generation's log: its segments start at 0. */
+		s->log_published = 0;
+		snprintf(s->log_published_path, sizeof(s->log_published_path),
+			 "%s", path);
+	}
+	if (st.st_size <= s->log_published)
 		return;
-	if (st.st_size > (off_t)LOG_TAIL_MAX)
-		from = st.st_size - (off_t)LOG_TAIL_MAX;
-	data = malloc((size_t)(st.st_size - from) + 1);
+	from = s->log_published;
+	if (st.st_size - from > (off_t)LOG_BURST_MAX)
+		from = st.st_size - (off_t)LOG_BURST_MAX;
+	len = (size_t)(st.st_size - from);
+	data = malloc(len);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (!data || fd < 0 ||
-	    pread(fd, data, (size_t)(st.st_size - from), from) !=
-		    st.st_size - from) {
+	if (!data || fd < 0 || pread(fd, data, len, from) != (ssize_t)len) {
 		free(data);
 		if (fd >= 0)
 			close(fd);
 		return;
 	}
 	close(fd);
-	snprintf(name, sizeof(name), "logs/%s/gen-%lld.log", s->c.part,
+	snprintf(dir, sizeof(dir), "logs/%s/gen-%lld/", s->c.part,
 		 (long long)gen);
 	err_init(&e);
-	if (store_put(s->store, name, data, (size_t)(st.st_size - from),
-		      STORE_ANY_GENERATION, NULL, &e) == 0) {
-		s->log_published = st.st_size;
-		snprintf(s->log_published_path, sizeof(s->log_published_path),
-			 "%s", path);
-	} else {
-		log_warn("publishing the log: %s", e.msg);
+	/* After a restart of the supervisor the first segments may be
+	 * there already: go on after each one found. */
+	while (from < st.st_size) {
+		uint64_t stored = 0;
+		size_t at = (size_t)(from - (st.st_size - (off_t)len));
+
+		rc = store_segment_put(s->store, dir, (uint64_t)from,
+				       data + at, len - at, &stored, &e);
+		if (rc)
+			break;
+		from += (off_t)stored;
 	}
+	if (rc)
+		log_warn("publishing the log: %s", e.msg);
+	s->log_published = from;
 	free(data);
 }
 
@@ -390,9 +414,12 @@ static void *thread_main(void *arg)
 
 		/* The heartbeat first: a task may read it (every worker
 		 * finished?). */
-		if (s->status_dirty || now >= s->next_status_ms) {
+		if ((s->status_dirty &&
+		     now >= s->last_status_ms + OBJECT_WRITE_GAP_MS) ||
+		    now >= s->next_status_ms) {
 			s->next_status_ms =
 				now + (uint64_t)s->c.job->heartbeat_s * 1000;
+			s->last_status_ms = now;
 			pthread_mutex_unlock(&s->mu);
 			publish_status(s);
 			pthread_mutex_lock(&s->mu);
@@ -418,6 +445,9 @@ static void *thread_main(void *arg)
 		next = s->next_control_ms < s->next_status_ms
 			       ? s->next_control_ms
 			       : s->next_status_ms;
+		if (s->status_dirty &&
+		    s->last_status_ms + OBJECT_WRITE_GAP_MS < next)
+			next = s->last_status_ms + OBJECT_WRITE_GAP_MS;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += (time_t)((next - now) / 1000);
 		ts.tv_nsec += (long)((next - now) % 1000) * 1000000L;
@@ -539,9 +569,21 @@ void syncer_stop(struct syncer *s, uint64_t deadline_ms)
 	pthread_mutex_unlock(&s->mu);
 	pthread_join(s->thread, NULL);
 	/* The last word: the final state and log, unless the bucket is
-	 * down and the deadline near. */
-	if (mono_ms() < deadline_ms)
+	 * down and the deadline near; not sooner after the heartbeat
+	 * before it than GCS lets one object be written again, when the
+	 * deadline leaves time to wait. */
+	if (mono_ms() < deadline_ms) {
+		uint64_t now = mono_ms(),
+			 ok = s->last_status_ms + OBJECT_WRITE_GAP_MS;
+
+		if (s->last_status_ms && now < ok && ok < deadline_ms) {
+			struct timespec ts = { 0, (long)(ok - now) * 1000000L };
+
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
 		publish_status(s);
+	}
 	store_close(s->store);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);

@@ -72,8 +72,9 @@ struct syncer_result {
 int syncer_start(struct syncer **out, const struct syncer_config *c,
 		 struct err *e);
 /* The heartbeat to publish every heartbeat_s (and at once when now: a
- * change others should see soon), and the local log to upload as
- * logs/PART/gen-G.log when it grows. */
+ * change others should see soon, though never a second time within a
+ * second: GCS's per-object write limit), and the local log whose new
+ * bytes go to logs/PART/gen-G/ as segments when it grows. */
 void syncer_publish(struct syncer *s, const struct worker_status *st,
 		    const char *log_path, bool now);
 /* Reads control.json every close_poll_ms while on: the loop asks for it
