@@ -2,7 +2,8 @@
  * tests/cloud/test_segments.c: an append-only log as immutable segments
  * (store_segment_put, store_segments_read) through file://: read whole,
  * from any offset, followed as it grows, a restarted writer's repeat, a
- * gap left by the writer, and other objects beside the segments ignored.
+ * gap left by the writer, and other objects beside the segments ignored;
+ * and SLICECTL_STORE_TRACE, which bench/cost counts requests by.
  */
 #include "cloud/cloud.h"
 
@@ -104,4 +105,47 @@ Test(segments, read_whole_from_an_offset_and_followed)
 	cr_assert_str_eq(got, "line 1\nline 2\nline 3\nafter the gap\n");
 	cr_assert_eq(end, 114);
 	free(got);
+}
+
+/* SLICECTL_STORE_TRACE (bench/cost counts requests by it): a line a
+ * call, with its result and bytes. */
+Test(segments, every_call_traced_when_asked)
+{
+	char path[sizeof(dir) + 16], url[sizeof(dir) + 8], want[64], *text;
+	struct store *t;
+	struct buf b;
+	struct err e;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/trace", dir);
+	snprintf(url, sizeof(url), "file://%s", dir);
+	cr_assert_eq(setenv("SLICECTL_STORE_TRACE", path, 1), 0);
+	cr_assert_eq(store_open(&t, url, &e), 0, "%s", e.msg);
+	cr_assert_eq(unsetenv("SLICECTL_STORE_TRACE"), 0);
+	cr_assert_eq(store_segment_put(t, "logs/w/gen-1/", 0, "hello\n", 6,
+				       NULL, &e), 0, "%s", e.msg);
+	cr_assert_eq(store_segment_put(t, "logs/w/gen-1/", 0, "hello\n", 6,
+				       NULL, &e), 0, "%s", e.msg);
+	buf_init(&b);
+	cr_assert_eq(store_segments_read(t, "logs/w/gen-1/", 0, to_buf, &b,
+					 NULL, &e), 0, "%s", e.msg);
+	buf_release(&b);
+	store_close(t);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	text = calloc(1, 4096);
+	n = fread(text, 1, 4095, f);
+	fclose(f);
+	cr_assert_gt(n, 0);
+	/* put, put refused (412), stat of what is there, list, get. */
+	cr_assert(strstr(text, " put 0 6 file://"), "%s", text);
+	snprintf(want, sizeof(want), " put %d 6 file://", CLOUD_EPRECONDITION);
+	cr_assert(strstr(text, want), "%s", text);
+	cr_assert(strstr(text, " stat 0 0 file://"), "%s", text);
+	cr_assert(strstr(text, " list 0 0 file://"), "%s", text);
+	cr_assert(strstr(text, " get 0 6 file://"), "%s", text);
+	cr_assert(strstr(text, "/logs/w/gen-1/0000000000000000.seg\n"), "%s",
+		  text);
+	free(text);
 }
