@@ -13,6 +13,7 @@
 #include "launcher/launcher.h"
 #include "launcher/local.h"
 #include "launcher/tpu_options.h"
+#include "launcher/watch_state.h"
 #include "ssh/fanout.h"
 
 #include <errno.h>
@@ -61,6 +62,14 @@ static const char usage[] =
 	"exponential backoff from 30 s), so the run resumes from its last\n"
 	"committed step. It ends when the run is done or failed.\n"
 	"\n"
+	"--provisioning-model flex-start --max-run-duration D asks for\n"
+	"flex-start capacity (as slicectl create does): each window lasts D\n"
+	"once ACTIVE. The supervisors commit a final step before it ends and\n"
+	"wait; --watch then queues the next window with the same shape and the\n"
+	"run resumes from that step, window after window, within the recreate\n"
+	"budget. slicectl status shows the window's end and the queue state\n"
+	"of the next.\n"
+	"\n"
 	"--target gke runs the job on Google Kubernetes Engine instead: one\n"
 	"JobSet (jobset.x-k8s.io) admitted by Kueue through LocalQueue --queue,\n"
 	"--num-slices slices each on its own TPU node pool, one pod per host\n"
@@ -89,6 +98,9 @@ struct job_options {
 	unsigned hang_timeout_ms, grace_ms;
 	unsigned recreate_budget;
 	bool watch;
+	/* --max-run-duration is gke_options' max_run_ms, for both targets */
+	const char *provisioning_model;
+	enum tpu_capacity capacity;
 	int target;
 	struct gke_options gke;
 	/* the local provider */
@@ -129,6 +141,41 @@ static int prepare_status(const struct err *e)
 	default:
 		return 1;
 	}
+}
+
+/* The capacity flags, checked as slicectl create checks them. */
+static int check_capacity(struct job_options *o)
+{
+	const struct job_request *r = &o->r;
+	struct tpu_qr_spec t;
+	struct err e;
+	int rc;
+
+	err_init(&e);
+	rc = tpu_capacity_choose(o->provisioning_model,
+				 r->spot	  ? TPU_CAPACITY_SPOT
+				 : r->reserved	  ? TPU_CAPACITY_RESERVED
+				 : r->best_effort ? TPU_CAPACITY_BEST_EFFORT
+						  : TPU_CAPACITY_ON_DEMAND,
+				 r->spot	  ? "--spot"
+				 : r->reserved	  ? "--reserved"
+				 : r->best_effort ? "--best-effort"
+						  : NULL,
+				 &o->capacity, &e);
+	if (!rc && o->gke.max_run_ms % 1000)
+		rc = err_set(&e, COMMON_EUSAGE,
+			     "--max-run-duration takes whole seconds");
+	if (!rc) {
+		tpu_qr_spec_init(&t);
+		t.id = r->name;
+		t.accelerator_type = r->accelerator_type;
+		t.node_count = r->num_slices;
+		t.capacity = o->capacity;
+		t.max_run_duration_s = o->gke.max_run_ms / 1000;
+		rc = tpu_qr_spec_check(&t, &e);
+		tpu_qr_spec_release(&t);
+	}
+	return rc ? usage_error("%.400s", e.msg) : 0;
 }
 
 /* Checks what only the cloud path needs, before anything is touched. */
@@ -175,7 +222,7 @@ static int check_cloud(struct job_options *o)
 	if (o->local_dir || o->chaos || o->seed)
 		return usage_error("--local-dir, --chaos and --seed are for "
 				   "--local%s", NULL);
-	return 0;
+	return check_capacity(o);
 }
 
 /* ssh-keys gets "USER:KEY" for slicectl's own key, as create does. */
@@ -214,10 +261,8 @@ static int build_spec(const struct job_options *o,
 	s->accelerator_type = r->accelerator_type;
 	s->runtime_version = r->runtime_version;
 	s->node_count = r->num_slices;
-	s->capacity = r->spot		? TPU_CAPACITY_SPOT
-		      : r->reserved	? TPU_CAPACITY_RESERVED
-		      : r->best_effort	? TPU_CAPACITY_BEST_EFFORT
-					: TPU_CAPACITY_ON_DEMAND;
+	s->capacity = o->capacity;
+	s->max_run_duration_s = o->gke.max_run_ms / 1000;
 	buf_init(&kv);
 	if (buf_appendf(&kv, "startup-script=%s", run->startup_script) ||
 	    strlist_push(&s->metadata, kv.data))
@@ -266,6 +311,7 @@ struct watch {
 	uint64_t start_ms, unit_ms;
 	struct backoff bo;
 	char qr_state[64], run_state[64];
+	char window_end[40];     /* the flex-start window's, "" none */
 	int64_t generation;
 };
 
@@ -307,6 +353,52 @@ static bool all_stopped(struct watch *w)
 			!strcmp(v[i].state, "preempted");
 	free(v);
 	return n && left == n;
+}
+
+/* RUN/watch.json for slicectl status (watch_state.h), q NULL when the
+ * queued resource was just asked for again. A bucket that refuses it
+ * costs the watch nothing. */
+static void publish_watch(struct watch *w, const struct tpu_qr *q)
+{
+	struct watch_state ws = { .recreated = w->recreated,
+				  .budget = w->budget };
+	struct err e;
+
+	snprintf(ws.queued_resource, sizeof(ws.queued_resource), "%s",
+		 w->spec->id);
+	if (q) {
+		snprintf(ws.state, sizeof(ws.state), "%s", q->state);
+		snprintf(ws.capacity, sizeof(ws.capacity), "%s", q->capacity);
+		snprintf(ws.window_end, sizeof(ws.window_end), "%s",
+			 q->termination_time);
+	}
+	err_init(&e);
+	if (watch_state_put(w->s, &ws, &e))
+		log_warn("%s", e.msg);
+}
+
+/* A new state or a new window's end: said, and kept for status. */
+static void seen_qr(struct watch *w, const struct tpu_qr *q)
+{
+	if (!strcmp(q->state, w->qr_state) &&
+	    !strcmp(q->termination_time, w->window_end))
+		return;
+	if (*q->termination_time && strcmp(q->termination_time, w->window_end))
+		job_say(w->start_ms, "%s: its %s window ends at %s",
+			w->spec->id, q->capacity, q->termination_time);
+	snprintf(w->window_end, sizeof(w->window_end), "%s",
+		 q->termination_time);
+	publish_watch(w, q);
+}
+
+/* Why a queued resource is over: the end of a flex-start window is no
+ * preemption. */
+static const char *why_over(const struct tpu_qr *q)
+{
+	return !strcmp(q->state, "SUSPENDED") &&
+			       !strcmp(q->capacity, "flex-start")
+		       ? "the end of its flex-start window"
+		       : q->state;
 }
 
 /* Bumps the run's generation, deletes the queued resource and asks for
@@ -361,7 +453,9 @@ static int recreate(struct watch *w, const struct control *seen,
 	}
 	w->recreated++;
 	w->qr_state[0] = '\0';
+	w->window_end[0] = '\0';
 	job_say(w->start_ms, "%s: asked for again", w->spec->id);
+	publish_watch(w, NULL);
 	return -1;
 }
 
@@ -412,6 +506,7 @@ static int watch_once(struct watch *w, unsigned *errors)
 		return -1;
 	}
 	*errors = 0;
+	seen_qr(w, &q);
 	if (strcmp(q.state, w->qr_state)) {
 		job_say(w->start_ms, "%s: %s%s%s", w->spec->id,
 			*q.state ? q.state : "accepted",
@@ -426,7 +521,7 @@ static int watch_once(struct watch *w, unsigned *errors)
 				q.state);
 			rc = 0;
 		} else {
-			rc = recreate(w, &c, q.state);
+			rc = recreate(w, &c, why_over(&q));
 		}
 	} else if (!strcmp(c.state, "stopping") && all_stopped(w)) {
 		job_say(w->start_ms, "run: every worker has stopped");
@@ -534,8 +629,10 @@ static int run_local(struct job_options *o)
 		return usage_error("--local needs --workers-per-slice W%s",
 				   NULL);
 	if (o->watch || o->r.spot || o->r.reserved || o->r.best_effort ||
-	    o->to.project || o->to.zone)
+	    o->provisioning_model || o->gke.max_run_ms || o->to.project ||
+	    o->to.zone)
 		return usage_error("--watch, --spot, --reserved, --best-effort, "
+				   "--provisioning-model, --max-run-duration, "
 				   "--project and --zone are for Cloud TPU, not "
 				   "--local%s", NULL);
 	if (o->seed) {
@@ -571,23 +668,25 @@ static int check_target_flags(const struct job_options *o)
 	bool gke_flags = g->cluster || g->location || g->namespace ||
 			 g->queue || g->priority_class || g->image ||
 			 g->kubeconfig || g->context || g->reservation ||
-			 g->flex_start || g->queued_provisioning || g->render ||
-			 g->max_run_ms;
+			 g->flex_start || g->queued_provisioning || g->render;
 
 	if (o->target == 1) {
 		if (o->local || o->watch || o->local_dir || o->chaos ||
-		    o->seed || o->quiet)
+		    o->seed || o->quiet || o->provisioning_model)
 			return usage_error("--local, --watch, --local-dir, "
-					   "--chaos, --seed and --quiet are not "
-					   "for --target gke%s", NULL);
+					   "--chaos, --seed, --quiet and "
+					   "--provisioning-model are not for "
+					   "--target gke (its capacity flags are "
+					   "--spot, --flex-start and "
+					   "--reservation)%s", NULL);
 		return 0;
 	}
 	if (gke_flags)
 		return usage_error("--cluster, --location, --namespace, --queue, "
 				   "--priority-class, --image, --kubeconfig, "
 				   "--context, --reservation, --flex-start, "
-				   "--queued-provisioning, --max-run-duration "
-				   "and --render are for --target gke%s", NULL);
+				   "--queued-provisioning and --render are "
+				   "for --target gke%s", NULL);
 	return 0;
 }
 
@@ -650,6 +749,9 @@ int cmd_job(int argc, char **argv)
 		  .help = "the project's reserved capacity" },
 		{ .name = "best-effort", .kind = OPT_FLAG,
 		  .value = &r->best_effort, .help = "best-effort capacity" },
+		{ .name = "provisioning-model", .kind = OPT_STRING,
+		  .value = &o.provisioning_model, .arg = "M",
+		  .help = "standard, spot, reservation-bound or flex-start" },
 		{ .name = "delete-on-finish", .kind = OPT_FLAG,
 		  .value = &r->delete_on_finish,
 		  .help = "delete the queued resource when the run is done" },

@@ -6,6 +6,7 @@
 #include "checkpoint/checkpoint.h"
 #include "launcher/launcher.h"
 #include "launcher/run_options.h"
+#include "launcher/watch_state.h"
 #include "launcher/target.h"
 
 #include <inttypes.h>
@@ -25,10 +26,16 @@ static const char usage[] =
 	"step (the one its trainer last reported in SLICE_STEP_FILE, else\n"
 	"its newest checkpoint), committed step, restarts, heartbeat age,\n"
 	"message. A worker that has sent no heartbeat yet shows as \"-\".\n"
+	"It also shows control.json's deadline (a flex-start window's end or a\n"
+	"node's maintenance window, which the supervisors checkpoint ahead of)\n"
+	"and, while slicectl job --watch looks after the run, the queued\n"
+	"resource as it last saw it: its state (between two windows, the next\n"
+	"one's place in the queue), its window's end, the recreations so far.\n"
 	"\n"
 	"While the run is running, a worker is flagged as stuck when\n"
 	"  stale    its heartbeat is older than 3 x heartbeat_s + 10 s (the\n"
-	"           window; a worker that finished is never stale);\n"
+	"           window; a worker that finished, or waits for the next\n"
+	"           flex-start window, is never stale);\n"
 	"  silent   it has sent no heartbeat at all, and control.json last\n"
 	"           changed more than the window ago;\n"
 	"  behind   its generation is older than control.json's, which changed\n"
@@ -40,6 +47,9 @@ static const char usage[] =
 	"\n"
 	"--format json prints {\"run\", \"url\", \"state\", \"generation\",\n"
 	"\"reason\", \"updated_by\", \"time\", \"committed_step\", \"heartbeat_s\",\n"
+	"\"deadline\": {\"kind\", \"time\", \"about\", \"checkpointed\"},\n"
+	"\"queued_resource\": {\"name\", \"state\", \"capacity\", \"window_end\",\n"
+	"\"recreated\", \"recreate_budget\", \"time\"},\n"
 	"\"stuck\" (how many), \"workers\": [{\"slice\", \"worker\", \"state\",\n"
 	"\"generation\", \"step\", \"committed_step\", \"restarts\",\n"
 	"\"heartbeat_age_s\", \"time\", \"message\", \"boot_id\", \"stuck\",\n"
@@ -94,6 +104,8 @@ struct view {
 	size_t nrows;
 	unsigned stuck;
 	long long window_s;
+	struct watch_state watch;       /* slicectl job --watch's view */
+	bool have_watch;
 };
 
 static long long age_of(const char *t, time_t now)
@@ -138,10 +150,13 @@ static void judge(struct view *v, struct row *r)
 	const struct control *c = &v->control;
 	long long w = v->window_s;
 	bool settled = v->control_age_s > w; /* control.json had time */
+	/* Workers between two flex-start windows have no VM to beat on. */
+	bool resting = st && (!strcmp(st->state, "finished") ||
+			      !strcmp(st->state, "waiting"));
 
 	if (!v->have_control || strcmp(c->state, "running"))
 		return;
-	if (st && strcmp(st->state, "finished") && r->age_s > w)
+	if (st && !resting && r->age_s > w)
 		flag(r, RULE_STALE,
 		     "no heartbeat for %llds (the window is 3 x heartbeat_s "
 		     "%u + 10 = %llds)", r->age_s, v->ro->job.heartbeat_s, w);
@@ -155,7 +170,7 @@ static void judge(struct view *v, struct row *r)
 		     " for %llds", st->generation, c->generation,
 		     v->control_age_s);
 	if (v->pending.st && v->pending.quiet_s > w &&
-	    (!st || strcmp(st->state, "finished")) &&
+	    !resting &&
 	    !has_part(v->pending.st, r->slice, r->worker) &&
 	    (!st || st->step < (int64_t)v->pending.st->step)) {
 		char at[40] = "has written no step";
@@ -326,6 +341,26 @@ static void print_table(const struct view *v)
 	}
 }
 
+/* The deadline and the queued resource, when known. */
+static void print_schedule(const struct view *v)
+{
+	const struct control_deadline *d = &v->control.deadline;
+	const struct watch_state *ws = &v->watch;
+
+	if (v->have_control && d->kind[0])
+		printf("deadline:   %s at %s%s: %s\n", d->kind, d->time,
+		       d->checkpointed ? " (checkpointed for)" : "", d->about);
+	if (!v->have_watch)
+		return;
+	printf("queued:     %s %s%s%s", ws->queued_resource,
+	       *ws->state ? ws->state : "asked for", *ws->capacity ? ", " : "",
+	       ws->capacity);
+	if (*ws->window_end)
+		printf(", window ends %s", ws->window_end);
+	printf("; recreated %u of at most %u (slicectl job --watch, %s)\n",
+	       ws->recreated, ws->budget, ws->time);
+}
+
 static void print_text(const struct view *v)
 {
 	const struct run_options *ro = v->ro;
@@ -347,6 +382,7 @@ static void print_text(const struct view *v)
 		printf("committed:  step %" PRId64 "\n", v->committed_step);
 	else
 		printf("committed:  none\n");
+	print_schedule(v);
 	printf("workers:    %zu (%u slice%s x %u), %u stuck\n", v->nrows,
 	       j->num_slices, j->num_slices == 1 ? "" : "s",
 	       j->workers_per_slice, v->stuck);
@@ -409,6 +445,35 @@ static json_t *worker_json(const struct row *r)
 	return o;
 }
 
+static json_t *deadline_json(const struct view *v)
+{
+	const struct control_deadline *d = &v->control.deadline;
+
+	if (!v->have_control || !d->kind[0])
+		return json_null();
+	return json_pack("{s:s, s:s, s:o, s:b}", "kind", d->kind, "time",
+			 d->time, "about", run_json_text(d->about),
+			 "checkpointed", d->checkpointed);
+}
+
+static json_t *watch_json(const struct view *v)
+{
+	const struct watch_state *ws = &v->watch;
+
+	if (!v->have_watch)
+		return json_null();
+	return json_pack("{s:o, s:o, s:o, s:o, s:i, s:i, s:o}", "name",
+			 run_json_text(ws->queued_resource), "state",
+			 run_json_text(*ws->state ? ws->state : NULL),
+			 "capacity",
+			 run_json_text(*ws->capacity ? ws->capacity : NULL),
+			 "window_end",
+			 run_json_text(*ws->window_end ? ws->window_end : NULL),
+			 "recreated", (json_int_t)ws->recreated,
+			 "recreate_budget", (json_int_t)ws->budget, "time",
+			 run_json_text(ws->time));
+}
+
 static json_t *target_json(const struct view *v)
 {
 	const struct target_view *t = &v->tv;
@@ -466,11 +531,24 @@ static void print_json(const struct view *v)
 					v->committed_step));
 	json_object_set_new(o, "heartbeat_s",
 			    json_integer(v->ro->job.heartbeat_s));
+	json_object_set_new(o, "deadline", deadline_json(v));
+	json_object_set_new(o, "queued_resource", watch_json(v));
 	json_object_set_new(o, "stuck", json_integer(v->stuck));
 	json_object_set_new(o, "workers", workers);
 	if (v->have_target)
 		json_object_set_new(o, "target", target_json(v));
 	run_print_json(o);
+}
+
+/* watch.json is a convenience: a run nobody watches has none, and one
+ * that cannot be read is said and left out. */
+static void load_watch(struct view *v, struct err *e)
+{
+	int rc = watch_state_get(v->ro->store, &v->watch, e);
+
+	v->have_watch = !rc;
+	if (rc && rc != CLOUD_ENOTFOUND)
+		log_warn("%s", e->msg);
 }
 
 static void print_target(const struct view *v)
@@ -526,6 +604,8 @@ int cmd_status(int argc, char **argv)
 		rc = load_checkpoints(&v, &cl, now, &e);
 	if (!rc)
 		rc = status_list(ro.store, &sv, &n, &e);
+	if (!rc)
+		load_watch(&v, &e);
 	if (rc) {
 		status = run_exit_status(rc, &e);
 		goto out;

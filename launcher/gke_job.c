@@ -55,7 +55,8 @@ void gke_options_table(struct gke_options *g, struct opt *opts)
 			  "through Kueue's ProvisioningRequest" },
 		{ .name = "max-run-duration", .kind = OPT_SECONDS,
 		  .value = &g->max_run_ms, .arg = "S",
-		  .help = "--queued-provisioning: the nodes' lifetime "
+		  .help = "flex-start: each window's length (tpu-vm), or "
+			  "with --queued-provisioning the nodes' lifetime "
 			  "(default 7 days)" },
 		{ .name = "render", .kind = OPT_FLAG, .value = &g->render,
 		  .help = "--target gke: print the objects instead of "

@@ -33,5 +33,8 @@ int cmd_stop(int argc, char **argv);
 /* A job handed to the workers' supervisors (job.h): on Cloud TPU, or
  * with --local on this machine (local.h). */
 int cmd_job(int argc, char **argv);
+/* Google's announced maintenance of a run's (or queued resource's)
+ * nodes, now, optionally right after a committed step. */
+int cmd_maintenance(int argc, char **argv);
 
 #endif

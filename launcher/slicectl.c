@@ -40,6 +40,8 @@ static const struct command commands[] = {
 	{ "logs", cmd_logs, "print (or follow) a worker's trainer output" },
 	{ "restart", cmd_restart, "restart every worker of a run together" },
 	{ "stop", cmd_stop, "stop a run, each trainer saving a final step" },
+	{ "maintenance", cmd_maintenance,
+	  "start announced maintenance now, after a committed step" },
 };
 
 static void usage(FILE *f)
@@ -48,7 +50,7 @@ static void usage(FILE *f)
 		   "Launch and keep alive training jobs on Cloud TPU slices.\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name,
+		fprintf(f, "  %-11s %s\n", commands[i].name,
 			commands[i].summary);
 	fprintf(f, "\nslicectl COMMAND --help shows a command's options.\n");
 }

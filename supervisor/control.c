@@ -76,6 +76,38 @@ static int member_text(struct store *s, json_t *root, const char *key,
 	return 0;
 }
 
+static const char *const deadline_kinds[] = { "run-end", "maintenance" };
+
+/* The optional "deadline" object; absent or null leaves d empty. */
+static int deadline_parse(struct store *s, json_t *root,
+			  struct control_deadline *d, struct err *e)
+{
+	json_t *v = json_object_get(root, "deadline");
+	json_t *kind, *time, *done;
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	if (!v || json_is_null(v))
+		return 0;
+	kind = json_object_get(v, "kind");
+	time = json_object_get(v, "time");
+	done = json_object_get(v, "checkpointed");
+	if (!json_is_object(v) || !json_is_string(kind) ||
+	    !spec_one_of(json_string_value(kind), deadline_kinds,
+			 sizeof(deadline_kinds) / sizeof(*deadline_kinds)) ||
+	    !json_is_string(time) ||
+	    rfc3339_parse(json_string_value(time)) == (time_t)-1 ||
+	    (done && !json_is_boolean(done)))
+		return corrupt(s, e, "\"deadline\" is not {\"kind\": "
+			       "run-end or maintenance, \"time\": an RFC 3339 "
+			       "time, \"checkpointed\": a boolean}");
+	spec_copy_text(d->kind, sizeof(d->kind), json_string_value(kind));
+	spec_copy_text(d->time, sizeof(d->time), json_string_value(time));
+	d->checkpointed = json_is_true(done);
+	r = member_text(s, v, "about", d->about, sizeof(d->about), e);
+	return r;
+}
+
 static int control_parse(struct store *s, const char *data, size_t len,
 			 struct control *c, struct err *e)
 {
@@ -125,6 +157,8 @@ static int control_parse(struct store *s, const char *data, size_t len,
 				sizeof(c->updated_by), e);
 	if (!r)
 		r = member_text(s, root, "time", c->time, sizeof(c->time), e);
+	if (!r)
+		r = deadline_parse(s, root, &c->deadline, e);
 	json_decref(root);
 	return r;
 }
@@ -152,6 +186,23 @@ static int control_read(struct store *s, struct control *out, struct err *e)
 	return r;
 }
 
+static int deadline_text(const struct control_deadline *d, struct buf *b)
+{
+	int r = buf_appendf(b, ",\n  \"deadline\": {\"kind\": \"%s\", "
+			    "\"time\": ", d->kind);
+
+	if (!r)
+		r = json_append_string(b, d->time, strlen(d->time));
+	if (!r)
+		r = buf_appends(b, ", \"about\": ");
+	if (!r)
+		r = json_append_string(b, d->about, strlen(d->about));
+	if (!r)
+		r = buf_appendf(b, ", \"checkpointed\": %s}",
+				d->checkpointed ? "true" : "false");
+	return r;
+}
+
 static int control_text(const struct control *c, struct buf *b)
 {
 	int r = buf_appendf(b, "{\n  \"generation\": %lld",
@@ -174,6 +225,9 @@ static int control_text(const struct control *c, struct buf *b)
 	if (!r && c->jobset_restart > 0)
 		r = buf_appendf(b, ",\n  \"jobset_restart\": %lld",
 				(long long)c->jobset_restart);
+	/* Only while a deadline is known: older readers never see it. */
+	if (!r && c->deadline.kind[0])
+		r = deadline_text(&c->deadline, b);
 	if (!r)
 		r = buf_appends(b, "\n}\n");
 	return r;
@@ -339,6 +393,79 @@ int control_bump(struct store *s, const struct control *seen,
 			  store_url(s, RUN_CONTROL),
 			  (long long)out->generation, out->state,
 			  out->reason);
+	return r == CHANGE_KEEP ? 0 : r;
+}
+
+static bool same_deadline(const struct control_deadline *a,
+			  const struct control_deadline *b)
+{
+	return !strcmp(a->kind, b->kind) && !strcmp(a->time, b->time);
+}
+
+static int decide_bump_deadline(int attempt, const struct control *cur,
+				struct control *next, void *arg)
+{
+	const struct bump *a = arg;
+	int r = decide_bump(attempt, cur, next, arg);
+
+	if (!r && cur->deadline.kind[0] &&
+	    same_deadline(&cur->deadline, &a->seen->deadline))
+		next->deadline.checkpointed = true;
+	return r;
+}
+
+int control_bump_deadline(struct store *s, const struct control *seen,
+			  unsigned max_restarts, const char *reason,
+			  const char *by, struct control *out, struct err *e)
+{
+	struct bump a = { seen, max_restarts, reason, by, -1 };
+	int r;
+
+	err_init(e);
+	if (!s || !seen || !out)
+		return err_set(e, CLOUD_EINVAL, "control_bump_deadline: "
+			       "missing argument");
+	r = control_change(s, "resume after a deadline's checkpoint",
+			   decide_bump_deadline, &a, out, e);
+	return r == CHANGE_KEEP ? 0 : r;
+}
+
+static int decide_deadline(int attempt, const struct control *cur,
+			   struct control *next, void *arg)
+{
+	const struct control_deadline *d = arg;
+
+	(void)attempt;
+	if (strcmp(cur->state, "running") ||
+	    (same_deadline(&cur->deadline, d) &&
+	     !strcmp(cur->deadline.about, d->about)))
+		return CHANGE_KEEP;
+	next->deadline = *d;
+	/* The same deadline described anew keeps its checkpoint. */
+	next->deadline.checkpointed = d->kind[0] &&
+				      same_deadline(&cur->deadline, d) &&
+				      cur->deadline.checkpointed;
+	return 0;
+}
+
+int control_set_deadline(struct store *s, const struct control_deadline *d,
+			 struct control *out, struct err *e)
+{
+	int r;
+
+	err_init(e);
+	if (!s || !d || !out)
+		return err_set(e, CLOUD_EINVAL, "control_set_deadline: "
+			       "missing argument");
+	if (d->kind[0] &&
+	    (!spec_one_of(d->kind, deadline_kinds,
+			  sizeof(deadline_kinds) / sizeof(*deadline_kinds)) ||
+	     rfc3339_parse(d->time) == (time_t)-1))
+		return err_set(e, CLOUD_EINVAL, "control_set_deadline: "
+			       "\"%s\" at \"%s\" is not a deadline",
+			       d->kind, d->time);
+	r = control_change(s, "publish a deadline", decide_deadline,
+			   (void *)d, out, e);
 	return r == CHANGE_KEEP ? 0 : r;
 }
 

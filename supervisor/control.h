@@ -34,6 +34,23 @@ int control_join_restart(struct store *s, int64_t attempt,
 			 unsigned max_restarts, const char *by,
 			 struct control *out, struct err *e);
 
+/*
+ * Publishes d as control.json's deadline (kind "" removes it), unless the
+ * run is not running or d is there already. The same kind and time keep
+ * their "checkpointed" mark.
+ */
+int control_set_deadline(struct store *s, const struct control_deadline *d,
+			 struct control *out, struct err *e);
+
+/*
+ * control_bump (restoring the newest committed step) after the group's
+ * checkpoint for seen->deadline: the next generation also marks that
+ * deadline "checkpointed", so it is not taken again.
+ */
+int control_bump_deadline(struct store *s, const struct control *seen,
+			  unsigned max_restarts, const char *reason,
+			  const char *by, struct control *out, struct err *e);
+
 /* Writes st (its time set to now) as status/slice-S-worker-W.json. */
 int status_put(struct store *s, struct worker_status *st, struct err *e);
 

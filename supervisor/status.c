@@ -18,7 +18,8 @@
 #define STATUS_NAME_MAX 96
 
 static const char *const worker_states[] = { "starting", "restoring",
-	"running", "stopping", "finished", "failed", "preempted", "exited" };
+	"running", "stopping", "finished", "failed", "preempted", "waiting",
+	"exited" };
 
 static bool state_known(const char *s)
 {

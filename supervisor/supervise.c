@@ -13,6 +13,7 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "supervisor/supervise.h"
 #include "checkpoint/checkpoint.h"
+#include "supervisor/deadline.h"
 #include "supervisor/identity.h"
 #include "supervisor/shipper.h"
 #include "supervisor/state.h"
@@ -56,7 +57,8 @@ enum phase {
 	P_STOP,      /* stopping the trainer for a new generation or the end */
 	P_WAIT_GEN,  /* the trainer failed; waiting for the next generation */
 	P_FINISHED,  /* the trainer exited 0; waiting for the others */
-	P_EMERGENCY, /* a notice: final step, upload, leave */
+	P_EMERGENCY, /* a notice or a deadline: final step, upload */
+	P_WAITING,   /* a flex-start run ended: waiting for capacity */
 	P_END,
 	P_COUNT,
 };
@@ -65,7 +67,7 @@ static const char *const phase_names[P_COUNT] = {
 	[P_JOIN] = "join", [P_RESTORE] = "restore", [P_RUN] = "run",
 	[P_STOP] = "stop", [P_WAIT_GEN] = "wait-generation",
 	[P_FINISHED] = "finished", [P_EMERGENCY] = "emergency",
-	[P_END] = "end",
+	[P_WAITING] = "wait-capacity", [P_END] = "end",
 };
 
 struct sup {
@@ -83,6 +85,7 @@ struct sup {
 	struct syncer *sync;
 	struct shipper *ship;
 	struct watch *watch;
+	struct deadline_poller *poller; /* worker 0 of a queued resource's */
 	struct trainer trainer;
 
 	enum phase phase;
@@ -112,6 +115,19 @@ struct sup {
 	char why[256];             /* of the notice */
 	char message[256];         /* for the heartbeat */
 	struct syncer_request last_req;
+
+	/* The deadline the emergency path checkpoints for (kind "" for a
+	 * notice), its time on the mono clock, and the step saved. */
+	struct control_deadline deadline;
+	uint64_t deadline_at_ms;
+	int64_t final_step;
+	bool resume_asked;         /* maintenance: the bump is asked for */
+	uint64_t trainer_since_ms; /* when the trainer started */
+	/* The upload of the newest step, timed from its .done marker to
+	 * its part in the bucket: the deadline's lead counts on it. */
+	int64_t timed_step;
+	uint64_t timed_from_ms;
+	uint64_t upload_ms;
 };
 
 static void set_phase(struct sup *s, enum phase p, const char *why)
@@ -168,9 +184,10 @@ static const char *status_state(const struct sup *s)
 	case P_RESTORE: return "restoring";
 	case P_RUN: return "running";
 	case P_STOP: return "stopping";
-	case P_WAIT_GEN: return "failed";
+	case P_WAIT_GEN: return s->deadline.kind[0] ? "stopping" : "failed";
 	case P_FINISHED: return "finished";
-	case P_EMERGENCY: return "preempted";
+	case P_EMERGENCY: return s->deadline.kind[0] ? "stopping" : "preempted";
+	case P_WAITING: return "waiting";
 	default: return s->end_state ? s->end_state : "exited";
 	}
 }
@@ -309,6 +326,56 @@ static void clear_dir(const char *dir)
 	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* ---- deadlines (deadline.h) ---- */
+
+static uint64_t lead_ms(const struct sup *s)
+{
+	return deadline_lead_ms(s->job.grace_s, s->upload_ms);
+}
+
+/* Milliseconds to c's deadline when it is within its lead now, else 0. */
+static uint64_t deadline_near(const struct sup *s, const struct control *c)
+{
+	int64_t left = deadline_left_ms(&c->deadline, deadline_now_ms());
+
+	return left > 0 && (uint64_t)left <= lead_ms(s) ? (uint64_t)left : 0;
+}
+
+/* A run whose end is nearer than a checkpoint takes: no trainer starts. */
+static bool run_ends_soon(struct sup *s)
+{
+	struct control c;
+	uint64_t left;
+
+	if (!syncer_control(s->sync, &c) ||
+	    strcmp(c.deadline.kind, "run-end") || !(left = deadline_near(s, &c)))
+		return false;
+	set_phase(s, P_WAITING, NULL);
+	snprintf(s->message, sizeof(s->message),
+		 "%.160s in %llu s: no trainer starts; waiting for capacity",
+		 c.deadline.about, (unsigned long long)(left / 1000));
+	log_warn("%s", s->message);
+	publish(s);
+	return true;
+}
+
+/* The time from a step's .done marker to its part in the bucket. */
+static void time_upload(struct sup *s, const struct shipper_state *ss,
+			uint64_t now)
+{
+	if (ss->newest_done >= 0 && ss->newest_done != s->timed_step) {
+		s->timed_step = ss->newest_done;
+		s->timed_from_ms = now;
+	}
+	if (s->timed_from_ms && ss->newest_uploaded == s->timed_step) {
+		s->upload_ms = now - s->timed_from_ms;
+		s->timed_from_ms = 0;
+		log_debug("step %lld went out in %llu ms",
+			  (long long)s->timed_step,
+			  (unsigned long long)s->upload_ms);
+	}
+}
+
 static void start_trainer(struct sup *s)
 {
 	struct strlist env;
@@ -319,6 +386,8 @@ static void start_trainer(struct sup *s)
 			  : s->have_code ? s->code_dir
 					 : s->o->state_dir;
 
+	if (run_ends_soon(s))
+		return;
 	strlist_init(&env);
 	err_init(&e);
 	clear_dir(s->ckpt_dir);
@@ -347,6 +416,7 @@ static void start_trainer(struct sup *s)
 	}
 	strlist_release(&env);
 	s->starts++;
+	s->trainer_since_ms = mono_ms();
 	/* The other workers may take up to the grace period to stop their
 	 * old trainers and start again, and this trainer may wait for them
 	 * in silence: the hang clock starts that much later. */
@@ -423,6 +493,7 @@ static void begin_restore(struct sup *s, int64_t generation)
 				    .generation = generation };
 
 	shipper_reset(s->ship);
+	memset(&s->deadline, 0, sizeof(s->deadline));
 	s->generation = generation;
 	s->restored = 0;
 	s->newest_done = -1;
@@ -446,9 +517,12 @@ static void end(struct sup *s, const char *why)
 		if (shipper_flush(s->ship, mono_ms() + FLUSH_AT_END_MS, &e))
 			log_warn("last checkpoint not uploaded: %s", e.msg);
 	}
-	s->end_state = s->phase == P_FINISHED	 ? "finished"
+	/* A VM that goes away after its window leaves the run waiting for
+	 * the next; a waiting worker of a stopped run has exited. */
+	s->end_state = s->phase == P_FINISHED ? "finished"
 		       : s->phase == P_EMERGENCY ? "preempted"
-						 : "exited";
+		       : s->phase == P_WAITING && s->notice ? "waiting"
+		       : "exited";
 	set_phase(s, P_END, why);
 	publish(s);
 }
@@ -644,6 +718,7 @@ static void step_run(struct sup *s)
 	uint64_t now = mono_ms(), moved = s->trainer.last_output_ms;
 
 	shipper_get(s->ship, &ss);
+	time_upload(s, &ss, now);
 	if (ss.newest_done > s->newest_done) {
 		s->newest_done = ss.newest_done;
 		moved = now;
@@ -725,6 +800,95 @@ static void begin_emergency(struct sup *s)
 	publish(s);
 }
 
+/* control.json's deadline is within its lead: the trainer saves a final
+ * step now, while there is time to upload it. Returns whether it did. */
+static bool check_deadline(struct sup *s, const struct control *c)
+{
+	uint64_t left = deadline_near(s, c), lead = lead_ms(s), now = mono_ms();
+
+	if (!left || !s->trainer.pid || s->trainer.exited)
+		return false;
+	/* A trainer started within the lead (the group just restored a
+	 * committed step) has nothing newer to save before maintenance;
+	 * before a run's end nothing else is left to do. */
+	if (!strcmp(c->deadline.kind, "maintenance") &&
+	    s->trainer_since_ms + (lead - left) > now)
+		return false;
+	s->deadline = c->deadline;
+	s->deadline_at_ms = now + left;
+	s->final_step = -1;
+	s->resume_asked = false;
+	snprintf(s->why, sizeof(s->why), "%s at %s: %.160s", c->deadline.kind,
+		 c->deadline.time, c->deadline.about);
+	log_warn("deadline in %llu s (%s): the trainer gets SIGTERM and %u s "
+		 "to save a final step (lead %llu ms: grace, the last "
+		 "upload's %llu ms, margin)", (unsigned long long)(left / 1000),
+		 s->why, s->job.grace_s, (unsigned long long)lead,
+		 (unsigned long long)s->upload_ms);
+	trainer_signal(&s->trainer, SIGTERM);
+	set_phase(s, P_EMERGENCY, s->why);
+	s->deadline_ms = now + (uint64_t)s->job.grace_s * 1000;
+	publish(s);
+	return true;
+}
+
+/* After the final step for a deadline: a run's end leaves the run
+ * waiting for capacity; maintenance resumes the group from that step. */
+static void after_deadline(struct sup *s, const struct shipper_state *ss,
+			   int rc)
+{
+	char what[64];
+
+	s->final_step = rc ? -1 : ss->newest_uploaded;
+	if (s->final_step < 0)
+		snprintf(what, sizeof(what), "no final step uploaded");
+	else
+		snprintf(what, sizeof(what), "final step %lld %s",
+			 (long long)s->final_step,
+			 ss->newest_committed >= s->final_step ? "committed"
+							       : "uploaded");
+	if (!strcmp(s->deadline.kind, "run-end")) {
+		set_phase(s, P_WAITING, NULL);
+		snprintf(s->message, sizeof(s->message),
+			 "%.120s at %.30s: %.60s; waiting for capacity",
+			 s->deadline.about, s->deadline.time, what);
+	} else {
+		set_phase(s, P_WAIT_GEN, NULL);
+		snprintf(s->message, sizeof(s->message),
+			 "%.140s: %.60s; the group resumes from it",
+			 s->deadline.about, what);
+	}
+	log_info("%s", s->message);
+	publish(s);
+}
+
+/* Maintenance checkpointed: once the final step is committed (worker 0
+ * sees it, through its commit passes), or at the deadline itself should
+ * worker 0 be gone, the next generation restores it and marks the
+ * deadline done. */
+static void step_resume(struct sup *s)
+{
+	struct syncer_request r = { .task = TASK_BUMP, .restore_step = -1,
+				    .deadline = true };
+	struct shipper_state ss;
+
+	if (s->resume_asked || s->task_pending)
+		return;
+	shipper_get(s->ship, &ss);
+	if (!(s->id.process_id == 0 && s->final_step >= 0 &&
+	      ss.newest_committed >= s->final_step) &&
+	    mono_ms() < s->deadline_at_ms)
+		return;
+	r.generation = s->generation;
+	snprintf(r.reason, sizeof(r.reason),
+		 "%.40s: step %lld committed ahead of %.120s; resuming from it",
+		 s->id.name, (long long)ss.newest_committed,
+		 s->deadline.about);
+	log_info("%s", r.reason);
+	s->resume_asked = true;
+	ask(s, &r);
+}
+
 /* The trainer is gone or out of time: its last step goes first. */
 static void finish_emergency(struct sup *s)
 {
@@ -732,6 +896,10 @@ static void finish_emergency(struct sup *s)
 	struct shipper_state ss;
 	struct err e;
 	int rc;
+
+	/* Before a deadline, the upload may take until the deadline. */
+	if (s->deadline.kind[0] && s->deadline_at_ms > flush_deadline)
+		flush_deadline = s->deadline_at_ms;
 
 	if (!s->trainer.exited)
 		log_warn("the trainer outlived the grace period: killed");
@@ -747,7 +915,10 @@ static void finish_emergency(struct sup *s)
 			 ss.newest_committed == ss.newest_uploaded
 				 ? " and committed"
 				 : "");
-	end(s, s->why);
+	if (s->deadline.kind[0] && !s->notice)
+		after_deadline(s, &ss, rc);
+	else
+		end(s, s->why);
 }
 
 static void handle_result(struct sup *s, const struct syncer_result *r,
@@ -830,7 +1001,9 @@ static void step(struct sup *s)
 		s->retry_ms = 0;
 		ask(s, &s->last_req);
 	}
-	if (s->phase == P_RUN)
+	if (s->phase == P_WAIT_GEN && !strcmp(s->deadline.kind, "maintenance"))
+		step_resume(s);
+	if (s->phase == P_RUN && !check_deadline(s, &c))
 		step_run(s);
 }
 
@@ -980,6 +1153,16 @@ static int setup(struct sup *s, struct err *e)
 		return rc;
 	if (!o->no_metadata && (rc = watch_start(&s->watch, s->pipe[1], e)))
 		return rc;
+	if (s->id.process_id == 0 && s->job.tpu_name && s->job.tpu_project &&
+	    s->job.tpu_zone) {
+		struct err pe;
+
+		err_init(&pe);
+		/* Without it the run goes on; the metadata notices remain. */
+		if (deadline_poller_start(&s->poller, o->run_url, &s->job, &pe))
+			log_warn("not reading the queued resource's deadlines: "
+				 "%s", pe.msg);
+	}
 	return 0;
 }
 
@@ -1061,7 +1244,8 @@ static int pod_status(struct sup *s)
 int supervise(const struct supervise_options *o)
 {
 	struct sup s = { .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
-			 .newest_done = -1, .trained = -1 };
+			 .newest_done = -1, .trained = -1,
+			 .timed_step = -1 };
 	struct err e;
 	int status = 0;
 
@@ -1078,6 +1262,7 @@ int supervise(const struct supervise_options *o)
 			status = pod_status(&s);
 	}
 	trainer_release(&s.trainer);
+	deadline_poller_stop(s.poller);
 	watch_stop(s.watch);
 	if (s.ship)
 		shipper_stop(s.ship);

@@ -73,10 +73,23 @@ int job_to_json(const struct job *j, char **out, struct err *e);
 /* "slice-S-worker-W": a worker's part, status and log names. */
 void run_worker_name(unsigned slice, unsigned worker, char *out, size_t len);
 
+/* control.json's optional "deadline": when the run's capacity goes away,
+ * a flex-start queued resource's run-duration end ("run-end") or a
+ * node's maintenance window ("maintenance"); worker 0 publishes it from
+ * the TPU API, and every supervisor checkpoints ahead of it. */
+struct control_deadline {
+	char kind[16];           /* "run-end", "maintenance"; "" none */
+	char time[40];           /* RFC 3339 */
+	char about[160];         /* what it is, for people */
+	bool checkpointed;       /* the group took its checkpoint for it
+				    and went on (maintenance) */
+};
+
 /*
  * control.json: {"generation": G, "state": S, "reason": R,
  * "updated_by": W, "restore_step": N or null, "time": T, and on GKE
- * "jobset_restart": A}. It changes only
+ * "jobset_restart": A, and "deadline": {"kind", "time", "about",
+ * "checkpointed"} while one is known}. It changes only
  * by compare-and-swap on its object generation, so two workers bumping
  * the generation for the same failure produce one bump, and every worker
  * of generation G restores the same step (the first to ask fixes it).
@@ -93,6 +106,7 @@ struct control {
 	int64_t jobset_restart;  /* newest JobSet restart attempt whose pods
 				    joined (its one bump made); 0 none, and
 				    when the member is absent */
+	struct control_deadline deadline; /* kind "" when absent */
 	int64_t object_generation; /* the store's, for compare-and-swap */
 };
 
@@ -122,7 +136,9 @@ struct worker_status {
 	unsigned slice, worker;
 	char state[24];          /* "starting", "restoring", "running",
 				    "stopping", "finished", "failed",
-				    "preempted", "exited" */
+				    "preempted", "waiting" (a flex-start
+				    run ended: waiting for capacity),
+				    "exited" */
 	int64_t generation;
 	int64_t step;            /* newest step the trainer reported
 				    (SLICE_STEP_FILE) or wrote; -1 none */

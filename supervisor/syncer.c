@@ -360,9 +360,15 @@ static void run_task(struct syncer *s, const struct syncer_request *r)
 		c = s->control;
 		pthread_mutex_unlock(&s->mu);
 		c.generation = r->generation;
-		out.rc = control_bump(s->store, &c, s->c.job->max_restarts,
-				      r->reason, s->c.part, r->restore_step,
-				      &c, &e);
+		if (r->deadline)
+			out.rc = control_bump_deadline(
+				s->store, &c, s->c.job->max_restarts,
+				r->reason, s->c.part, &c, &e);
+		else
+			out.rc = control_bump(s->store, &c,
+					      s->c.job->max_restarts, r->reason,
+					      s->c.part, r->restore_step, &c,
+					      &e);
 		break;
 	case TASK_SET_STATE:
 		out.rc = control_set_state(s->store, r->state, r->reason,

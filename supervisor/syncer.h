@@ -50,6 +50,9 @@ struct syncer_request {
 	int64_t restore_step;      /* TASK_BUMP: -1, or the step to restore */
 	int64_t jobset_restart;    /* TASK_BUMP: a pod's restart attempt to
 				      join, 0 none */
+	bool deadline;             /* TASK_BUMP: after the checkpoint for
+				      control.json's deadline
+				      (control_bump_deadline) */
 	char state[16];
 	char reason[256];
 };

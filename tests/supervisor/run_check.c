@@ -10,7 +10,9 @@
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,6 +148,56 @@ void run_wait_committed(const char *run_dir, long long at_least,
 	}
 	cr_assert_fail("no step >= %lld committed in %u s (newest %lld)",
 		       at_least, timeout_s, run_newest_committed(run_dir));
+}
+
+void run_heartbeat_state(const char *run_dir, unsigned worker, char *out,
+			 size_t cap)
+{
+	char path[HARNESS_PATH + 64];
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/status/slice-0-worker-%u.json",
+		 run_dir, worker);
+	j = json_load_file(path, 0, NULL);
+	snprintf(out, cap, "%s",
+		 j ? json_string_value(json_object_get(j, "state")) : "");
+	json_decref(j);
+}
+
+char *supervisor_log(const char *dir, unsigned i)
+{
+	char path[HARNESS_PATH + 16];
+	char *t;
+
+	snprintf(path, sizeof(path), "%s/sup%u.log", dir, i);
+	t = read_file(path, NULL);
+	return t ? t : strdup("");
+}
+
+pid_t spawn_supervisor(const char *run_url, const char *state_dir,
+		       unsigned worker, const char *log,
+		       const char *const *env)
+{
+	const char *bin = getenv("SLICE_SUPERVISOR_BIN");
+	char num[16];
+	pid_t pid;
+
+	cr_assert_not_null(bin, "SLICE_SUPERVISOR_BIN is not set");
+	snprintf(num, sizeof(num), "%u", worker);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (size_t i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		if (!freopen(log, "a", stderr))
+			_exit(126);
+		execl(bin, bin, "run", "--job", run_url, "--state-dir",
+		      state_dir, "--control-poll", "0.2", "--slice", "0",
+		      "--worker", num, "--no-metadata", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
 }
 
 double mono_s(void)

@@ -36,6 +36,22 @@ long long run_newest_committed(const char *run_dir);
 void run_wait_committed(const char *run_dir, long long at_least,
 			unsigned timeout_s);
 
+/* Worker `worker` of slice 0's heartbeat state in run_dir ("" when it
+ * has sent none). */
+void run_heartbeat_state(const char *run_dir, unsigned worker, char *out,
+			 size_t cap);
+/* DIR/supI.log, where spawn_supervisor's callers send supervisor I's
+ * stderr (malloc'd; "" when there is none). */
+char *supervisor_log(const char *dir, unsigned i);
+
+/* Starts slice-supervisor ($SLICE_SUPERVISOR_BIN) as worker `worker` of
+ * slice 0 of run_url, its state in state_dir, control.json read every
+ * 0.2 s, no metadata watch, stderr appended to log, with env ("K=V",
+ * NULL-terminated, may be NULL) added. It dies with the test process. */
+pid_t spawn_supervisor(const char *run_url, const char *state_dir,
+		       unsigned worker, const char *log,
+		       const char *const *env);
+
 /* CLOCK_MONOTONIC in seconds. */
 double mono_s(void);
 
