@@ -26,6 +26,24 @@
  * the gap. */
 #define LOG_BURST_MAX (8u << 20)
 
+/* What a run's supervisors together ask of the bucket, against GCS's
+ * initial ramp of about 1000 writes and 5000 reads a second (and its
+ * charge per request): control.json reads by workers whose trainer makes
+ * progress (a change is rare then, and a failed peer soon stalls the
+ * trainer into the close watch), STEADY_READS_PER_S; reads otherwise
+ * (start-up, restarts, a stalled trainer watched closely: bursts),
+ * BURST_READS_FACTOR times that; heartbeat and log segment writes,
+ * HEARTBEAT_WRITES_PER_S, half the ramp, leaving the rest to checkpoints.
+ * Each worker takes 1/n_workers of each, as a longer period than the
+ * configured one only when its share asks for it: runs of up to a
+ * thousand workers keep 1 s polls. SLICECTL_SHARE_WORKERS=N in the
+ * supervisor's environment takes the shares of a run of N workers
+ * instead (bench/cost measures a small run behaving as a large one). */
+#define STEADY_READS_PER_S 1000
+#define BURST_READS_FACTOR 5
+#define HEARTBEAT_WRITES_PER_S 500
+#define WRITES_PER_HEARTBEAT 2   /* status/PART.json and a log segment */
+
 /* GCS's limit on writes of one object: about one a second. The
  * heartbeat object is never written more often, even when the loop asks
  * for it at once. */
@@ -50,7 +68,12 @@ struct syncer {
 	struct syncer_result res;
 	bool res_ready;
 	bool closely;
+	bool progressing;
 	uint64_t next_control_ms;
+
+	/* Set at the start: the periods for this run's size. */
+	unsigned progress_poll_ms; /* control.json while the trainer moves */
+	unsigned heartbeat_ms;
 
 	/* The thread's own. */
 	uint64_t next_status_ms;
@@ -424,7 +447,7 @@ static void *thread_main(void *arg)
 		     now >= s->last_status_ms + OBJECT_WRITE_GAP_MS) ||
 		    now >= s->next_status_ms) {
 			s->next_status_ms =
-				now + (uint64_t)s->c.job->heartbeat_s * 1000;
+				now + s->heartbeat_ms;
 			s->last_status_ms = now;
 			pthread_mutex_unlock(&s->mu);
 			publish_status(s);
@@ -440,9 +463,10 @@ static void *thread_main(void *arg)
 			continue;
 		}
 		if (now >= s->next_control_ms) {
-			s->next_control_ms = now + (s->closely
-							    ? s->c.close_poll_ms
-							    : s->c.control_poll_ms);
+			s->next_control_ms =
+				now + (s->closely	 ? s->c.close_poll_ms
+				       : s->progressing ? s->progress_poll_ms
+							: s->c.control_poll_ms);
 			pthread_mutex_unlock(&s->mu);
 			read_control(s);
 			pthread_mutex_lock(&s->mu);
@@ -467,6 +491,53 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* The worker count whose shares to take: SLICECTL_SHARE_WORKERS when
+ * set (a positive number), else the run's. */
+static unsigned share_workers(unsigned n_workers)
+{
+	const char *v = getenv("SLICECTL_SHARE_WORKERS");
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return n_workers ? n_workers : 1;
+	n = strtoul(v, &end, 10);
+	return *end || !n || n > 1000000 ? n_workers : (unsigned)n;
+}
+
+/* The period of one worker's share when n_workers doing `each` requests
+ * a period may together make per_s a second, or at least floor_ms. */
+static unsigned share_ms(unsigned n_workers, unsigned each, unsigned per_s,
+			 unsigned floor_ms)
+{
+	uint64_t ms = (uint64_t)n_workers * each * 1000 / per_s;
+
+	return ms > floor_ms ? (unsigned)(ms > 3600000 ? 3600000 : ms)
+			     : floor_ms;
+}
+
+/* The periods for this run's size. */
+static void scale_periods(struct syncer *s)
+{
+	unsigned n = share_workers(s->c.n_workers);
+	unsigned reads = STEADY_READS_PER_S, writes = HEARTBEAT_WRITES_PER_S;
+	unsigned poll = s->c.control_poll_ms, hb = s->c.job->heartbeat_s * 1000;
+
+	s->c.control_poll_ms =
+		share_ms(n, 1, reads * BURST_READS_FACTOR, poll);
+	s->c.close_poll_ms =
+		share_ms(n, 1, reads * BURST_READS_FACTOR, s->c.close_poll_ms);
+	s->progress_poll_ms = share_ms(n, 1, reads, s->c.control_poll_ms);
+	s->heartbeat_ms = share_ms(n, WRITES_PER_HEARTBEAT, writes, hb);
+	if (s->progress_poll_ms > poll || s->heartbeat_ms > hb)
+		log_info("%u workers: control.json read every %u ms while the "
+			 "trainer makes progress (%u ms otherwise, %u ms when "
+			 "it stalls), heartbeat every %u ms, to stay within "
+			 "%u reads and %u heartbeat writes a second for the "
+			 "run", n, s->progress_poll_ms, s->c.control_poll_ms,
+			 s->c.close_poll_ms, s->heartbeat_ms, reads, writes);
+}
+
 int syncer_start(struct syncer **out, const struct syncer_config *c,
 		 struct err *e)
 {
@@ -477,6 +548,7 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 	if (!s)
 		return err_set(e, COMMON_ENOMEM, "out of memory");
 	s->c = *c;
+	scale_periods(s);
 	rc = store_open(&s->store, c->run_url, e);
 	if (rc) {
 		free(s);
@@ -521,6 +593,21 @@ void syncer_watch_closely(struct syncer *s, bool on)
 		}
 	}
 	s->closely = on;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void syncer_progressing(struct syncer *s, bool on)
+{
+	pthread_mutex_lock(&s->mu);
+	if (!on && s->progressing) {
+		uint64_t soon = mono_ms() + s->c.control_poll_ms;
+
+		if (soon < s->next_control_ms) {
+			s->next_control_ms = soon;
+			pthread_cond_signal(&s->cv);
+		}
+	}
+	s->progressing = on;
 	pthread_mutex_unlock(&s->mu);
 }
 
