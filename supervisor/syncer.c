@@ -581,17 +581,22 @@ void syncer_publish(struct syncer *s, const struct worker_status *st,
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* The next control.json read no later than period_ms from now; mu held. */
+static void poll_within(struct syncer *s, unsigned period_ms)
+{
+	uint64_t soon = mono_ms() + period_ms;
+
+	if (soon < s->next_control_ms) {
+		s->next_control_ms = soon;
+		pthread_cond_signal(&s->cv);
+	}
+}
+
 void syncer_watch_closely(struct syncer *s, bool on)
 {
 	pthread_mutex_lock(&s->mu);
-	if (on && !s->closely) {
-		uint64_t soon = mono_ms() + s->c.close_poll_ms;
-
-		if (soon < s->next_control_ms) {
-			s->next_control_ms = soon;
-			pthread_cond_signal(&s->cv);
-		}
-	}
+	if (on && !s->closely)
+		poll_within(s, s->c.close_poll_ms);
 	s->closely = on;
 	pthread_mutex_unlock(&s->mu);
 }
@@ -599,14 +604,8 @@ void syncer_watch_closely(struct syncer *s, bool on)
 void syncer_progressing(struct syncer *s, bool on)
 {
 	pthread_mutex_lock(&s->mu);
-	if (!on && s->progressing) {
-		uint64_t soon = mono_ms() + s->c.control_poll_ms;
-
-		if (soon < s->next_control_ms) {
-			s->next_control_ms = soon;
-			pthread_cond_signal(&s->cv);
-		}
-	}
+	if (!on && s->progressing)
+		poll_within(s, s->c.control_poll_ms);
 	s->progressing = on;
 	pthread_mutex_unlock(&s->mu);
 }
