@@ -809,28 +809,6 @@ static void remove_tree(const char *path)
 	log_warn("could not remove all of %s; remove it by hand", path);
 }
 
-static int mkdir_parents(const char *path, struct err *e)
-{
-	char p[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(p))
-		return err_set(e, CKPT_EINVAL, "%s: path too long", path);
-	memcpy(p, path, len + 1);
-	for (char *q = strchr(p + 1, '/'); q; q = strchr(q + 1, '/')) {
-		*q = '\0';
-		if (mkdir(p, 0755) != 0 && errno != EEXIST)
-			return err_errno(e, errno == ENOSPC ? CLOUD_ENOSPACE
-							    : CKPT_EIO,
-					 errno, "creating %s", p);
-		*q = '/';
-	}
-	if (mkdir(p, 0755) != 0 && errno != EEXIST)
-		return err_errno(e, errno == ENOSPC ? CLOUD_ENOSPACE : CKPT_EIO,
-				 errno, "creating %s", p);
-	return 0;
-}
-
 /* dest as the folder holding it and its base name, refusing what cannot
  * be replaced by a directory: ".", "..", and "/" itself. */
 static int dest_names(const char *dest, char *dir, size_t cap, char *base,
@@ -870,10 +848,11 @@ static int split_dest(const char *dest, char *parent, char *base,
 		      struct err *e)
 {
 	char tmp[PATH_MAX];
-	int r = dest_names(dest, tmp, sizeof(tmp), base, e);
+	int errnum, r = dest_names(dest, tmp, sizeof(tmp), base, e);
 
-	if (!r)
-		r = mkdir_parents(tmp, e);
+	if (!r && (errnum = fs_mkdir_p(tmp, 0755, e)) != 0)
+		/* e->code is CKPT_EIO or CKPT_ENOMEM: common's codes. */
+		r = errnum == ENOSPC ? (e->code = CLOUD_ENOSPACE) : e->code;
 	if (r)
 		return r;
 	if (!realpath(tmp, parent))

@@ -457,28 +457,17 @@ static int probe_xattr(struct store_backend *b, struct err *e)
 	return r;
 }
 
-static int mkdir_p(const char *dir, struct err *e)
+static int make_store_dir(const char *dir, struct err *e)
 {
-	char path[4096];
-	size_t len = strlen(dir);
+	int errnum = fs_mkdir_p(dir, 0755, e);
 
-	if (len >= sizeof(path))
-		return err_set(e, CLOUD_EURL, "file://%s: path too long", dir);
-	memcpy(path, dir, len + 1);
-	for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
-		*p = '\0';
-		if (mkdir(path, 0755) != 0 && errno != EEXIST)
-			return err_errno(e, errno == ENOSPC ? CLOUD_ENOSPACE
-							    : CLOUD_EIO,
-					 errno, "creating %s for file://%s",
-					 path, dir);
-		*p = '/';
-	}
-	if (len && mkdir(path, 0755) != 0 && errno != EEXIST)
-		return err_errno(e, errno == ENOSPC ? CLOUD_ENOSPACE
-						    : CLOUD_EIO,
-				 errno, "creating the store folder %s", dir);
-	return 0;
+	if (!errnum)
+		return 0;
+	err_prefix(e, "file://%s", dir);
+	/* CLOUD_EIO and CLOUD_ENOMEM are common's codes already. */
+	if (errnum == ENOSPC)
+		e->code = CLOUD_ENOSPACE;
+	return e->code;
 }
 
 static void file_close(struct store_backend *b)
@@ -561,7 +550,7 @@ static int store_dirs(struct store_backend *b, bool for_write, int *fd,
 	pthread_mutex_lock(&b->mu);
 	r = open_dir_locked(b, e);
 	if (!r && b->dirfd < 0 && for_write) {
-		r = mkdir_p(b->dir, e);
+		r = make_store_dir(b->dir, e);
 		if (!r)
 			r = open_dir_locked(b, e);
 		if (!r && b->dirfd < 0)
@@ -691,24 +680,16 @@ static int file_upload_write(struct store_upload *su, const void *data,
 			     size_t len, struct err *e)
 {
 	struct file_upload *u = (struct file_upload *)su;
-	const char *p = data;
+	int errnum;
 
 	if (u->fd < 0)
 		return err_set(e, CLOUD_EINVAL, "upload of %s already failed",
 			       URL(u->b, u->name));
 	u->crc = crc32c_update(u->crc, data, len);
-	while (len) {
-		ssize_t n = write(u->fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return write_errno(e, errno, u->b, u->name,
-					   "uploading");
-		p += n;
-		len -= (size_t)n;
-		u->size += (uint64_t)n;
-	}
+	errnum = fs_write_all(u->fd, data, len);
+	if (errnum)
+		return write_errno(e, errnum, u->b, u->name, "uploading");
+	u->size += len;
 	return 0;
 }
 

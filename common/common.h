@@ -1,7 +1,8 @@
 /*
  * common: the few things every part of slicectl needs: an error value with a
  * printable message, growable buffers, monotonic time, backoff with jitter,
- * shell quoting, a table-driven option parser and logging.
+ * shell quoting, a table-driven option parser, logging, and the file and
+ * process chores (atomic writes, mkdir -p, sleeping, a signal self-pipe).
  *
  * Conventions: functions return 0 on success or a positive error code and,
  * when given a struct err, fill it with a message a user can act on.
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define ATTR_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -154,6 +156,62 @@ void opt_usage(FILE *f, const char *usage, const struct opt *opts);
 int opt_parse_command(const struct opt *opts, int argc, char **argv,
 		      const char *name, const char *usage,
 		      bool stop_at_first_positional, struct strlist *pos);
+
+/* fs.c: files a reader (or a crash) never finds half written. These return
+ * 0 or an errno value; e, when given, says what failed and names the path
+ * (code COMMON_EIO, or COMMON_ENOMEM), so a caller may keep the message and
+ * set its own part's code. */
+
+/* Writes all len bytes, going on after EINTR and short writes. Returns 0 or
+ * an errno value. */
+int fs_write_all(int fd, const void *data, size_t len);
+/* mkdir -p: makes path and each missing folder above it with mode (umask
+ * applied). An existing directory is fine; anything else in the way fails
+ * with ENOTDIR and e names it. */
+int fs_mkdir_p(const char *path, mode_t mode, struct err *e);
+/* mkdir -p of the folder holding path (everything before its last '/'). */
+int fs_mkdir_parents(const char *path, mode_t mode, struct err *e);
+/* Puts data at path whole or not at all: writes a temporary file in the
+ * same folder with mode (umask applied), fsyncs it, renames it over path
+ * (replace) or links it to path failing with EEXIST if path exists
+ * (!replace: of writers racing to create it, one wins), then fsyncs the
+ * folder. Nothing is left behind on failure. */
+int fs_write_atomic(const char *path, const void *data, size_t len,
+		      mode_t mode, bool replace, struct err *e);
+
+/* proc.c */
+
+/* Sleeps ms milliseconds. A signal handler that runs meanwhile ends the
+ * sleep early (returns EINTR) unless restart is true, in which case the
+ * sleep resumes for the time left: ask for restart when nothing a handler
+ * sets is checked after the sleep, and for none when the caller must see a
+ * signal (an interrupt flag) at once. Returns 0 after the whole time. */
+int proc_sleep_ms(uint64_t ms, bool restart);
+
+/* The self-pipe trick, one per process: a signal handler only writes the
+ * signal's number as one byte to a pipe a poll loop watches, so the loop
+ * does the work outside the handler. self_pipe_open makes the pipe (both
+ * ends O_CLOEXEC | O_NONBLOCK, fd[0] to read); self_pipe_catch installs the
+ * handler for sigs[0..n) writing to write_fd (errno kept; a full pipe drops
+ * the byte, the reader has enough to wake for). restart asks for
+ * SA_RESTART; without it a blocking call returns EINTR so its caller sees
+ * the signal. Other writers may share the pipe: signal numbers are below
+ * 65, so letters from them never read as a signal. */
+int self_pipe_open(int fd[2], struct err *e);
+int self_pipe_catch(int write_fd, const int *sigs, size_t n, bool restart,
+		    struct err *e);
+/* Puts sigs back to their default action and closes both ends. */
+void self_pipe_release(int fd[2], const int *sigs, size_t n);
+
+/* The user name slicectl logs in as when none is given, on plain hosts and
+ * TPU VMs alike (and the one ssh-keys metadata names, so the two agree):
+ * the name of the effective uid, as ssh takes it; else $USER (a uid with no
+ * passwd entry, in a container); else "root". cap of 256 holds any. */
+#define USER_NAME_MAX 256
+void default_remote_user(char *out, size_t cap);
+/* The user's home: $HOME, else the effective uid's passwd entry (valid until
+ * the next getpw* call); NULL when neither names one. */
+const char *home_dir(void);
 
 /* log.c: leveled logging to stderr, prefixed with the program name. */
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };

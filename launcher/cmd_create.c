@@ -171,13 +171,6 @@ static int add_ssh_key(struct create_options *co, struct err *e)
 	return rc;
 }
 
-static const char *default_user(void)
-{
-	const char *u = getenv("USER");
-
-	return u && *u ? u : "root";
-}
-
 /* From flags to the request; every check that needs no server. */
 static int build_spec(struct create_options *co, const char *name,
 		      struct err *e)
@@ -292,6 +285,7 @@ static int finish(struct create_options *co, struct tpu_client *c,
 int cmd_create(int argc, char **argv)
 {
 	struct create_options co = { 0 };
+	char me[USER_NAME_MAX];
 	struct tpu_qr_spec *s = &co.spec;
 	struct tpu_client *c = NULL;
 	struct strlist pos;
@@ -384,8 +378,10 @@ int cmd_create(int argc, char **argv)
 	if (status >= 0)
 		goto out;
 	status = 0;
-	if (!co.user)
-		co.user = default_user();
+	if (!co.user) {
+		default_remote_user(me, sizeof(me));
+		co.user = me;
+	}
 	if (co.spec.reservation)
 		co.reserved = false;
 	if (build_spec(&co, pos.v[0], &e)) {

@@ -64,6 +64,9 @@ static const char usage[] =
 	"as \"target\": {\"kind\", \"object\", \"kueue\", \"message\",\n"
 	"\"position\", \"restarts\", \"end\", \"pods\": [{\"name\", \"slice\",\n"
 	"\"worker\", \"restart_attempt\", \"phase\", \"node\"}]}.\n"
+	"A run on Slurm (--target slurm) shows its batch job the same way:\n"
+	"Slurm's JobState and reason, its restart count, and one row per node\n"
+	"(\"kueue\" holds the JobState, \"pods\" the nodes).\n"
 	"\n" RUN_USAGE_BUCKET "\n"
 	"Exit status: 0 shown (stuck workers or not); 1 the store failed; 2 bad\n"
 	"arguments; 4 no run RUN under BUCKET (no job.json).";
@@ -555,8 +558,9 @@ static void print_target(const struct view *v)
 {
 	const struct target_view *t = &v->tv;
 
-	printf("\n%s: Kueue %s%s%s", t->what, t->state, *t->message ? ": " : "",
-	       t->message);
+	printf("\n%s: %s %s%s%s", t->what,
+	       target_of(&v->ro->job) == TARGET_SLURM ? "Slurm" : "Kueue",
+	       t->state, *t->message ? ": " : "", t->message);
 	if (t->position >= 0)
 		printf(", %ld ahead of it in its queue", t->position);
 	if (t->restarts >= 0)
@@ -566,7 +570,9 @@ static void print_target(const struct view *v)
 	printf("\n");
 	if (!t->n)
 		return;
-	printf("%-40s %5s %6s %7s %-11s %s\n", "POD", "SLICE", "WORKER",
+	printf("%-40s %5s %6s %7s %-11s %s\n",
+	       target_of(&v->ro->job) == TARGET_SLURM ? "WORKER NODE" : "POD",
+	       "SLICE", "WORKER",
 	       "ATTEMPT", "PHASE", "NODE");
 	for (size_t i = 0; i < t->n; i++) {
 		const struct target_worker *w = &t->workers[i];
@@ -615,7 +621,7 @@ int cmd_status(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	if (target_of(&ro.job) == TARGET_GKE) {
+	if (target_has_view(&ro.job)) {
 		/* The bucket's view stands on its own; the cluster's is
 		 * added when it answers. */
 		v.have_target = !target_describe(&ro.job, &v.tv, &e);

@@ -418,7 +418,7 @@ static int follow(struct gke_conn *c, const struct gke_spec *s)
 			if (e.code == KUBE_ENOTFOUND || ++errors >= 30)
 				return kube_status(&e, s->namespace);
 			log_warn("%s", e.msg);
-			job_sleep_ms(poll_ms());
+			proc_sleep_ms(poll_ms(), true);
 			continue;
 		}
 		errors = 0;
@@ -453,7 +453,7 @@ static int follow(struct gke_conn *c, const struct gke_spec *s)
 		json_decref(w);
 		if (n.running >= want && !strcmp(state, "admitted"))
 			return 0;
-		job_sleep_ms(poll_ms());
+		proc_sleep_ms(poll_ms(), true);
 	}
 }
 
@@ -686,7 +686,7 @@ int gke_delete(const struct job_target *t, bool wait, unsigned timeout_ms,
 				     "JobSet %s/%s is still being deleted",
 				     t->namespace, t->jobset);
 		if (!rc)
-			job_sleep_ms(poll_ms());
+			proc_sleep_ms(poll_ms(), true);
 	}
 	gke_conn_release(&c);
 	return rc;
@@ -778,7 +778,7 @@ int gke_reset(const struct job_target *t, unsigned pods, bool wait,
 				     "JobSet %s/%s's pods are not all running "
 				     "again yet", t->namespace, t->jobset);
 		if (!rc && wait)
-			job_sleep_ms(poll_ms());
+			proc_sleep_ms(poll_ms(), true);
 	}
 	gke_conn_release(&c);
 	return rc;

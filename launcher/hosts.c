@@ -9,7 +9,6 @@
 #include "launcher/launcher.h"
 
 #include <errno.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -377,17 +376,6 @@ static int read_hosts_file(struct entries *es, const char *path,
 	return rc;
 }
 
-static const char *default_user(void)
-{
-	const char *u = getenv("USER");
-	struct passwd *pw;
-
-	if (u && *u)
-		return u;
-	pw = getpwuid(getuid());
-	return pw ? pw->pw_name : "root";
-}
-
 /* The label output uses: the host alone where that is unique. */
 static int make_label(struct targets *t, const struct entries *es, size_t i,
 		      unsigned port, const char **label)
@@ -459,7 +447,13 @@ static int build_env(struct targets *t, const struct host_options *ho,
 static int fill(struct targets *t, const struct host_options *ho,
 		const struct entries *es, struct err *e)
 {
-	const char *user = ho->user ? ho->user : default_user();
+	char me[USER_NAME_MAX];
+	const char *user = ho->user;
+
+	if (!user || !*user) {
+		default_remote_user(me, sizeof(me));
+		user = me;
+	}
 
 	t->v = calloc(es->n, sizeof(*t->v));
 	t->envs = calloc(es->n, sizeof(*t->envs));

@@ -75,11 +75,7 @@ void job_say(uint64_t start_ms, const char *fmt, ...)
 
 void job_sleep_ms(uint64_t ms)
 {
-	struct timespec ts = { (time_t)(ms / 1000),
-			       (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	proc_sleep_ms(ms, true);
 }
 
 unsigned job_env_ms(const char *var, unsigned dflt)

@@ -30,6 +30,9 @@ int cmd_status(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_restart(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+/* A run's history (events/) as a list, and as a picture. */
+int cmd_events(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 /* A job handed to the workers' supervisors (job.h): on Cloud TPU, or
  * with --local on this machine (local.h). */
 int cmd_job(int argc, char **argv);

@@ -149,6 +149,38 @@ static void print_ndjson(json_t *j)
 	json_decref(j);
 }
 
+/* What the provider does to the run's workers goes into the run's
+ * history too (supervisor.h), beside the supervisors' own account. */
+static void record(struct lrun *r, const char *kind, const json_t *fields,
+		   const char *msg)
+{
+	static const char *const kinds[][2] = {
+		{ "chaos", "chaos" },
+		{ "preempt-gone", "gone" },
+		{ "preempt-back", "recreated" },
+	};
+	char *details = NULL;
+	struct event ev;
+	struct err e;
+	size_t i = 0;
+
+	while (i < sizeof(kinds) / sizeof(*kinds) && strcmp(kinds[i][0], kind))
+		i++;
+	if (i == sizeof(kinds) / sizeof(*kinds))
+		return;
+	event_init(&ev, kinds[i][1], r->gen, "local");
+	snprintf(ev.cause, sizeof(ev.cause), "%.*s", (int)sizeof(ev.cause) - 1,
+		 msg);
+	snprintf(ev.by, sizeof(ev.by), "local");
+	if (fields)
+		details = json_dumps(fields, JSON_COMPACT | JSON_SORT_KEYS);
+	if (details && strlen(details) < sizeof(ev.details))
+		memcpy(ev.details, details, strlen(details) + 1);
+	free(details);
+	if (event_record(r->store, &ev, &e))
+		log_warn("event not recorded: %s", e.msg);
+}
+
 /* One timeline line: text on stderr, or an NDJSON "event" on stdout with
  * the extra members of fields (a json object, taken). */
 static void event(struct lrun *r, const char *kind, json_t *fields,
@@ -163,6 +195,7 @@ static void event(struct lrun *r, const char *kind, json_t *fields,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	record(r, kind, fields, msg);
 	if (r->o->quiet) {
 		json_decref(fields);
 		return;
@@ -524,7 +557,8 @@ static void preemptions(struct lrun *r)
 			p->phase = 1;
 			p->back_at = now + PREEMPT_BACK_MS;
 			if (p->slice >= 0)
-				event(r, "preempt-gone", NULL,
+				event(r, "preempt-gone",
+				      json_pack("{s:i}", "slice", p->slice),
 				      "slice %d: its VMs are gone", p->slice);
 			else
 				event(r, "preempt-gone", NULL,
@@ -549,7 +583,8 @@ static void preemptions(struct lrun *r)
 			}
 			p->phase = 2;
 			if (p->slice >= 0)
-				event(r, "preempt-back", NULL,
+				event(r, "preempt-back",
+				      json_pack("{s:i}", "slice", p->slice),
 				      "slice %d is back: new VMs (new boot "
 				      "ids), instance/preempted = FALSE",
 				      p->slice);

@@ -42,6 +42,8 @@ static const struct command commands[] = {
 	{ "stop", cmd_stop, "stop a run, each trainer saving a final step" },
 	{ "maintenance", cmd_maintenance,
 	  "start announced maintenance now, after a committed step" },
+	{ "events", cmd_events, "list a run's history: bumps, notices, commits" },
+	{ "report", cmd_report, "draw a run's history as one HTML page" },
 };
 
 static void usage(FILE *f)

@@ -5,7 +5,6 @@
 #include "launcher/hosts.h"
 #include "launcher/launcher.h"
 
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -220,12 +219,7 @@ int slicectl_home_path(struct buf *b, const char *name, struct err *e)
 	if (home && *home) {
 		rc = buf_appendf(b, "%s/%s", home, name);
 	} else {
-		home = getenv("HOME");
-		if (!home || !*home) {
-			struct passwd *pw = getpwuid(getuid());
-
-			home = pw ? pw->pw_dir : NULL;
-		}
+		home = home_dir();
 		if (!home)
 			return err_set(e, COMMON_EUSAGE,
 				       "cannot find your home directory: set "

@@ -133,11 +133,14 @@ static int worker_env(struct targets *t, const struct host_options *ho,
 static int fill(struct targets *t, const struct host_options *ho,
 		const struct slices *s, struct err *e)
 {
-	const char *user = ho->user ? ho->user : getenv("USER");
+	char me[USER_NAME_MAX];
+	const char *user = ho->user;
 	size_t i = 0;
 
-	if (!user || !*user)
-		user = "root";
+	if (!user || !*user) {
+		default_remote_user(me, sizeof(me));
+		user = me;
+	}
 	t->v = calloc(s->workers, sizeof(*t->v));
 	t->envs = calloc(s->workers, sizeof(*t->envs));
 	if (!t->v || !t->envs)

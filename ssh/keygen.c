@@ -95,57 +95,25 @@ static int encode_private(const unsigned char seed[ED25519_LEN],
 	return rc ? SSH_ENOMEM : 0;
 }
 
-/* Writes data to path with mode, failing if path exists (two slicectl
+/* A failure common's file helpers described, as a key error (out of memory
+ * stays that). */
+static int key_error(struct err *e)
+{
+	if (e->code != SSH_ENOMEM)
+		e->code = SSH_EKEY;
+	return e->code;
+}
+
+/* Creates path whole with mode, or returns 1 if it exists (two slicectl
  * runs racing to make the key: one wins, the other uses its key). */
 static int write_exclusive(const char *path, const struct buf *data,
 			   mode_t mode, struct err *e)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-	size_t off = 0;
+	int rc = fs_write_atomic(path, data->data, data->len, mode, false, e);
 
-	if (fd < 0)
-		return errno == EEXIST ? 1
-				       : err_errno(e, SSH_EKEY, errno,
-						   "cannot create %s", path);
-	while (off < data->len) {
-		ssize_t n = write(fd, data->data + off, data->len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int err = errno;
-
-			close(fd);
-			unlink(path);
-			return err_errno(e, SSH_EKEY, err, "writing %s", path);
-		}
-		off += (size_t)n;
-	}
-	if (fsync(fd) || close(fd)) {
-		int err = errno;
-
-		unlink(path);
-		return err_errno(e, SSH_EKEY, err, "writing %s", path);
-	}
-	return 0;
-}
-
-static int make_dirs(const char *path, struct err *e)
-{
-	char *copy = strdup(path);
-	int rc = 0;
-
-	if (!copy)
-		return err_set(e, SSH_ENOMEM, "out of memory");
-	for (char *s = strchr(copy + 1, '/'); s && !rc; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdir(copy, 0700) && errno != EEXIST)
-			rc = err_errno(e, SSH_EKEY, errno, "cannot create %s",
-				       copy);
-		*s = '/';
-	}
-	free(copy);
-	return rc;
+	if (rc == EEXIST)
+		return 1;
+	return rc ? key_error(e) : 0;
 }
 
 static int generate(const char *path, const char *comment, struct err *e)
@@ -186,13 +154,13 @@ static int generate(const char *path, const char *comment, struct err *e)
 			rc = err_set(e, SSH_ENOMEM, "out of memory");
 		buf_release(&blob);
 	}
-	if (!rc)
-		rc = make_dirs(path, e);
+	if (!rc && fs_mkdir_parents(path, 0700, e))
+		rc = key_error(e);
 	if (!rc)
 		rc = write_exclusive(path, &pem, 0600, e);
 	if (rc == 0) {
-		unlink(pub_path.data);
-		if (write_exclusive(pub_path.data, &line, 0644, e) == 0)
+		if (!fs_write_atomic(pub_path.data, line.data, line.len, 0644,
+				     true, e))
 			log_info("created ssh key %s", path);
 		else
 			log_warn("%s; the key in %s is still usable", e->msg,

@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,14 +579,9 @@ static int load_supported(struct knownhosts *k, struct err *e)
 /* OpenSSH's user file, ~/.ssh/known_hosts, in allocated memory. */
 static int default_path(char **out, struct err *e)
 {
-	const char *home = getenv("HOME");
+	const char *home = home_dir();
 	struct buf b;
 
-	if (!home || !*home) {
-		struct passwd *pw = getpwuid(getuid());
-
-		home = pw ? pw->pw_dir : NULL;
-	}
 	if (!home)
 		return err_set(e, SSH_EHOSTKEY,
 			       "cannot find your home directory for ~/.ssh/known_hosts; set HOME or name a known_hosts file");
@@ -635,26 +629,6 @@ void knownhosts_close(struct knownhosts *k)
 	memset(k, 0, sizeof(*k));
 }
 
-/* Creates the missing directories above path, mode 0700. */
-int knownhosts_make_parents(const char *path)
-{
-	char *copy = strdup(path);
-	int rc = 0;
-
-	if (!copy)
-		return ENOMEM;
-	for (char *s = strchr(copy + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdir(copy, 0700) && errno != EEXIST) {
-			rc = errno;
-			break;
-		}
-		*s = '/';
-	}
-	free(copy);
-	return rc;
-}
-
 /*
  * Appends "\nLINE" or "LINE" (text starts with the '\n') in one write, so
  * the line never joins an unterminated last line nor another writer's. A
@@ -670,7 +644,7 @@ static int append_line(const char *path, const char *text, size_t len)
 	int fd;
 	int rc = 0;
 
-	rc = knownhosts_make_parents(path);
+	rc = fs_mkdir_parents(path, 0700, NULL);
 	if (rc)
 		return rc;
 	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);

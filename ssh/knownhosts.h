@@ -72,7 +72,5 @@ unsigned knownhosts_entry_line(const struct knownhosts *k, size_t i);
 bool knownhosts_entry_hashed(const struct knownhosts *k, size_t i);
 int knownhosts_entry_is(const struct knownhosts *k, size_t i,
 			const char *name);
-/* Creates path's missing parent directories (0700). 0 or an errno. */
-int knownhosts_make_parents(const char *path);
 
 #endif

@@ -142,43 +142,6 @@ static int read_old(const char *path, struct buf *old, struct err *e)
 	return 0;
 }
 
-static int write_new(const char *path, const struct buf *data, struct err *e)
-{
-	struct buf tmp;
-	int fd, rc = 0;
-	size_t off = 0;
-
-	buf_init(&tmp);
-	if (buf_appendf(&tmp, "%s.tmp.%ld", path, (long)getpid()))
-		return err_set(e, SSH_ENOMEM, "out of memory");
-	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		rc = err_errno(e, SSH_EHOSTKEY, errno, "cannot write %s",
-			       tmp.data);
-	while (!rc && off < data->len) {
-		ssize_t n = write(fd, data->data + off, data->len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			rc = err_errno(e, SSH_EHOSTKEY, errno, "writing %s",
-				       tmp.data);
-		else
-			off += (size_t)n;
-	}
-	if (!rc && fsync(fd))
-		rc = err_errno(e, SSH_EHOSTKEY, errno, "writing %s", tmp.data);
-	if (fd >= 0 && close(fd) && !rc)
-		rc = err_errno(e, SSH_EHOSTKEY, errno, "writing %s", tmp.data);
-	if (!rc && rename(tmp.data, path))
-		rc = err_errno(e, SSH_EHOSTKEY, errno, "cannot replace %s",
-			       path);
-	if (rc && fd >= 0)
-		unlink(tmp.data);
-	buf_release(&tmp);
-	return rc;
-}
-
 static int rewrite(struct update *u, const struct fanout_known_host *hosts,
 		   struct err *e)
 {
@@ -211,8 +174,9 @@ static int rewrite(struct update *u, const struct fanout_known_host *hosts,
 			if (buf_appendf(&out, "%s %s\n", u->names[i],
 					hosts[i].keys[j]))
 				rc = err_set(e, SSH_ENOMEM, "out of memory");
-	if (!rc)
-		rc = write_new(u->path, &out, e);
+	if (!rc && fs_write_atomic(u->path, out.data, out.len, 0600, true, e))
+		rc = e->code == SSH_ENOMEM ? SSH_ENOMEM
+					   : (e->code = SSH_EHOSTKEY);
 	buf_release(&old);
 	buf_release(&out);
 	return rc;
@@ -261,7 +225,7 @@ int fanout_known_hosts_update(const char *path,
 	buf_init(&lock);
 	if (!rc && buf_appendf(&lock, "%s.lock", path))
 		rc = err_set(e, SSH_ENOMEM, "out of memory");
-	if (!rc && (rc = knownhosts_make_parents(path)))
+	if (!rc && (rc = fs_mkdir_parents(path, 0700, NULL)))
 		rc = err_errno(e, SSH_EHOSTKEY, rc,
 			       "cannot create the directory of %s", path);
 	if (!rc) {

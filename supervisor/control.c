@@ -335,6 +335,23 @@ static int control_change(struct store *s, const char *what,
 	return gave_up(s, e, what);
 }
 
+/* The run's history keeps every change made (events/): what the
+ * generation or state became, why and by whom. */
+static void note_change(struct store *s, const struct control *c)
+{
+	struct event ev;
+	struct err e;
+
+	event_init(&ev, strcmp(c->state, "running") ? c->state : "bump",
+		   c->generation, c->updated_by);
+	spec_copy_text(ev.cause, sizeof(ev.cause), c->reason);
+	spec_copy_text(ev.by, sizeof(ev.by), c->updated_by);
+	if (c->restore_step >= 0)
+		ev.step = c->restore_step;
+	if (event_record(s, &ev, &e))
+		log_warn("event not recorded: %s", e.msg);
+}
+
 struct bump {
 	const struct control *seen;
 	unsigned max_restarts;
@@ -388,6 +405,8 @@ int control_bump(struct store *s, const struct control *seen,
 			       "control_bump: restore step %lld is neither a "
 			       "step nor -1", (long long)restore_step);
 	r = control_change(s, "bump the generation", decide_bump, &a, out, e);
+	if (!r)
+		note_change(s, out);
 	if (!r)
 		log_debug("%s: generation %lld, %s: %s",
 			  store_url(s, RUN_CONTROL),
@@ -506,6 +525,8 @@ int control_join_restart(struct store *s, int64_t attempt,
 		 (long long)attempt);
 	r = control_change(s, "join a JobSet restart", decide_join, &a, out,
 			   e);
+	if (!r)
+		note_change(s, out);
 	return r == CHANGE_KEEP ? 0 : r;
 }
 
@@ -545,6 +566,8 @@ int control_set_state(struct store *s, const char *state, const char *reason,
 			       "\"%s\" is not a run state; the states are "
 			       "running, stopping, done and failed", state);
 	r = control_change(s, "set its state", decide_state, &a, out, e);
+	if (!r)
+		note_change(s, out);
 	return r == CHANGE_KEEP ? 0 : r;
 }
 

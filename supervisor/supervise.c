@@ -49,6 +49,9 @@ extern char **environ;
 /* How often the run phase reads SLICE_STEP_FILE and refreshes the
  * heartbeat: a chatty trainer wakes the loop at every line. */
 #define LOOK_MS 100
+/* How often worker 0 records the trained step in the run's history (the
+ * report's step rate): 720 events an hour, from one worker. */
+#define PROGRESS_EVENT_MS 5000
 
 enum phase {
 	P_JOIN,      /* waiting for control.json */
@@ -128,6 +131,8 @@ struct sup {
 	int64_t timed_step;
 	uint64_t timed_from_ms;
 	uint64_t upload_ms;
+	int64_t noted_commit;      /* newest commit in the history (worker 0) */
+	uint64_t noted_progress_ms; /* last progress event (worker 0) */
 };
 
 static void set_phase(struct sup *s, enum phase p, const char *why)
@@ -144,6 +149,23 @@ static void set_phase(struct sup *s, enum phase p, const char *why)
 	s->retry_ms = 0;
 	if (why)
 		snprintf(s->message, sizeof(s->message), "%s", why);
+}
+
+/* One event in the run's history (supervisor.h), by this worker. */
+static void note(struct sup *s, const char *kind, int64_t step,
+		 const char *cause, const char *details)
+{
+	struct event ev;
+	struct err e;
+
+	event_init(&ev, kind, s->generation, s->id.name);
+	ev.step = step;
+	snprintf(ev.cause, sizeof(ev.cause), "%s", cause ? cause : "");
+	snprintf(ev.by, sizeof(ev.by), "%s", s->id.name);
+	if (details)
+		snprintf(ev.details, sizeof(ev.details), "%s", details);
+	if (event_record(NULL, &ev, &e))
+		log_warn("event not recorded: %s", e.msg);
 }
 
 /* ---- signals ---- */
@@ -425,6 +447,8 @@ static void start_trainer(struct sup *s)
 	s->progress_ms = mono_ms() + (uint64_t)s->job.grace_s * 1000;
 	s->moved_ms = s->gap_ms = 0;
 	s->moves = 0;
+	note(s, "start", s->restored, s->restored > 0 ? "restored" : "fresh",
+	     NULL);
 	log_info("trainer started (pid %ld, generation %lld, %s)",
 		 (long)s->trainer.pid, (long long)s->generation,
 		 s->restored > 0 ? "restored" : "fresh");
@@ -512,6 +536,8 @@ static void begin_restore(struct sup *s, int64_t generation)
 
 static void end(struct sup *s, const char *why)
 {
+	char details[64];
+
 	if (s->phase != P_EMERGENCY) {
 		struct err e;
 
@@ -525,6 +551,9 @@ static void end(struct sup *s, const char *why)
 		       : s->phase == P_EMERGENCY ? "preempted"
 		       : s->phase == P_WAITING && s->notice ? "waiting"
 		       : "exited";
+	snprintf(details, sizeof(details), "{\"state\":\"%s\"}",
+		 s->end_state);
+	note(s, "end", -1, why, details);
 	set_phase(s, P_END, why);
 	publish(s);
 }
@@ -615,7 +644,8 @@ static void step_join(struct sup *s, const struct control *c)
 			.jobset_restart = s->id.restart_attempt,
 		};
 
-		snprintf(r.reason, sizeof(r.reason), "jobset restart %u",
+		snprintf(r.reason, sizeof(r.reason), "%s restart %u",
+			 s->o->slurm ? "slurm" : "jobset",
 			 s->id.restart_attempt);
 		log_warn("event: JobSet restart attempt %u (control.json "
 			 "records %lld): joining as the next generation",
@@ -649,6 +679,7 @@ static void step_restore_result(struct sup *s, const struct syncer_result *r,
 		s->have_code = r->code;
 		if (r->step > 0)
 			log_info("restored step %lld", (long long)r->step);
+		note(s, "restore", r->step, NULL, NULL);
 		if (c->generation > s->generation)
 			begin_restore(s, c->generation);
 		else
@@ -716,6 +747,23 @@ static void watch_stall(struct sup *s, uint64_t moved, uint64_t now)
 					    now <= s->moved_ms + limit);
 }
 
+/* Worker 0 speaks for the group: commits and the trained step. */
+static void note_progress(struct sup *s, const struct shipper_state *ss,
+			  uint64_t now)
+{
+	int64_t step = s->trained >= 0 ? s->trained : s->newest_done;
+
+	if (ss->newest_committed > s->noted_commit) {
+		s->noted_commit = ss->newest_committed;
+		note(s, "commit", ss->newest_committed, NULL, NULL);
+	}
+	if (step >= 0 && now >= s->noted_progress_ms + PROGRESS_EVENT_MS) {
+		s->noted_progress_ms = now;
+		note(s, "progress", step,
+		     s->trained >= 0 ? "SLICE_STEP_FILE" : "checkpoint", NULL);
+	}
+}
+
 static void step_run(struct sup *s)
 {
 	struct shipper_state ss;
@@ -738,6 +786,8 @@ static void step_run(struct sup *s)
 	if (moved > s->progress_ms)
 		s->progress_ms = moved;
 	watch_stall(s, moved, now);
+	if (s->id.process_id == 0)
+		note_progress(s, &ss, now);
 	if (s->trainer.exited) {
 		char how[64];
 
@@ -751,12 +801,14 @@ static void step_run(struct sup *s)
 			};
 
 			trainer_gone(s);
+			note(s, "exit", s->trained, how, NULL);
 			set_phase(s, P_FINISHED, "the trainer finished");
 			publish(s);
 			ask(s, &r);
 			return;
 		}
 		trainer_gone(s);
+		note(s, "exit", s->trained, how, NULL);
 		ask_bump(s, s->generation, -1, "its trainer ended (%s)", how);
 		set_phase(s, P_WAIT_GEN, "the trainer failed");
 		snprintf(s->message, sizeof(s->message), "trainer %s", how);
@@ -769,6 +821,7 @@ static void step_run(struct sup *s)
 		log_error("the trainer printed nothing and wrote no step for "
 			  "%u s: ending it", s->job.hang_timeout_s);
 		trainer_gone(s);
+		note(s, "hang", s->trained, "no output and no step", NULL);
 		ask_bump(s, s->generation, -1,
 			 "its trainer hung (no output and no step for %u s)",
 			 s->job.hang_timeout_s);
@@ -969,6 +1022,7 @@ static void step(struct sup *s)
 	struct syncer_result r;
 
 	if (s->notice && s->phase != P_EMERGENCY && s->phase != P_END) {
+		note(s, "notice", s->trained, s->why, NULL);
 		if (s->trainer.pid && !s->trainer.exited) {
 			begin_emergency(s);
 		} else {
@@ -1104,8 +1158,9 @@ static int setup(struct sup *s, struct err *e)
 	if ((rc = boot_id_read(s->boot_id, e)) ||
 	    (rc = sup_state_load(s->state_path, &s->st, &s->st_found, e)) ||
 	    (rc = load_job(s, e)) ||
-	    (rc = o->pod ? identity_from_pod(&s->id, &s->job, e)
-			 : identity_resolve(&s->id, &s->job, o->slice,
+	    (rc = o->slurm ? identity_from_slurm(&s->id, &s->job, e)
+		  : o->pod   ? identity_from_pod(&s->id, &s->job, e)
+			     : identity_resolve(&s->id, &s->job, o->slice,
 					    o->worker, e)))
 		return rc;
 	log_info("%s of run %s (%u workers); boot %s", s->id.name,
@@ -1167,6 +1222,12 @@ static int setup(struct sup *s, struct err *e)
 			log_warn("not reading the queued resource's deadlines: "
 				 "%s", pe.msg);
 	}
+	if ((rc = events_start(o->run_url, s->id.name, o->state_dir, e)))
+		return rc;
+	snprintf(s->message, sizeof(s->message), "{\"boot_id\":\"%.40s\"}",
+		 s->boot_id);
+	note(s, "boot", -1, s->orphan ? "restarted" : "started", s->message);
+	s->message[0] = 0;
 	return 0;
 }
 
@@ -1272,6 +1333,9 @@ int supervise(const struct supervise_options *o)
 		shipper_stop(s.ship);
 	if (s.sync)
 		syncer_stop(s.sync, mono_ms() + 10000);
+	/* What the store does not take by then stays in the spool, for
+	 * this worker's next start. */
+	events_stop(mono_ms() + 5000);
 	if (s.ready)
 		save_state(&s);
 	for (int i = 0; i < 2; i++)

@@ -47,10 +47,14 @@ struct job {
 	 * the operator commands; kind NULL: none (a queued resource, or the
 	 * local provider). */
 	struct job_target {
-		char *kind;        /* "gke" */
-		char *cluster, *location, *project; /* NULL: a kubeconfig's */
+		char *kind;        /* "gke" or "slurm" */
+		char *cluster, *location, *project; /* NULL: a kubeconfig's;
+						       Slurm: its cluster
+						       (-M), NULL the
+						       default */
 		char *namespace, *jobset;
 		char *kubeconfig, *context; /* NULL: the default */
+		char *partition, *job_id;   /* Slurm: the batch job */
 	} target;
 };
 
@@ -161,5 +165,55 @@ int status_list(struct store *s, struct worker_status **out, size_t *n,
 /* Whether all n_workers workers report "finished" at generation. */
 bool status_all_finished(const struct worker_status *v, size_t n,
 			 unsigned n_workers, int64_t generation);
+
+/*
+ * The run's history (events/): small immutable objects, each one batch of
+ * one writer's events, named events/GGGGGG-SSSSSSSSSS-WRITER.json (the
+ * generation of its first event, the writer's sequence: the Unix second
+ * of the write, so no writer makes more than one object a second) and
+ * holding {"writer": W, "events": [{time, kind, generation, worker,
+ * cause, step, by, details}, ...]}. Written create-only, never changed.
+ * Kinds: bump, failed, stopping, done (control.json changes, by whom and
+ * why), notice, restore, start, exit, hang, commit, progress, boot, end,
+ * chaos (the local provider's injected failures), recreated.
+ */
+struct event {
+	char time[32];           /* RFC 3339 UTC with milliseconds */
+	char kind[16];
+	int64_t generation;      /* 0: not known */
+	char worker[64];         /* the writer: "slice-S-worker-W",
+				    "slicectl", "local" */
+	char cause[256];
+	int64_t step;            /* -1: none */
+	char by[64];
+	char details[256];       /* a JSON object's text, or "" */
+};
+
+/* ev zeroed, its time now, kind, generation, step -1 and worker. */
+void event_init(struct event *ev, const char *kind, int64_t generation,
+		const char *worker);
+
+/*
+ * Records ev in the run at s: queued for this process's writer when
+ * events_start opened one (spooled on disk, written within about a
+ * second, late when the store is down), else written at once as its own
+ * object. Failing to record history never fails the caller's work: the
+ * error is for a message.
+ */
+int event_record(struct store *s, const struct event *ev, struct err *e);
+
+/* This process's writer for the run at run_url, as `writer` (a worker's
+ * name), spooling to spool_dir (events written by an earlier process
+ * that could not reach the store are written now). */
+int events_start(const char *run_url, const char *writer,
+		 const char *spool_dir, struct err *e);
+/* Writes what is queued (trying until deadline_ms, mono_ms's clock) and
+ * ends the writer; what is still unwritten stays in the spool. */
+void events_stop(uint64_t deadline_ms);
+
+/* Every event of the run in time order (ties: by writer, then as
+ * written); *out malloc'd. */
+int events_list(struct store *s, struct event **out, size_t *n,
+		struct err *e);
 
 #endif

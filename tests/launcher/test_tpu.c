@@ -478,7 +478,7 @@ Test(tpu, bad_arguments_are_refused_before_any_request)
 Test(tpu, provisioning_model_contradictions_are_refused_with_the_reason)
 {
 	static const struct {
-		const char *args[6];
+		const char *args[8]; /* NULL-terminated */
 		const char *reason;
 	} cases[] = {
 		{ { "--provisioning-model", "flex-start" },

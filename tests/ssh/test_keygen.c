@@ -7,10 +7,13 @@
 
 #include <criterion/criterion.h>
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static char dir[256];
 
@@ -103,4 +106,58 @@ Test(keygen, unreadable_key_is_an_error)
 	cr_assert_eq(fanout_key_ensure(path, "x", &pub, &e), SSH_EKEY);
 	cr_assert_null(pub);
 	cr_assert(strstr(e.msg, path), "%s", e.msg);
+}
+
+/* Runs racing to make the same key: one makes it, whole (written aside,
+ * synced, then linked into place), and every run uses that one key; no
+ * temporary file is left. */
+Test(keygen, racing_runs_share_one_whole_key)
+{
+	enum { N = 6 };
+	char path[400], pubs[N][512], names[512] = "";
+	int fd[N][2];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "%s/id_ed25519", dir);
+	for (int i = 0; i < N; i++) {
+		pid_t pid;
+
+		cr_assert_eq(pipe(fd[i]), 0);
+		pid = fork();
+		cr_assert(pid >= 0);
+		if (pid == 0) {
+			char *pub = NULL;
+			struct err e;
+
+			err_init(&e);
+			if (fanout_key_ensure(path, "racer", &pub, &e))
+				_exit(1);
+			if (write(fd[i][1], pub, strlen(pub)) < 0)
+				_exit(2);
+			_exit(0);
+		}
+		close(fd[i][1]);
+	}
+	for (int i = 0; i < N; i++) {
+		ssize_t n = read(fd[i][0], pubs[i], sizeof(pubs[i]) - 1);
+		int st;
+
+		cr_assert(n > 0, "racer %d printed no key", i);
+		pubs[i][n] = '\0';
+		close(fd[i][0]);
+		cr_assert(wait(&st) > 0);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		cr_assert_str_eq(pubs[i], pubs[0]);
+	}
+	d = opendir(dir);
+	cr_assert_not_null(d);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' || strstr(de->d_name, ".tmp."))
+			snprintf(names + strlen(names),
+				 sizeof(names) - strlen(names), " %s",
+				 de->d_name);
+	closedir(d);
+	cr_assert(!strcmp(names, " id_ed25519 id_ed25519.pub") ||
+		  !strcmp(names, " id_ed25519.pub id_ed25519"), "%s", names);
 }

@@ -1,0 +1,166 @@
+/*
+ * cmd_events.c: `slicectl events RUN`: the run's history (events/, see
+ * supervisor.h) in time order, once or as it grows.
+ */
+#include "launcher/launcher.h"
+#include "launcher/run_options.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage[] =
+	"usage: slicectl events RUN [--follow] [--interval S] [--bucket URL] "
+	"[--format text|json]\n"
+	"\n"
+	"Prints the run's history in time order: every generation bump with\n"
+	"its cause and who made it, preemption notices, restores and the step\n"
+	"they agreed on, commits, trainer starts and exits, the local\n"
+	"provider's injected chaos, and the run's end. The supervisors write\n"
+	"it to BUCKET/RUN/events/ (within about a second, or late after a\n"
+	"store outage: --follow prints late events when they arrive).\n"
+	"\n"
+	"Text: \"TIME gGENERATION WRITER KIND [step N] CAUSE [by WHO]\";\n"
+	"--format json prints one object a line: {time, kind, generation,\n"
+	"worker, cause, step, by, details}.\n"
+	"\n" RUN_USAGE_BUCKET "\n"
+	"Exit status: 0 done; 1 the store failed; 2 bad arguments; 4 no run\n"
+	"RUN under BUCKET (no job.json).";
+
+/* An event's identity across listings (FNV-1a of all its fields). */
+static uint64_t event_hash(const struct event *ev)
+{
+	const unsigned char *p = (const unsigned char *)ev;
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < sizeof(*ev); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void print_event(const struct event *ev, bool json)
+{
+	json_t *o, *d;
+
+	if (!json) {
+		printf("%s g%" PRId64 " %s %s", ev->time, ev->generation,
+		       ev->worker, ev->kind);
+		if (ev->step >= 0)
+			printf(" step %" PRId64, ev->step);
+		if (*ev->cause)
+			printf(" %s", ev->cause);
+		if (*ev->by && strcmp(ev->by, ev->worker))
+			printf(" [by %s]", ev->by);
+		if (*ev->details)
+			printf(" %s", ev->details);
+		putchar('\n');
+		return;
+	}
+	d = *ev->details ? json_loads(ev->details, 0, NULL) : NULL;
+	o = json_pack("{s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o}", "time",
+		      run_json_text(ev->time), "kind", run_json_text(ev->kind),
+		      "generation", (json_int_t)ev->generation, "worker",
+		      run_json_text(ev->worker), "cause",
+		      run_json_text(ev->cause), "step",
+		      ev->step >= 0 ? json_integer(ev->step) : json_null(),
+		      "by", run_json_text(ev->by), "details",
+		      d ? d : json_object());
+	if (o)
+		run_print_json(o);
+}
+
+/* Prints the events not printed yet (seen: their hashes, sorted). */
+static int print_new(struct run_options *ro, uint64_t **seen, size_t *nseen,
+		     bool *over)
+{
+	struct event *v;
+	size_t n, added = 0;
+	uint64_t *grown;
+	struct err e;
+	int rc = events_list(ro->store, &v, &n, &e);
+
+	if (rc)
+		return run_exit_status(rc, &e);
+	grown = n ? realloc(*seen, (*nseen + n) * sizeof(**seen)) : *seen;
+	if (n && !grown) {
+		free(v);
+		log_error("out of memory");
+		return 1;
+	}
+	*seen = grown;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h = event_hash(&v[i]);
+
+		if (*nseen && bsearch(&h, *seen, *nseen, sizeof(h), cmp_u64))
+			continue;
+		print_event(&v[i], ro->format == 1);
+		(*seen)[*nseen + added++] = h;
+		if (!strcmp(v[i].kind, "done") ||
+		    !strcmp(v[i].kind, "failed"))
+			*over = true;
+	}
+	*nseen += added;
+	qsort(*seen, *nseen, sizeof(**seen), cmp_u64);
+	free(v);
+	fflush(stdout);
+	return 0;
+}
+
+/* Late events (a worker that could not reach the store) may still come
+ * after the run's end: --follow looks this long past it. */
+#define FOLLOW_AFTER_END_MS 15000
+
+int cmd_events(int argc, char **argv)
+{
+	struct run_options ro = { 0 };
+	bool follow = false, over = false;
+	unsigned interval_ms = 1000;
+	struct opt opts[RUN_OPTIONS_COUNT + 3] = {
+		{ .name = "follow", .short_name = 'f', .kind = OPT_FLAG,
+		  .value = &follow,
+		  .help = "keep printing events as they come, until the run "
+			  "is over" },
+		{ .name = "interval", .kind = OPT_SECONDS,
+		  .value = &interval_ms, .arg = "S",
+		  .help = "with --follow, how often to look (default 1 s)" },
+	};
+	uint64_t *seen = NULL, end_ms = 0;
+	size_t nseen = 0;
+	int status;
+
+	run_options_table(&ro, opts + 2);
+	status = run_command_start(opts, argc, argv, usage, &ro);
+	if (status >= 0)
+		goto done;
+	if (interval_ms < 50) {
+		log_error("--interval must be at least 0.05 s");
+		status = EXIT_USAGE;
+		goto done;
+	}
+	for (;;) {
+		struct timespec ts = { interval_ms / 1000,
+				       (long)(interval_ms % 1000) * 1000000L };
+
+		status = print_new(&ro, &seen, &nseen, &over);
+		if (status || !follow)
+			break;
+		if (over && !end_ms)
+			end_ms = mono_ms() + FOLLOW_AFTER_END_MS;
+		if (end_ms && mono_ms() >= end_ms)
+			break;
+		nanosleep(&ts, NULL);
+	}
+done:
+	free(seen);
+	run_options_release(&ro);
+	return status;
+}

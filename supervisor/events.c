@@ -1,0 +1,549 @@
+/*
+ * supervisor/events.c: the run's history, events/ (supervisor.h).
+ *
+ * A supervisor's events go through one writer thread: event_record only
+ * queues (and appends the event to a spool file, so a store outage or a
+ * crash loses nothing), and the thread writes everything queued as one
+ * object at most once a second. The object's sequence number is the Unix
+ * second of its write, so a writer restarted within a second, or a late
+ * batch, never reuses a name: a create-only refusal moves it one on.
+ * Other processes (slicectl restart, stop; the local provider) record
+ * few events and write each at once.
+ */
+#include "supervisor/supervisor.h"
+
+#include "cloud/cloud.h"
+#include "supervisor/spec_util.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EVENTS_PREFIX "events/"
+/* One object holds a writer's events of about a second; generous. */
+#define EVENTS_OBJECT_MAX ((size_t)4 << 20)
+/* Attempts at a free name when a writer's seconds are taken. */
+#define NAME_TRIES 16
+/* The writer's pause between writes, and the longest after failures. */
+#define TICK_MS 1000
+#define RETRY_MAX_MS 30000
+
+void event_init(struct event *ev, const char *kind, int64_t generation,
+		const char *worker)
+{
+	struct timespec ts;
+	struct tm tm;
+	char when[128];
+
+	memset(ev, 0, sizeof(*ev));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 ts.tv_nsec / 1000000);
+	spec_copy_text(ev->time, sizeof(ev->time), when);
+	spec_copy_text(ev->kind, sizeof(ev->kind), kind);
+	spec_copy_text(ev->worker, sizeof(ev->worker), worker);
+	ev->generation = generation;
+	ev->step = -1;
+}
+
+/* ---- one event as JSON, and back ---- */
+
+static json_t *event_json(const struct event *ev)
+{
+	json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s}", "time",
+			      ev->time, "kind", ev->kind, "generation",
+			      (json_int_t)ev->generation, "worker", ev->worker,
+			      "cause", ev->cause, "by", ev->by);
+	json_t *d = *ev->details ? json_loads(ev->details, 0, NULL) : NULL;
+
+	if (!o) {
+		json_decref(d);
+		return NULL;
+	}
+	json_object_set_new(o, "step", ev->step >= 0
+					       ? json_integer(ev->step)
+					       : json_null());
+	json_object_set_new(o, "details", d ? d : json_object());
+	return o;
+}
+
+static void text_member(json_t *o, const char *key, char *dst, size_t cap)
+{
+	json_t *v = json_object_get(o, key);
+
+	spec_copy_text(dst, cap, json_is_string(v) ? json_string_value(v)
+						    : "");
+}
+
+/* 0, or -1 when o is not an event. */
+static int event_parse(json_t *o, struct event *ev)
+{
+	json_t *gen = json_object_get(o, "generation");
+	json_t *step = json_object_get(o, "step");
+	json_t *d = json_object_get(o, "details");
+	char *text;
+
+	if (!json_is_object(o) || !json_is_string(json_object_get(o, "time")) ||
+	    !json_is_string(json_object_get(o, "kind")))
+		return -1;
+	memset(ev, 0, sizeof(*ev));
+	text_member(o, "time", ev->time, sizeof(ev->time));
+	text_member(o, "kind", ev->kind, sizeof(ev->kind));
+	text_member(o, "worker", ev->worker, sizeof(ev->worker));
+	text_member(o, "cause", ev->cause, sizeof(ev->cause));
+	text_member(o, "by", ev->by, sizeof(ev->by));
+	ev->generation = json_is_integer(gen) ? json_integer_value(gen) : 0;
+	ev->step = json_is_integer(step) ? json_integer_value(step) : -1;
+	if (json_is_object(d) && json_object_size(d) &&
+	    (text = json_dumps(d, JSON_COMPACT))) {
+		if (strlen(text) < sizeof(ev->details))
+			memcpy(ev->details, text, strlen(text) + 1);
+		free(text);
+	}
+	return 0;
+}
+
+/* {"writer": W, "events": [...]} of v[0..n), compact (*out malloc'd). */
+static int batch_text(const char *writer, const struct event *v, size_t n,
+		      char **out)
+{
+	json_t *a = json_array(), *root;
+
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, event_json(&v[i]))) {
+			json_decref(a);
+			a = NULL;
+		}
+	root = a ? json_pack("{s:s, s:o}", "writer", writer, "events", a)
+		 : NULL;
+	*out = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	json_decref(root);
+	return *out ? 0 : -1;
+}
+
+/* Writes v[0..n) as one new object for writer: the first free name at or
+ * after second *seq (which is left at the name used). */
+static int write_batch(struct store *s, const char *writer,
+		       const struct event *v, size_t n, int64_t *seq,
+		       struct err *e)
+{
+	char name[160], *text;
+	int r = CLOUD_EPRECONDITION;
+
+	if (batch_text(writer, v, n, &text))
+		return err_set(e, CLOUD_ENOMEM, "out of memory");
+	for (int t = 0; t < NAME_TRIES && r == CLOUD_EPRECONDITION; t++) {
+		if (t)
+			++*seq;
+		snprintf(name, sizeof(name),
+			 EVENTS_PREFIX "%06lld-%010lld-%s.json",
+			 (long long)v[0].generation, (long long)*seq, writer);
+		err_init(e);
+		r = store_put(s, name, text, strlen(text), STORE_CREATE_ONLY,
+			      NULL, e);
+	}
+	free(text);
+	return r;
+}
+
+/* ---- this process's writer ---- */
+
+struct writer {
+	struct store *store;
+	char name[64];
+	char spool[1100];        /* the spool file, "" none */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct event *q;         /* queued, oldest first */
+	size_t nq, capq;
+	int64_t last_seq;        /* second of the last object written */
+	uint64_t flush_by_ms;    /* events_stop's deadline, 0 running */
+	bool stopping;
+	bool failing;            /* the last write failed (said once) */
+};
+
+static pthread_mutex_t proc_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct writer *proc_writer;
+
+static int queue_push(struct writer *w, const struct event *ev)
+{
+	if (w->nq == w->capq) {
+		size_t cap = w->capq ? 2 * w->capq : 16;
+		struct event *q = realloc(w->q, cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		w->q = q;
+		w->capq = cap;
+	}
+	w->q[w->nq++] = *ev;
+	return 0;
+}
+
+static void spool_append(const char *path, const struct event *ev)
+{
+	json_t *o = event_json(ev);
+	char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	FILE *f = line ? fopen(path, "ae") : NULL;
+
+	if (f) {
+		fprintf(f, "%s\n", line);
+		fclose(f);
+	}
+	free(line);
+	json_decref(o);
+}
+
+/* The spool holds exactly the queue (after a write took some of it). */
+static void spool_rewrite(struct writer *w)
+{
+	char tmp[1200];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", w->spool);
+	f = fopen(tmp, "we");
+	if (!f)
+		return;
+	for (size_t i = 0; i < w->nq; i++) {
+		json_t *o = event_json(&w->q[i]);
+		char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+		if (line)
+			fprintf(f, "%s\n", line);
+		free(line);
+		json_decref(o);
+	}
+	if (fclose(f) == 0)
+		rename(tmp, w->spool);
+}
+
+/* What an earlier process of this worker could not write. */
+static void spool_load(struct writer *w)
+{
+	FILE *f = fopen(w->spool, "re");
+	char *line = NULL;
+	size_t cap = 0;
+
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		json_t *o = json_loads(line, 0, NULL);
+		struct event ev;
+
+		if (o && !event_parse(o, &ev))
+			queue_push(w, &ev);
+		json_decref(o);
+	}
+	free(line);
+	fclose(f);
+	if (w->nq)
+		log_info("%zu events of an earlier run of this worker are "
+			 "still to be written", w->nq);
+}
+
+static void wait_ms(struct writer *w, uint64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+}
+
+/* One write of everything queued (called with mu held; drops it while
+ * writing). */
+static int flush_once(struct writer *w)
+{
+	size_t n = w->nq;
+	struct event *v = n ? malloc(n * sizeof(*v)) : NULL;
+	int64_t seq = (int64_t)time(NULL);
+	struct err e;
+	int r;
+
+	if (!n)
+		return 0;
+	if (!v)
+		return -1;
+	memcpy(v, w->q, n * sizeof(*v));
+	if (seq <= w->last_seq)
+		seq = w->last_seq + 1;
+	pthread_mutex_unlock(&w->mu);
+	r = write_batch(w->store, w->name, v, n, &seq, &e);
+	pthread_mutex_lock(&w->mu);
+	free(v);
+	if (r) {
+		if (!w->failing)
+			log_warn("events not written yet (kept in %s, "
+				 "retrying): %s", *w->spool ? w->spool
+							     : "memory",
+				 e.msg);
+		w->failing = true;
+		return r;
+	}
+	if (w->failing)
+		log_info("events written again");
+	w->failing = false;
+	w->last_seq = seq;
+	memmove(w->q, w->q + n, (w->nq - n) * sizeof(*w->q));
+	w->nq -= n;
+	if (*w->spool)
+		spool_rewrite(w);
+	return 0;
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	uint64_t pause = TICK_MS;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		if (w->stopping && (!w->nq || mono_ms() >= w->flush_by_ms))
+			break;
+		if (!w->stopping)
+			wait_ms(w, pause);
+		if (!w->nq)
+			continue;
+		if (flush_once(w)) {
+			pause = 2 * pause < RETRY_MAX_MS ? 2 * pause
+							 : RETRY_MAX_MS;
+			if (w->stopping)
+				wait_ms(w, TICK_MS);
+		} else {
+			pause = TICK_MS;
+			/* At most one object a second. */
+			if (w->stopping && w->nq)
+				wait_ms(w, TICK_MS);
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int events_start(const char *run_url, const char *writer,
+		 const char *spool_dir, struct err *e)
+{
+	struct writer *w = calloc(1, sizeof(*w));
+	int r;
+
+	err_init(e);
+	if (!w)
+		return err_set(e, CLOUD_ENOMEM, "out of memory");
+	r = store_open(&w->store, run_url, e);
+	if (r) {
+		free(w);
+		return r;
+	}
+	spec_copy_text(w->name, sizeof(w->name), writer);
+	if (spool_dir)
+		snprintf(w->spool, sizeof(w->spool), "%s/events.spool",
+			 spool_dir);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	if (*w->spool)
+		spool_load(w);
+	if (pthread_create(&w->thread, NULL, writer_main, w)) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		store_close(w->store);
+		free(w->q);
+		free(w);
+		return err_set(e, COMMON_EIO, "cannot start the events "
+			       "writer");
+	}
+	pthread_mutex_lock(&proc_mu);
+	proc_writer = w;
+	pthread_mutex_unlock(&proc_mu);
+	return 0;
+}
+
+void events_stop(uint64_t deadline_ms)
+{
+	struct writer *w;
+
+	pthread_mutex_lock(&proc_mu);
+	w = proc_writer;
+	proc_writer = NULL;
+	pthread_mutex_unlock(&proc_mu);
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stopping = true;
+	w->flush_by_ms = deadline_ms;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	if (w->nq)
+		log_warn("%zu events not written (the store did not answer); "
+			 "the next start of this worker writes them", w->nq);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	store_close(w->store);
+	free(w->q);
+	free(w);
+}
+
+int event_record(struct store *s, const struct event *ev, struct err *e)
+{
+	int64_t seq = (int64_t)time(NULL);
+	int r = 0;
+
+	err_init(e);
+	pthread_mutex_lock(&proc_mu);
+	if (proc_writer) {
+		struct writer *w = proc_writer;
+
+		pthread_mutex_lock(&w->mu);
+		if (queue_push(w, ev))
+			r = err_set(e, CLOUD_ENOMEM, "out of memory");
+		else if (*w->spool)
+			spool_append(w->spool, ev);
+		pthread_cond_signal(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		pthread_mutex_unlock(&proc_mu);
+		return r;
+	}
+	pthread_mutex_unlock(&proc_mu);
+	if (!s)
+		return err_set(e, CLOUD_EINVAL, "event_record: no store");
+	return write_batch(s, *ev->worker ? ev->worker : "slicectl", ev, 1,
+			   &seq, e);
+}
+
+/* ---- reading them back ---- */
+
+struct reading {
+	struct store *s;
+	struct event *v;
+	size_t n, cap;
+	size_t *order;           /* per event: object index << 20 | index */
+	size_t objects;
+	struct err *e;
+	int rc;
+};
+
+static int read_one(void *ud, const struct store_object *o, bool is_prefix)
+{
+	struct reading *rd = ud;
+	char *data;
+	size_t len, i = 0;
+	json_t *root, *a, *it;
+
+	if (is_prefix || !strstr(o->name, ".json"))
+		return 0;
+	rd->rc = store_read(rd->s, o->name, EVENTS_OBJECT_MAX, &data, &len,
+			    NULL, rd->e);
+	if (rd->rc == CLOUD_ENOTFOUND) { /* deleted meanwhile */
+		err_init(rd->e);
+		return rd->rc = 0;
+	}
+	if (rd->rc)
+		return 1;
+	root = json_loadb(data, len, 0, NULL);
+	free(data);
+	a = json_object_get(root, "events");
+	if (!json_is_array(a))
+		log_warn("%s is not a batch of events: skipped",
+			 store_url(rd->s, o->name));
+	json_array_foreach(a, i, it) {
+		struct event ev;
+
+		if (event_parse(it, &ev))
+			continue;
+		if (rd->n == rd->cap) {
+			size_t cap = rd->cap ? 2 * rd->cap : 256;
+			struct event *v = realloc(rd->v, cap * sizeof(*v));
+			size_t *ord = v ? realloc(rd->order,
+						  cap * sizeof(*ord))
+					: NULL;
+
+			if (v)
+				rd->v = v;
+			if (!ord) {
+				json_decref(root);
+				rd->rc = err_set(rd->e, CLOUD_ENOMEM,
+						 "out of memory");
+				return 1;
+			}
+			rd->order = ord;
+			rd->cap = cap;
+		}
+		rd->order[rd->n] = rd->objects << 20 | (i & 0xfffff);
+		rd->v[rd->n++] = ev;
+	}
+	rd->objects++;
+	json_decref(root);
+	return 0;
+}
+
+struct sortable {
+	const struct event *ev;
+	size_t order;
+};
+
+static int by_time(const void *a, const void *b)
+{
+	const struct sortable *x = a, *y = b;
+	int c = strcmp(x->ev->time, y->ev->time);
+
+	if (!c)
+		c = strcmp(x->ev->worker, y->ev->worker);
+	if (!c)
+		c = x->order < y->order ? -1 : x->order > y->order;
+	return c;
+}
+
+int events_list(struct store *s, struct event **out, size_t *n,
+		struct err *e)
+{
+	struct reading rd = { .s = s, .e = e };
+	struct sortable *idx;
+	struct event *sorted;
+	int r;
+
+	err_init(e);
+	*out = NULL;
+	*n = 0;
+	r = store_list(s, EVENTS_PREFIX, NULL, read_one, &rd, e);
+	if (!r && rd.rc)
+		r = rd.rc;
+	if (r == CLOUD_ENOTFOUND) {
+		err_init(e);
+		r = 0;
+	}
+	idx = !r && rd.n ? malloc(rd.n * sizeof(*idx)) : NULL;
+	sorted = idx ? malloc(rd.n * sizeof(*sorted)) : NULL;
+	if (!r && rd.n && !sorted)
+		r = err_set(e, CLOUD_ENOMEM, "out of memory");
+	if (!r && rd.n) {
+		for (size_t i = 0; i < rd.n; i++)
+			idx[i] = (struct sortable){ &rd.v[i], rd.order[i] };
+		qsort(idx, rd.n, sizeof(*idx), by_time);
+		/* A batch written twice (its write succeeded but the answer
+		 * was lost, so the writer tried again under the next name)
+		 * counts once: its events are equal to the byte. */
+		for (size_t i = 0; i < rd.n; i++)
+			if (!*n || memcmp(&sorted[*n - 1], idx[i].ev,
+					  sizeof(*sorted)))
+				sorted[(*n)++] = *idx[i].ev;
+		*out = sorted;
+		sorted = NULL;
+	}
+	free(sorted);
+	free(idx);
+	free(rd.v);
+	free(rd.order);
+	return r;
+}
