@@ -141,8 +141,10 @@ static void set_phase(struct sup *s, enum phase p, const char *why)
 		log_info("%s -> %s%s%s", phase_names[s->phase], phase_names[p],
 			 why ? ": " : "", why ? why : "");
 	s->phase = p;
-	if (p != P_RUN && s->sync)
+	if (p != P_RUN && s->sync) {
 		syncer_watch_closely(s->sync, false);
+		syncer_progressing(s->sync, false);
+	}
 	s->deadline_ms = 0;
 	s->retry_ms = 0;
 	if (why)
@@ -741,6 +743,8 @@ static void watch_stall(struct sup *s, uint64_t moved, uint64_t now)
 					      now > s->moved_ms + limit &&
 					      now < s->moved_ms + limit +
 							    STALL_WATCH_MS);
+	syncer_progressing(s->sync, s->moves >= 3 &&
+					    now <= s->moved_ms + limit);
 }
 
 /* Worker 0 speaks for the group: commits and the trained step. */
