@@ -605,7 +605,11 @@ int cmd_status(int argc, char **argv)
 		goto out;
 	status = 0;
 	v.ro = &ro;
-	v.window_s = 3LL * ro.job.heartbeat_s + 10;
+	v.window_s = 3LL * status_period_ms(ro.job.heartbeat_s,
+					     ro.job.num_slices *
+						     ro.job.workers_per_slice) /
+			     1000 +
+		     10;
 	now = time(NULL);
 	rc = run_control_peek(&ro, &v.control, &v.have_control, &e);
 	v.control_age_s = v.have_control ? age_of(v.control.time, now) : -1;

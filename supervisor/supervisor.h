@@ -163,6 +163,12 @@ int status_list(struct store *s, struct worker_status **out, size_t *n,
 		struct err *e);
 
 /* Whether all n_workers workers report "finished" at generation. */
+/* How often each of n_workers writes its heartbeat: every heartbeat_s,
+ * or less often when the run's heartbeats and log segments together would
+ * take more than half of the bucket's initial write rate (GCS: about 1000
+ * writes a second). Readers judge a heartbeat stale against this. */
+unsigned status_period_ms(unsigned heartbeat_s, unsigned n_workers);
+
 bool status_all_finished(const struct worker_status *v, size_t n,
 			 unsigned n_workers, int64_t generation);
 

@@ -33,7 +33,7 @@
  * trainer into the close watch), STEADY_READS_PER_S; reads otherwise
  * (start-up, restarts, a stalled trainer watched closely: bursts),
  * BURST_READS_FACTOR times that; heartbeat and log segment writes,
- * HEARTBEAT_WRITES_PER_S, half the ramp, leaving the rest to checkpoints.
+ * half the ramp, leaving the rest to checkpoints (status_period_ms).
  * Each worker takes 1/n_workers of each, as a longer period than the
  * configured one only when its share asks for it: runs of up to a
  * thousand workers keep 1 s polls. SLICECTL_SHARE_WORKERS=N in the
@@ -41,8 +41,6 @@
  * instead (bench/cost measures a small run behaving as a large one). */
 #define STEADY_READS_PER_S 1000
 #define BURST_READS_FACTOR 5
-#define HEARTBEAT_WRITES_PER_S 500
-#define WRITES_PER_HEARTBEAT 2   /* status/PART.json and a log segment */
 
 /* GCS's limit on writes of one object: about one a second. The
  * heartbeat object is never written more often, even when the loop asks
@@ -520,7 +518,7 @@ static unsigned share_ms(unsigned n_workers, unsigned each, unsigned per_s,
 static void scale_periods(struct syncer *s)
 {
 	unsigned n = share_workers(s->c.n_workers);
-	unsigned reads = STEADY_READS_PER_S, writes = HEARTBEAT_WRITES_PER_S;
+	unsigned reads = STEADY_READS_PER_S;
 	unsigned poll = s->c.control_poll_ms, hb = s->c.job->heartbeat_s * 1000;
 
 	s->c.control_poll_ms =
@@ -528,14 +526,15 @@ static void scale_periods(struct syncer *s)
 	s->c.close_poll_ms =
 		share_ms(n, 1, reads * BURST_READS_FACTOR, s->c.close_poll_ms);
 	s->progress_poll_ms = share_ms(n, 1, reads, s->c.control_poll_ms);
-	s->heartbeat_ms = share_ms(n, WRITES_PER_HEARTBEAT, writes, hb);
+	s->heartbeat_ms = status_period_ms(s->c.job->heartbeat_s, n);
 	if (s->progress_poll_ms > poll || s->heartbeat_ms > hb)
 		log_info("%u workers: control.json read every %u ms while the "
 			 "trainer makes progress (%u ms otherwise, %u ms when "
 			 "it stalls), heartbeat every %u ms, to stay within "
-			 "%u reads and %u heartbeat writes a second for the "
-			 "run", n, s->progress_poll_ms, s->c.control_poll_ms,
-			 s->c.close_poll_ms, s->heartbeat_ms, reads, writes);
+			 "%u reads and half the bucket's writes a second for "
+			 "the run", n, s->progress_poll_ms,
+			 s->c.control_poll_ms, s->c.close_poll_ms,
+			 s->heartbeat_ms, reads);
 }
 
 int syncer_start(struct syncer **out, const struct syncer_config *c,
