@@ -126,6 +126,7 @@ struct sup {
 	int64_t final_step;
 	bool resume_asked;         /* maintenance: the bump is asked for */
 	uint64_t trainer_since_ms; /* when the trainer started */
+	int64_t trainer_generation; /* the generation it started at */
 	/* The upload of the newest step, timed from its .done marker to
 	 * its part in the bucket: the deadline's lead counts on it. */
 	int64_t timed_step;
@@ -149,14 +150,15 @@ static void set_phase(struct sup *s, enum phase p, const char *why)
 		snprintf(s->message, sizeof(s->message), "%s", why);
 }
 
-/* One event in the run's history (supervisor.h), by this worker. */
-static void note(struct sup *s, const char *kind, int64_t step,
-		 const char *cause, const char *details)
+/* One event in the run's history (supervisor.h), by this worker, of
+ * generation. */
+static void note_of(struct sup *s, int64_t generation, const char *kind,
+		    int64_t step, const char *cause, const char *details)
 {
 	struct event ev;
 	struct err e;
 
-	event_init(&ev, kind, s->generation, s->id.name);
+	event_init(&ev, kind, generation, s->id.name);
 	ev.step = step;
 	snprintf(ev.cause, sizeof(ev.cause), "%s", cause ? cause : "");
 	snprintf(ev.by, sizeof(ev.by), "%s", s->id.name);
@@ -164,6 +166,12 @@ static void note(struct sup *s, const char *kind, int64_t step,
 		snprintf(ev.details, sizeof(ev.details), "%s", details);
 	if (event_record(NULL, &ev, &e))
 		log_warn("event not recorded: %s", e.msg);
+}
+
+static void note(struct sup *s, const char *kind, int64_t step,
+		 const char *cause, const char *details)
+{
+	note_of(s, s->generation, kind, step, cause, details);
 }
 
 /* ---- signals ---- */
@@ -439,6 +447,7 @@ static void start_trainer(struct sup *s)
 	strlist_release(&env);
 	s->starts++;
 	s->trainer_since_ms = mono_ms();
+	s->trainer_generation = s->generation;
 	/* The other workers may take up to the grace period to stop their
 	 * old trainers and start again, and this trainer may wait for them
 	 * in silence: the hang clock starts that much later. */
@@ -532,6 +541,8 @@ static void begin_restore(struct sup *s, int64_t generation)
  * leaves (the emergency path has flushed them already). */
 #define FLUSH_AT_END_MS 120000
 
+static void note_last_commits(struct sup *s);
+
 static void end(struct sup *s, const char *why)
 {
 	char details[64];
@@ -543,6 +554,7 @@ static void end(struct sup *s, const char *why)
 		if (shipper_flush(s->ship, mono_ms() + FLUSH_AT_END_MS, &e))
 			log_warn("last checkpoint not uploaded: %s", e.msg);
 	}
+	note_last_commits(s);
 	/* A VM that goes away after its window leaves the run waiting for
 	 * the next; a waiting worker of a stopped run has exited. */
 	s->end_state = s->phase == P_FINISHED ? "finished"
@@ -759,6 +771,17 @@ static void note_progress(struct sup *s, const struct shipper_state *ss,
 	}
 }
 
+/* The group's last commits come after its trainer ended (worker 0). */
+static void note_last_commits(struct sup *s)
+{
+	struct shipper_state ss;
+
+	if (s->id.process_id != 0)
+		return;
+	shipper_get(s->ship, &ss);
+	note_progress(s, &ss, mono_ms());
+}
+
 static void step_run(struct sup *s)
 {
 	struct shipper_state ss;
@@ -833,6 +856,10 @@ static void step_stop(struct sup *s, const struct control *c)
 		log_warn("the trainer outlived the %u s grace period: killed",
 			 s->job.grace_s);
 	trainer_gone(s);
+	/* The steps it trained, for what a new generation trains again
+	 * (s->generation may be the new one already). */
+	note_of(s, s->trainer_generation, "stop", s->trained, s->message,
+		NULL);
 	if (s->after_stop == P_RESTORE)
 		begin_restore(s, c->generation > s->generation ? c->generation
 							       : s->generation);
@@ -956,6 +983,7 @@ static void finish_emergency(struct sup *s)
 	if (!s->trainer.exited)
 		log_warn("the trainer outlived the grace period: killed");
 	trainer_gone(s);
+	note_of(s, s->trainer_generation, "stop", s->trained, s->why, NULL);
 	err_init(&e);
 	rc = shipper_flush(s->ship, flush_deadline, &e);
 	shipper_get(s->ship, &ss);
@@ -1058,6 +1086,8 @@ static void step(struct sup *s)
 		step_resume(s);
 	if (s->phase == P_RUN && !check_deadline(s, &c))
 		step_run(s);
+	if (s->phase == P_FINISHED)
+		note_last_commits(s);
 }
 
 /* ---- set-up and the loop ---- */
