@@ -132,7 +132,7 @@ struct sup {
 	int64_t timed_step;
 	uint64_t timed_from_ms;
 	uint64_t upload_ms;
-	int64_t noted_commit;      /* newest commit in the history (worker 0) */
+	int64_t noted_commit;      /* newest commit it made, in the history */
 	uint64_t noted_progress_ms; /* last progress event (worker 0) */
 };
 
@@ -754,7 +754,9 @@ static void watch_stall(struct sup *s, uint64_t moved, uint64_t now)
 							    STALL_WATCH_MS);
 }
 
-/* Worker 0 speaks for the group: commits and the trained step. */
+/* A commit is noted by the worker that made it (the writer of a step's
+ * last part, or worker 0 finishing the job); worker 0 speaks for the
+ * group's trained step. */
 static void note_progress(struct sup *s, const struct shipper_state *ss,
 			  uint64_t now)
 {
@@ -764,20 +766,19 @@ static void note_progress(struct sup *s, const struct shipper_state *ss,
 		s->noted_commit = ss->newest_committed;
 		note(s, "commit", ss->newest_committed, NULL, NULL);
 	}
-	if (step >= 0 && now >= s->noted_progress_ms + PROGRESS_EVENT_MS) {
+	if (s->id.process_id == 0 && step >= 0 &&
+	    now >= s->noted_progress_ms + PROGRESS_EVENT_MS) {
 		s->noted_progress_ms = now;
 		note(s, "progress", step,
 		     s->trained >= 0 ? "SLICE_STEP_FILE" : "checkpoint", NULL);
 	}
 }
 
-/* The group's last commits come after its trainer ended (worker 0). */
+/* The last commits come after the trainers ended. */
 static void note_last_commits(struct sup *s)
 {
 	struct shipper_state ss;
 
-	if (s->id.process_id != 0)
-		return;
 	shipper_get(s->ship, &ss);
 	note_progress(s, &ss, mono_ms());
 }
@@ -804,8 +805,7 @@ static void step_run(struct sup *s)
 	if (moved > s->progress_ms)
 		s->progress_ms = moved;
 	watch_stall(s, moved, now);
-	if (s->id.process_id == 0)
-		note_progress(s, &ss, now);
+	note_progress(s, &ss, now);
 	if (s->trainer.exited) {
 		char how[64];
 
