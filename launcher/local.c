@@ -11,11 +11,11 @@
  * `slicectl report` give: one account of a run, not two.
  *
  * One loop, a tick every 200 ms: reap children, inject due chaos, restart
- * what is due, and every second read the run's new events. This process makes
- * itself a child subreaper, so trainers orphaned by a killed supervisor
- * become its children: it reaps them, and a trainer group is signalled
- * only after /proc shows its leader is a child of the worker's supervisor
- * or of this process (never a recycled pid).
+ * what is due, and every second read the run's new events. This process
+ * makes itself a child subreaper, so trainers orphaned by a killed
+ * supervisor become its children: it reaps them, and a trainer group is
+ * signalled only after /proc shows its leader is a child of the worker's
+ * supervisor or of this process (never a recycled pid).
  */
 #include "cloud/cloud.h"
 #include "launcher/local.h"
