@@ -416,6 +416,24 @@ static const char *why_over(const struct tpu_qr *q)
 		       : q->state;
 }
 
+/* The run's history (supervisor.h) keeps each queued resource asked for
+ * again, or flex-start window queued, and why. */
+static void note_recreated(struct watch *w, int64_t generation,
+			   const char *why)
+{
+	json_t *d = json_pack("{s:s, s:i, s:i}", "queued_resource",
+			      w->spec->id, "recreation", (int)w->recreated,
+			      "budget", (int)w->budget);
+	char *details = d ? json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	struct err e;
+
+	if (event_record_as(w->s, "slicectl", "recreated", generation, why,
+			    details, &e))
+		log_warn("event not recorded: %s", e.msg);
+	free(details);
+	json_decref(d);
+}
+
 /* Bumps the run's generation, deletes the queued resource and asks for
  * it again. Returns -1 to go on watching, or an exit status. */
 static int recreate(struct watch *w, const struct control *seen,
@@ -471,6 +489,7 @@ static int recreate(struct watch *w, const struct control *seen,
 	w->window_end[0] = '\0';
 	job_say(w->start_ms, "%s: asked for again", w->spec->id);
 	publish_watch(w, NULL);
+	note_recreated(w, after.generation, why);
 	return -1;
 }
 
