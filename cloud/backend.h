@@ -16,6 +16,10 @@ struct store_backend;
 /* An upload in progress; each backend embeds this first in its own. */
 struct store_upload {
 	struct store *store;
+	/* For SLICECTL_STORE_TRACE (store.c): the object's name (NULL when
+	 * not tracing) and the bytes written so far. */
+	char *trace_name;
+	uint64_t written;
 };
 
 struct store_ops {

@@ -119,6 +119,22 @@ int store_delete(struct store *s, const char *name,
 #define STORE_PIECE_MARK ".xfer-piece."
 bool store_is_piece(const char *name);
 
+/* An append-only object (a log) as immutable segments under dir (ending
+ * in "/"), each named by the offset of its first byte and written once,
+ * create-only: bytes sent once, no object written twice. Putting a
+ * segment that exists already succeeds (a writer restarted) and sets
+ * *stored (may be NULL) to the size of the one there, else to len: the
+ * writer goes on from offset + *stored. Reading
+ * concatenates the segments from byte from onwards (a gap the writer left
+ * is skipped) and sets *end (may be NULL) to the offset after the last
+ * byte read: the next call's from, for following a growing log. */
+int store_segment_put(struct store *s, const char *dir, uint64_t offset,
+		      const void *data, size_t len, uint64_t *stored,
+		      struct err *e);
+int store_segments_read(struct store *s, const char *dir, uint64_t from,
+			store_sink_fn sink, void *ud, uint64_t *end,
+			struct err *e);
+
 /*
  * The Cloud TPU API, v2alpha1 (queued resources, nodes, operations, guest
  * attributes), at https://tpu.googleapis.com/ or SLICECTL_TPU_ENDPOINT.

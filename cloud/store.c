@@ -3,12 +3,26 @@
  * checks arguments once for both backends, puts the store's prefix in
  * front of every name on the way down and takes it off on the way up, and
  * forwards each call to the backend of the URL's scheme (backend.h).
+ *
+ * With SLICECTL_STORE_TRACE=FILE in the environment every call is also
+ * appended to FILE as one line "TIME PROGRAM OP RC BYTES URL" (TIME: Unix
+ * seconds, to the millisecond, when the call returned; PROGRAM: the
+ * process's name, slicectl or slice-supervis(or); OP: put, upload,
+ * get, stat, list, delete; RC the call's result, 0 ok; BYTES sent or
+ * received), one write(2) a line so that many processes can share the
+ * file: bench/cost counts a run's requests and bytes by it, the same for
+ * file:// runs as for gs:// ones.
  */
 #include "cloud/backend.h"
 
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define STORE_NAME_MAX 1024
 
@@ -18,7 +32,49 @@ struct store {
 	char *base;   /* "gs://bucket" or "file:///dir", no trailing slash */
 	char *prefix; /* "" or "some/prefix/" (gs:// only) */
 	struct buf url;
+	int trace_fd; /* SLICECTL_STORE_TRACE's, or -1 */
+	char trace_comm[32]; /* the process's name, for the trace */
 };
+
+static void trace_open(struct store *s, const char *path)
+{
+	ssize_t n = 0;
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, s->trace_comm, sizeof(s->trace_comm) - 1);
+		close(fd);
+	}
+	s->trace_comm[n > 0 ? n : 0] = '\0';
+	s->trace_comm[strcspn(s->trace_comm, " \n")] = '\0';
+	if (!s->trace_comm[0])
+		snprintf(s->trace_comm, sizeof(s->trace_comm), "-");
+	s->trace_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+			   0644);
+}
+
+/* name: relative to the store's prefix, as the caller gave it. */
+static void trace(struct store *s, const char *op, int rc, uint64_t bytes,
+		  const char *name)
+{
+	char line[2 * STORE_NAME_MAX + 256];
+	struct timespec ts;
+	int n;
+
+	if (s->trace_fd < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n = snprintf(line, sizeof(line),
+		     "%lld.%03ld %s %s %d %" PRIu64 " %s/%s%s\n",
+		     (long long)ts.tv_sec, ts.tv_nsec / 1000000L, s->trace_comm,
+		     op, rc, bytes, s->base, s->prefix, name ? name : "");
+	/* A trace is best effort: a failed write only loses a line. */
+	if (n > 0 && (size_t)n < sizeof(line)) {
+		ssize_t w = write(s->trace_fd, line, (size_t)n);
+
+		(void)w;
+	}
+}
 
 void store_object_release(struct store_object *o)
 {
@@ -261,6 +317,9 @@ int store_open(struct store **out, const char *url, struct err *e)
 	if (!s)
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
 	buf_init(&s->url);
+	s->trace_fd = -1;
+	if (getenv("SLICECTL_STORE_TRACE") && *getenv("SLICECTL_STORE_TRACE"))
+		trace_open(s, getenv("SLICECTL_STORE_TRACE"));
 	if (!strncmp(url, "gs://", 5))
 		r = open_gs(s, url, url + 5, e);
 	else if (!strncmp(url, "file://", 7))
@@ -311,6 +370,8 @@ void store_close(struct store *s)
 		return;
 	if (s->b)
 		s->ops->close(s->b);
+	if (s->trace_fd >= 0)
+		close(s->trace_fd);
 	free(s->base);
 	free(s->prefix);
 	buf_release(&s->url);
@@ -346,6 +407,7 @@ int store_put(struct store *s, const char *name, const void *data,
 	r = s->ops->put(s->b, full, data ? data : "", len,
 			if_generation_match, out, e);
 	free(full);
+	trace(s, "put", r, len, name);
 	if (!r)
 		strip_prefix(s, out);
 	return r;
@@ -369,9 +431,14 @@ int store_upload_begin(struct store *s, const char *name,
 	free(full);
 	if (r) {
 		*out = NULL;
+		trace(s, "upload", r, 0, name);
 		return r;
 	}
 	(*out)->store = s;
+	(*out)->written = 0;
+	(*out)->trace_name = NULL;
+	if (s->trace_fd >= 0)
+		(*out)->trace_name = strdup(name);
 	return 0;
 }
 
@@ -384,6 +451,7 @@ int store_upload_write(struct store_upload *u, const void *data, size_t len,
 			       u ? "data" : "upload");
 	if (!len)
 		return 0;
+	u->written += len;
 	return u->store->ops->upload_write(u, data, len, e);
 }
 
@@ -391,6 +459,8 @@ int store_upload_finish(struct store_upload *u, struct store_object *out,
 			struct err *e)
 {
 	struct store *s;
+	char *name;
+	uint64_t written;
 	int r;
 
 	err_init(e);
@@ -400,7 +470,12 @@ int store_upload_finish(struct store_upload *u, struct store_object *out,
 		return err_set(e, CLOUD_EINVAL, "store_upload_finish: no "
 			       "upload");
 	s = u->store;
+	name = u->trace_name;
+	written = u->written;
 	r = s->ops->upload_finish(u, out, e);
+	if (name)
+		trace(s, "upload", r, written, name);
+	free(name);
 	if (!r)
 		strip_prefix(s, out);
 	return r;
@@ -408,8 +483,19 @@ int store_upload_finish(struct store_upload *u, struct store_object *out,
 
 void store_upload_abort(struct store_upload *u)
 {
-	if (u)
-		u->store->ops->upload_abort(u);
+	struct store *s;
+	char *name;
+	uint64_t written;
+
+	if (!u)
+		return;
+	s = u->store;
+	name = u->trace_name;
+	written = u->written;
+	s->ops->upload_abort(u);
+	if (name)
+		trace(s, "upload", CLOUD_EABORTED, written, name);
+	free(name);
 }
 
 /* Remembers that the sink, not the backend, stopped a download, so its
@@ -418,13 +504,17 @@ struct sink_guard {
 	store_sink_fn fn;
 	void *ud;
 	int code;
+	uint64_t bytes;
 };
 
 static int guarded_sink(void *ud, const void *data, size_t len,
 			struct err *e)
 {
 	struct sink_guard *g = ud;
-	int r = g->fn(g->ud, data, len, e);
+	int r;
+
+	g->bytes += len;
+	r = g->fn(g->ud, data, len, e);
 
 	if (!r)
 		return 0;
@@ -440,7 +530,7 @@ int store_get(struct store *s, const char *name, int64_t generation,
 	      store_sink_fn sink, void *ud, struct store_object *out,
 	      struct err *e)
 {
-	struct sink_guard g = { sink, ud, 0 };
+	struct sink_guard g = { sink, ud, 0, 0 };
 	char *full;
 	int r;
 
@@ -459,6 +549,7 @@ int store_get(struct store *s, const char *name, int64_t generation,
 		return r;
 	r = s->ops->get(s->b, full, generation, guarded_sink, &g, out, e);
 	free(full);
+	trace(s, "get", r, g.bytes, name);
 	if (r && g.code) {
 		if (out)
 			store_object_release(out);
@@ -535,6 +626,7 @@ int store_stat(struct store *s, const char *name, struct store_object *out,
 		return r;
 	r = s->ops->stat(s->b, full, out, e);
 	free(full);
+	trace(s, "stat", r, 0, name);
 	if (!r)
 		strip_prefix(s, out);
 	return r;
@@ -582,6 +674,7 @@ int store_list(struct store *s, const char *prefix, const char *delimiter,
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
 	r = s->ops->list(s->b, full, delimiter, list_strip, &g, e);
 	free(full);
+	trace(s, "list", r, 0, prefix);
 	return r;
 }
 
@@ -599,5 +692,6 @@ int store_delete(struct store *s, const char *name,
 		return r;
 	r = s->ops->del(s->b, full, if_generation_match, e);
 	free(full);
+	trace(s, "delete", r, 0, name);
 	return r;
 }

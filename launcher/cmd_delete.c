@@ -20,7 +20,8 @@ static const char usage[] =
 	"\n" RUN_QR_USAGE_NAME "\n"
 	"A run on GKE (slicectl job --target gke): deletes its JobSet, and\n"
 	"with it Kueue's Workload and every pod (each trainer gets SIGTERM\n"
-	"and its grace); the cluster comes from the run's job.json.\n"
+	"and its grace); the cluster comes from the run's job.json. A run on\n"
+	"Slurm (--target slurm): cancels its batch job (scancel).\n"
 	"\n"
 	"Prints \"QR deleted\" (\"QR is being deleted\" without --wait);\n"
 	"--format json prints {\"name\", \"url\", \"queued_resource\", \"project\",\n"
@@ -36,34 +37,34 @@ static int delete_target(const struct run_qr *q)
 {
 	const struct job_target *t = &q->ro.job.target;
 	bool absent = false;
+	char what[300];
 	struct err e;
 
 	err_init(&e);
-	log_info("deleting JobSet %s/%s of run %s", t->namespace, t->jobset,
-		 q->ro.url);
+	target_what(&q->ro.job, what, sizeof(what));
+	log_info("deleting %s of run %s", what, q->ro.url);
 	if (target_delete(&q->ro.job, q->to.wait, q->to.timeout_ms, &absent,
 			  &e)) {
 		log_error("%s", e.msg);
 		return e.code == COMMON_EUSAGE ? EXIT_USAGE : 1;
 	}
 	if (absent) {
-		log_error("JobSet %s/%s is not there (deleted already?)",
-			  t->namespace, t->jobset);
+		log_error("%s is not there (deleted or ended already?)", what);
 		return EXIT_NOT_FOUND;
 	}
 	if (q->ro.format == 1) {
-		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name",
-				      q->name, "url", q->ro.url, "jobset",
-				      t->jobset, "namespace", t->namespace,
-				      "action", "delete");
+		json_t *o = json_pack("{s:s, s:s, s:s}", "name", q->name,
+				      "url", q->ro.url, "action", "delete");
 
+		if (o)
+			target_json_ids(o, t);
 		if (o)
 			json_object_set_new(o, "state",
 					    json_string(q->to.wait ? "deleted"
 								   : "deleting"));
 		run_print_json(o);
 	} else {
-		printf("JobSet %s/%s %s\n", t->namespace, t->jobset,
+		printf("%s %s\n", what,
 		       q->to.wait ? "deleted" : "is being deleted");
 	}
 	return 0;

@@ -28,24 +28,6 @@ static const char usage[] =
 	"Exit status: 0 done; 1 the store failed; 2 bad arguments; 4 no run\n"
 	"RUN under BUCKET (no job.json).";
 
-/* An event's identity across listings (FNV-1a of all its fields). */
-static uint64_t event_hash(const struct event *ev)
-{
-	const unsigned char *p = (const unsigned char *)ev;
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < sizeof(*ev); i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void print_event(const struct event *ev, bool json)
 {
 	json_t *o, *d;
@@ -77,38 +59,23 @@ static void print_event(const struct event *ev, bool json)
 		run_print_json(o);
 }
 
-/* Prints the events not printed yet (seen: their hashes, sorted). */
-static int print_new(struct run_options *ro, uint64_t **seen, size_t *nseen,
+/* Prints the events not printed yet. */
+static int print_new(struct run_options *ro, struct events_seen *seen,
 		     bool *over)
 {
 	struct event *v;
-	size_t n, added = 0;
-	uint64_t *grown;
+	size_t n;
 	struct err e;
-	int rc = events_list(ro->store, &v, &n, &e);
+	int rc = events_new(ro->store, seen, &v, &n, &e);
 
 	if (rc)
 		return run_exit_status(rc, &e);
-	grown = n ? realloc(*seen, (*nseen + n) * sizeof(**seen)) : *seen;
-	if (n && !grown) {
-		free(v);
-		log_error("out of memory");
-		return 1;
-	}
-	*seen = grown;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t h = event_hash(&v[i]);
-
-		if (*nseen && bsearch(&h, *seen, *nseen, sizeof(h), cmp_u64))
-			continue;
 		print_event(&v[i], ro->format == 1);
-		(*seen)[*nseen + added++] = h;
 		if (!strcmp(v[i].kind, "done") ||
 		    !strcmp(v[i].kind, "failed"))
 			*over = true;
 	}
-	*nseen += added;
-	qsort(*seen, *nseen, sizeof(**seen), cmp_u64);
 	free(v);
 	fflush(stdout);
 	return 0;
@@ -132,8 +99,8 @@ int cmd_events(int argc, char **argv)
 		  .value = &interval_ms, .arg = "S",
 		  .help = "with --follow, how often to look (default 1 s)" },
 	};
-	uint64_t *seen = NULL, end_ms = 0;
-	size_t nseen = 0;
+	struct events_seen seen = { 0 };
+	uint64_t end_ms = 0;
 	int status;
 
 	run_options_table(&ro, opts + 2);
@@ -146,7 +113,7 @@ int cmd_events(int argc, char **argv)
 		goto done;
 	}
 	for (;;) {
-		status = print_new(&ro, &seen, &nseen, &over);
+		status = print_new(&ro, &seen, &over);
 		if (status || !follow)
 			break;
 		if (over && !end_ms)
@@ -156,7 +123,7 @@ int cmd_events(int argc, char **argv)
 		proc_sleep_ms(interval_ms, true);
 	}
 done:
-	free(seen);
+	events_seen_release(&seen);
 	run_options_release(&ro);
 	return status;
 }

@@ -12,6 +12,7 @@
 #include "launcher/job.h"
 #include "launcher/launcher.h"
 #include "launcher/local.h"
+#include "launcher/slurm.h"
 #include "launcher/tpu_options.h"
 #include "launcher/watch_state.h"
 #include "ssh/fanout.h"
@@ -41,6 +42,9 @@ static const char usage[] =
 	"--image IMG\n"
 	"                    --name RUN --bucket URL --accelerator-type T "
 	"--command CMD [options]\n"
+	"       slicectl job --target slurm --partition P --nodes N "
+	"--name RUN --bucket URL\n"
+	"                    --command CMD [options]\n"
 	"\n"
 	"Hands a training job to slice-supervisor on every worker. Checks\n"
 	"everything first, then uploads to BUCKET/RUN the code bundle (the\n"
@@ -83,13 +87,23 @@ static const char usage[] =
 	"Capacity: --spot, --flex-start (with --queued-provisioning: Kueue's\n"
 	"ProvisioningRequest, all or nothing), or --reservation R.\n"
 	"\n"
+	"--target slurm submits one batch job (sbatch, --requeue) to partition\n"
+	"--partition on --nodes nodes (--gpus-per-node, --account, --qos,\n"
+	"--time, --constraint as sbatch reads them; --cluster: sbatch -M). Its\n"
+	"one step runs slice-supervisor --slurm on every node (srun\n"
+	"--ntasks-per-node=1), fetched from the bucket (gs://, or file:// on a\n"
+	"shared filesystem). SIGTERM grace + 60 s before --time commits an\n"
+	"emergency step and requeues the job; the next allocation restores the\n"
+	"newest committed step. It prints the job's id. --render prints the\n"
+	"batch script instead.\n"
+	"\n"
 	"--local runs every worker here instead, as local processes started\n"
 	"by the same startup script, with file:// storage; --chaos injects\n"
 	"failures ('preempt:slice=1@20s,reset@45s,crash:worker=3@60s,\n"
 	"hang:worker=2@80s', or 'random' with --seed).\n"
 	"\n"
 	"Exit status: 0 created (with --watch or --local: the run is done);\n"
-	"1 the bucket or the API failed, or the run failed; 2 bad arguments\n"
+	"1 the bucket, the API or sbatch failed, or the run failed; 2 bad arguments\n"
 	"(nothing was created); 130 interrupted.";
 
 struct job_options {
@@ -103,6 +117,7 @@ struct job_options {
 	enum tpu_capacity capacity;
 	int target;
 	struct gke_options gke;
+	struct slurm_options slurm;
 	/* the local provider */
 	bool local, quiet;
 	const char *local_dir, *chaos, *seed;
@@ -401,6 +416,24 @@ static const char *why_over(const struct tpu_qr *q)
 		       : q->state;
 }
 
+/* The run's history (supervisor.h) keeps each queued resource asked for
+ * again, or flex-start window queued, and why. */
+static void note_recreated(struct watch *w, int64_t generation,
+			   const char *why)
+{
+	json_t *d = json_pack("{s:s, s:i, s:i}", "queued_resource",
+			      w->spec->id, "recreation", (int)w->recreated,
+			      "budget", (int)w->budget);
+	char *details = d ? json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	struct err e;
+
+	if (event_record_as(w->s, "slicectl", "recreated", generation, why,
+			    details, &e))
+		log_warn("event not recorded: %s", e.msg);
+	free(details);
+	json_decref(d);
+}
+
 /* Bumps the run's generation, deletes the queued resource and asks for
  * it again. Returns -1 to go on watching, or an exit status. */
 static int recreate(struct watch *w, const struct control *seen,
@@ -456,6 +489,7 @@ static int recreate(struct watch *w, const struct control *seen,
 	w->window_end[0] = '\0';
 	job_say(w->start_ms, "%s: asked for again", w->spec->id);
 	publish_watch(w, NULL);
+	note_recreated(w, after.generation, why);
 	return -1;
 }
 
@@ -659,34 +693,47 @@ static int run_local(struct job_options *o)
 	return status;
 }
 
-static const char *const target_names[] = { "tpu-vm", "gke", NULL };
+static const char *const target_names[] = { "tpu-vm", "gke", "slurm",
+					     NULL };
+enum { TARGET_FLAG_GKE = 1, TARGET_FLAG_SLURM = 2 };
 
 /* Flags of one target given to another: named, nothing started. */
 static int check_target_flags(const struct job_options *o)
 {
 	const struct gke_options *g = &o->gke;
-	bool gke_flags = g->cluster || g->location || g->namespace ||
-			 g->queue || g->priority_class || g->image ||
-			 g->kubeconfig || g->context || g->reservation ||
-			 g->flex_start || g->queued_provisioning || g->render;
+	const struct slurm_options *sl = &o->slurm;
+	/* --cluster and --render serve gke and slurm; --max-run-duration
+	 * serves gke and a flex-start queued resource. */
+	bool gke_flags = g->location || g->namespace || g->queue ||
+			 g->priority_class || g->image || g->kubeconfig ||
+			 g->context || g->reservation || g->flex_start ||
+			 g->queued_provisioning;
+	bool slurm_flags = sl->partition || sl->nodes || sl->gpus_per_node ||
+			   sl->account || sl->qos || sl->time_limit ||
+			   sl->constraint;
 
-	if (o->target == 1) {
-		if (o->local || o->watch || o->local_dir || o->chaos ||
-		    o->seed || o->quiet || o->provisioning_model)
-			return usage_error("--local, --watch, --local-dir, "
-					   "--chaos, --seed, --quiet and "
-					   "--provisioning-model are not for "
-					   "--target gke (its capacity flags are "
-					   "--spot, --flex-start and "
-					   "--reservation)%s", NULL);
-		return 0;
-	}
-	if (gke_flags)
+	if (o->target && (o->local || o->watch || o->local_dir || o->chaos ||
+			  o->seed || o->quiet || o->provisioning_model))
+		return usage_error("--local, --watch, --local-dir, --chaos, "
+				   "--seed, --quiet and --provisioning-model are "
+				   "not for --target %s", target_names[o->target]);
+	if (o->target == TARGET_FLAG_SLURM && (gke_flags || g->max_run_ms))
+		return usage_error("--location, --namespace, --queue, "
+				   "--priority-class, --image, --kubeconfig, "
+				   "--context, --reservation, --flex-start, "
+				   "--queued-provisioning and --max-run-duration "
+				   "are for --target gke%s", NULL);
+	if (o->target != TARGET_FLAG_SLURM && slurm_flags)
+		return usage_error("--partition, --nodes, --gpus-per-node, "
+				   "--account, --qos, --time and --constraint "
+				   "are for --target slurm%s", NULL);
+	if (!o->target && (gke_flags || g->cluster || g->render))
 		return usage_error("--cluster, --location, --namespace, --queue, "
 				   "--priority-class, --image, --kubeconfig, "
 				   "--context, --reservation, --flex-start, "
-				   "--queued-provisioning and --render are "
-				   "for --target gke%s", NULL);
+				   "--queued-provisioning and --render are for "
+				   "--target gke (--cluster and --render also for "
+				   "--target slurm)%s", NULL);
 	return 0;
 }
 
@@ -766,9 +813,9 @@ int cmd_job(int argc, char **argv)
 		  .help = "the slice-supervisor to upload (default: "
 			  "$SLICE_SUPERVISOR_BIN, or next to slicectl)" },
 		{ .name = "target", .kind = OPT_CHOICE, .value = &o.target,
-		  .arg = "tpu-vm|gke", .choices = target_names,
+		  .arg = "tpu-vm|gke|slurm", .choices = target_names,
 		  .help = "where the workers run: Cloud TPU queued resources "
-			  "(default) or GKE" },
+			  "(default), GKE or a Slurm cluster" },
 		{ .name = "local", .kind = OPT_FLAG, .value = &o.local,
 		  .help = "run every worker here (the local provider)" },
 		{ .name = "workers-per-slice", .kind = OPT_UINT,
@@ -791,13 +838,16 @@ int cmd_job(int argc, char **argv)
 		{ 0 }, { 0 }, { 0 },
 		{ 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 },
 		{ 0 }, { 0 }, { 0 }, { 0 },
+		{ 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 },
 	};
 	size_t nopts = sizeof(opts) / sizeof(opts[0]) - 1 - 2 -
-		       GKE_OPTIONS_COUNT;
+		       GKE_OPTIONS_COUNT - SLURM_OPTIONS_COUNT;
 
 	strlist_init(&pos);
 	gke_options_table(&o.gke, &opts[nopts]);
-	tpu_options_table(&o.to, &opts[nopts + GKE_OPTIONS_COUNT], 0);
+	slurm_options_table(&o.slurm, &opts[nopts + GKE_OPTIONS_COUNT]);
+	tpu_options_table(&o.to, &opts[nopts + GKE_OPTIONS_COUNT +
+				       SLURM_OPTIONS_COUNT], 0);
 	status = opt_parse_command(opts, argc, argv, "slicectl job", usage,
 				   false, &pos);
 	if (status >= 0)
@@ -821,8 +871,10 @@ int cmd_job(int argc, char **argv)
 	status = check_target_flags(&o);
 	if (status)
 		goto out;
-	if (o.target == 1)
+	if (o.target == TARGET_FLAG_GKE)
 		status = gke_job(r, &o.gke, o.format);
+	else if (o.target == TARGET_FLAG_SLURM)
+		status = slurm_job(r, &o.slurm, o.gke.cluster, o.gke.render);
 	else if (o.local)
 		status = run_local(&o);
 	else if (r->workers_per_slice || o.quiet || o.format)

@@ -1,12 +1,16 @@
 /*
  * cmd_logs.c: `slicectl logs RUN`: a worker's trainer output, as its
- * supervisor uploads it to logs/slice-S-worker-W/gen-G.log.
+ * supervisor uploads it: immutable segments
+ * logs/slice-S-worker-W/gen-G/<offset>.seg, each holding what the log
+ * gained since the one before, read in offset order (--follow reads only
+ * the segments past what it printed).
  *
- * A log object is re-uploaded whole as it grows, and once it passes the
- * supervisor's cap (8 MiB) only its last 8 MiB are kept, so an object's
- * content may slide. --follow therefore remembers the last bytes it
- * printed, not only how many: new bytes are what follows them in the new
- * content, wherever they now are; when they are gone (the log was
+ * Runs of supervisors before segments have one object
+ * logs/slice-S-worker-W/gen-G.log per generation instead, re-uploaded
+ * whole as it grew and, past the supervisor's cap (8 MiB), only its last
+ * 8 MiB, so its content may slide. For those --follow remembers the last
+ * bytes it printed, not only how many: new bytes are what follows them in
+ * the new content, wherever they now are; when they are gone (the log was
  * rewritten, or shrank), the log is printed again from its start, after
  * a marker.
  */
@@ -25,7 +29,8 @@ static const char usage[] =
 	"usage: slicectl logs RUN [--worker S/W] [--generation G] [--follow]\n"
 	"                    [--interval S] [--bucket URL] [--format text|json]\n"
 	"\n"
-	"Prints a worker's trainer output from logs/slice-S-worker-W/gen-G.log:\n"
+	"Prints a worker's trainer output from logs/slice-S-worker-W/gen-G/\n"
+	"(gen-G.log for runs of older supervisors):\n"
 	"worker 0/0 unless --worker names another (stderr says so when the run\n"
 	"has more), of the newest generation it has a log of unless\n"
 	"--generation names one.\n"
@@ -35,8 +40,9 @@ static const char usage[] =
 	"generation's log when one appears (saying so on stderr), and ends on\n"
 	"Ctrl-C, or when nothing new came for two intervals after the run is\n"
 	"done or failed (or stopping, and this worker's supervisor has ended).\n"
-	"A log that was rewritten or shrank (the supervisor keeps the last\n"
-	"8 MiB) is printed again from its start after a marker on stderr.\n"
+	"An older run's gen-G.log that was rewritten or shrank (its supervisor\n"
+	"kept the last 8 MiB) is printed again from its start after a marker\n"
+	"on stderr.\n"
 	"\n"
 	"--format json prints one object a line: {\"type\": \"line\",\n"
 	"\"slice\", \"worker\", \"generation\", \"text\"} per line of output\n"
@@ -67,6 +73,8 @@ struct logs {
 
 	/* The log being printed. */
 	int64_t gen;             /* 0: none yet */
+	bool segments;           /* name is a gen-G/ of segments, not a
+				    gen-G.log */
 	char name[128];
 	int64_t object_gen;      /* the store's, of what was read; 0 none */
 	uint64_t off;            /* bytes of its content printed */
@@ -163,14 +171,21 @@ static int sink(void *ud, const void *data, size_t len, struct err *e)
 	return 0;
 }
 
-static void log_name(const struct logs *l, int64_t gen, char *out,
-		     size_t cap)
+static void log_name(const struct logs *l, int64_t gen, bool segments,
+		     char *out, size_t cap)
 {
-	snprintf(out, cap, "%sgen-%" PRId64 ".log", l->dir, gen);
+	snprintf(out, cap, "%sgen-%" PRId64 "%s", l->dir, gen,
+		 segments ? "/" : ".log");
 }
 
+/* A generation's log: segments (gen-G/) or one object (gen-G.log). */
+struct gen_log {
+	int64_t gen;
+	bool segments;
+};
+
 struct gens {
-	int64_t *v;
+	struct gen_log *v;
 	size_t n, cap;
 	const struct logs *l;
 };
@@ -184,38 +199,44 @@ static int collect_gen(void *ud, const struct store_object *o,
 	char canon[128];
 	int n = 0;
 
-	if (is_prefix || strncmp(o->name, g->l->dir, strlen(g->l->dir)))
+	if (strncmp(o->name, g->l->dir, strlen(g->l->dir)))
 		return 0;
 	leaf = o->name + strlen(g->l->dir);
-	if (sscanf(leaf, "gen-%lld.log%n", &gen, &n) != 1 || !n ||
-	    leaf[n] || gen < 1)
+	if (sscanf(leaf, is_prefix ? "gen-%lld/%n" : "gen-%lld.log%n", &gen,
+		   &n) != 1 || !n || leaf[n] || gen < 1)
 		return 0;
-	log_name(g->l, gen, canon, sizeof(canon));
+	log_name(g->l, gen, is_prefix, canon, sizeof(canon));
 	if (strcmp(canon, o->name))
 		return 0;
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 16;
-		int64_t *v = realloc(g->v, cap * sizeof(*v));
+		struct gen_log *v = realloc(g->v, cap * sizeof(*v));
 
 		if (!v)
 			return CLOUD_ENOMEM;
 		g->v = v;
 		g->cap = cap;
 	}
-	g->v[g->n++] = gen;
+	g->v[g->n].gen = gen;
+	g->v[g->n++].segments = is_prefix;
 	return 0;
 }
 
+/* By generation; a generation with both kinds of log (a supervisor of
+ * each kind ran it) is read from its segments, which sort first. */
 static int cmp_gen(const void *a, const void *b)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	const struct gen_log *x = a, *y = b;
 
-	return (x > y) - (x < y);
+	if (x->gen != y->gen)
+		return (x->gen > y->gen) - (x->gen < y->gen);
+	return (int)y->segments - (int)x->segments;
 }
 
 /* The generations this worker has a log of, ascending. */
 static int list_gens(struct logs *l, struct gens *g, struct err *e)
 {
+	size_t k = 0;
 	int rc;
 
 	g->n = 0;
@@ -227,26 +248,32 @@ static int list_gens(struct logs *l, struct gens *g, struct err *e)
 		return rc;
 	if (g->n)
 		qsort(g->v, g->n, sizeof(*g->v), cmp_gen);
+	/* One entry a generation. */
+	for (size_t i = 0; i < g->n; i++)
+		if (!k || g->v[i].gen != g->v[k - 1].gen)
+			g->v[k++] = g->v[i];
+	g->n = k;
 	return 0;
 }
 
-static bool gens_have(const struct gens *g, int64_t gen)
+static const struct gen_log *gens_find(const struct gens *g, int64_t gen)
 {
 	for (size_t i = 0; i < g->n; i++)
-		if (g->v[i] == gen)
-			return true;
-	return false;
+		if (g->v[i].gen == gen)
+			return &g->v[i];
+	return NULL;
 }
 
 /* ---- one log ---- */
 
-static void start_log(struct logs *l, int64_t gen)
+static void start_log(struct logs *l, const struct gen_log *g)
 {
 	bool first = !l->gen;
 
 	end_log(l, true);
-	l->gen = gen;
-	log_name(l, gen, l->name, sizeof(l->name));
+	l->gen = g->gen;
+	l->segments = g->segments;
+	log_name(l, g->gen, g->segments, l->name, sizeof(l->name));
 	l->object_gen = 0;
 	l->off = 0;
 	l->tlen = 0;
@@ -258,7 +285,7 @@ static void start_log(struct logs *l, int64_t gen)
 	else if (!first)
 		fprintf(stderr,
 			"slicectl: ---- generation %" PRId64 ": %s ----\n",
-			gen, l->name);
+			g->gen, l->name);
 }
 
 /* Where the bytes not printed yet begin in data: after the tail printed
@@ -315,7 +342,27 @@ static bool print_new(struct logs *l, const char *data, size_t len)
 	return any;
 }
 
-/* Reads the current log when its object changed and prints what is new.
+/* Prints the segments past what was printed. */
+static int read_segments(struct logs *l, bool *progress, struct err *e)
+{
+	uint64_t end = l->off;
+	struct buf b;
+	int rc;
+
+	buf_init(&b);
+	rc = store_segments_read(l->ro->store, l->name, l->off, sink, &b, &end,
+				 e);
+	if (!rc) {
+		if (b.len)
+			*progress = true;
+		put_bytes(l, b.data, b.len);
+		l->off = end;
+	}
+	buf_release(&b);
+	return rc;
+}
+
+/* Reads the current log when it changed and prints what is new.
  * *progress is set when anything was printed. A log that is gone is not
  * an error while following. */
 static int read_log(struct logs *l, bool *progress, struct err *e)
@@ -324,6 +371,8 @@ static int read_log(struct logs *l, bool *progress, struct err *e)
 	struct buf b;
 	int rc;
 
+	if (l->segments)
+		return read_segments(l, progress, e);
 	if (l->object_gen) {
 		int64_t now_gen;
 
@@ -420,27 +469,27 @@ static int follow_once(struct logs *l, struct gens *g, int64_t pinned,
 	if (rc)
 		return rc;
 	if (!l->gen) {
-		int64_t first = 0;
+		const struct gen_log *first = NULL;
 
 		/* The pinned generation, or the first one after it when
 		 * it never had a log here; else the newest. */
 		for (size_t i = 0; i < g->n && !first; i++)
-			if (!pinned || g->v[i] >= pinned)
-				first = pinned ? g->v[i] : g->v[g->n - 1];
+			if (!pinned || g->v[i].gen >= pinned)
+				first = pinned ? &g->v[i] : &g->v[g->n - 1];
 		if (!first)
 			return 0;
 		start_log(l, first);
 		*progress = true;
 	}
 	for (;;) {
-		int64_t next = 0;
+		const struct gen_log *next = NULL;
 
 		rc = read_log(l, progress, e);
 		if (rc)
 			return rc;
 		for (size_t i = 0; i < g->n && !next; i++)
-			if (g->v[i] > l->gen)
-				next = g->v[i];
+			if (g->v[i].gen > l->gen)
+				next = &g->v[i];
 		if (!next)
 			return 0;
 		/* A newer generation: this one is over for this worker,
@@ -528,11 +577,11 @@ static int print_once(struct logs *l, int64_t pinned)
 		free(g.v);
 		return run_exit_status(rc, &e);
 	}
-	if (!g.n || (pinned && !gens_have(&g, pinned))) {
+	if (!g.n || (pinned && !gens_find(&g, pinned))) {
 		for (size_t i = 0; i < g.n && strlen(have) < 200; i++)
 			snprintf(have + strlen(have),
 				 sizeof(have) - strlen(have), "%s%" PRId64,
-				 i ? ", " : "", g.v[i]);
+				 i ? ", " : "", g.v[i].gen);
 		if (!g.n)
 			log_error("no log of %s under %s yet (its supervisor "
 				  "uploads one once its trainer starts)", w,
@@ -544,7 +593,7 @@ static int print_once(struct logs *l, int64_t pinned)
 		free(g.v);
 		return EXIT_NOT_FOUND;
 	}
-	start_log(l, pinned ? pinned : g.v[g.n - 1]);
+	start_log(l, pinned ? gens_find(&g, pinned) : &g.v[g.n - 1]);
 	free(g.v);
 	rc = read_log(l, &progress, &e);
 	if (rc)

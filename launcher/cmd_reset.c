@@ -24,6 +24,9 @@ static const char usage[] =
 	"recreates them all with a new restart attempt; it waits until every\n"
 	"new pod runs (--no-wait: returns once they are deleted). That counts\n"
 	"against the run's --max-restarts, as every JobSet restart does.\n"
+	"A run on Slurm (--target slurm): its batch job is requeued (scontrol\n"
+	"requeue); it waits until the job runs again with its restart count\n"
+	"grown (Slurm may hold a requeued job for a while: see --timeout).\n"
 	"\n"
 	"Prints \"QR reset: every node is READY\" (\"QR is being reset\" with\n"
 	"--no-wait); --format json prints {\"name\", \"url\", \"queued_resource\",\n"
@@ -40,32 +43,35 @@ static int reset_target(const struct run_qr *q, bool wait)
 {
 	const struct job_target *t = &q->ro.job.target;
 	long attempt = -1;
+	char what[300];
 	struct err e;
 
 	err_init(&e);
-	log_info("resetting every pod of JobSet %s/%s of run %s", t->namespace,
-		 t->jobset, q->ro.url);
+	target_what(&q->ro.job, what, sizeof(what));
+	log_info("resetting every worker of %s of run %s", what, q->ro.url);
 	if (target_reset(&q->ro.job, wait, q->to.timeout_ms, &attempt, &e)) {
 		log_error("%s", e.msg);
 		return e.code == COMMON_EUSAGE ? EXIT_USAGE : 1;
 	}
 	if (q->ro.format == 1) {
-		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}",
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o}",
 				      "name", q->name, "url", q->ro.url,
-				      "jobset", t->jobset, "namespace",
-				      t->namespace, "action", "reset", "state",
+				      "action", "reset", "state",
 				      wait ? "reset" : "resetting",
 				      "restart_attempt",
 				      attempt >= 0 ? json_integer(attempt)
 						   : json_null());
 
+		if (o)
+			target_json_ids(o, t);
 		run_print_json(o);
 	} else if (wait) {
-		printf("JobSet %s/%s reset: every pod of restart attempt %ld "
-		       "runs\n", t->namespace, t->jobset, attempt);
+		printf("%s reset: every %s of restart attempt %ld runs\n",
+		       what, target_of(&q->ro.job) == TARGET_SLURM ? "node"
+								   : "pod",
+		       attempt);
 	} else {
-		printf("JobSet %s/%s is being reset\n", t->namespace,
-		       t->jobset);
+		printf("%s is being reset\n", what);
 	}
 	return 0;
 }

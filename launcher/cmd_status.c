@@ -64,6 +64,9 @@ static const char usage[] =
 	"as \"target\": {\"kind\", \"object\", \"kueue\", \"message\",\n"
 	"\"position\", \"restarts\", \"end\", \"pods\": [{\"name\", \"slice\",\n"
 	"\"worker\", \"restart_attempt\", \"phase\", \"node\"}]}.\n"
+	"A run on Slurm (--target slurm) shows its batch job the same way:\n"
+	"Slurm's JobState and reason, its restart count, and one row per node\n"
+	"(\"kueue\" holds the JobState, \"pods\" the nodes).\n"
 	"\n" RUN_USAGE_BUCKET "\n"
 	"Exit status: 0 shown (stuck workers or not); 1 the store failed; 2 bad\n"
 	"arguments; 4 no run RUN under BUCKET (no job.json).";
@@ -542,21 +545,25 @@ static void print_json(const struct view *v)
 
 /* watch.json is a convenience: a run nobody watches has none, and one
  * that cannot be read is said and left out. */
-static void load_watch(struct view *v, struct err *e)
+static void load_watch(struct view *v)
 {
-	int rc = watch_state_get(v->ro->store, &v->watch, e);
+	struct err e;
+	int rc;
 
+	err_init(&e);
+	rc = watch_state_get(v->ro->store, &v->watch, &e);
 	v->have_watch = !rc;
 	if (rc && rc != CLOUD_ENOTFOUND)
-		log_warn("%s", e->msg);
+		log_warn("%s", e.msg);
 }
 
 static void print_target(const struct view *v)
 {
 	const struct target_view *t = &v->tv;
 
-	printf("\n%s: Kueue %s%s%s", t->what, t->state, *t->message ? ": " : "",
-	       t->message);
+	printf("\n%s: %s %s%s%s", t->what,
+	       target_of(&v->ro->job) == TARGET_SLURM ? "Slurm" : "Kueue",
+	       t->state, *t->message ? ": " : "", t->message);
 	if (t->position >= 0)
 		printf(", %ld ahead of it in its queue", t->position);
 	if (t->restarts >= 0)
@@ -566,7 +573,9 @@ static void print_target(const struct view *v)
 	printf("\n");
 	if (!t->n)
 		return;
-	printf("%-40s %5s %6s %7s %-11s %s\n", "POD", "SLICE", "WORKER",
+	printf("%-40s %5s %6s %7s %-11s %s\n",
+	       target_of(&v->ro->job) == TARGET_SLURM ? "WORKER NODE" : "POD",
+	       "SLICE", "WORKER",
 	       "ATTEMPT", "PHASE", "NODE");
 	for (size_t i = 0; i < t->n; i++) {
 		const struct target_worker *w = &t->workers[i];
@@ -596,7 +605,11 @@ int cmd_status(int argc, char **argv)
 		goto out;
 	status = 0;
 	v.ro = &ro;
-	v.window_s = 3LL * ro.job.heartbeat_s + 10;
+	v.window_s = 3LL * status_period_ms(ro.job.heartbeat_s,
+					     ro.job.num_slices *
+						     ro.job.workers_per_slice) /
+			     1000 +
+		     10;
 	now = time(NULL);
 	rc = run_control_peek(&ro, &v.control, &v.have_control, &e);
 	v.control_age_s = v.have_control ? age_of(v.control.time, now) : -1;
@@ -605,7 +618,7 @@ int cmd_status(int argc, char **argv)
 	if (!rc)
 		rc = status_list(ro.store, &sv, &n, &e);
 	if (!rc)
-		load_watch(&v, &e);
+		load_watch(&v);
 	if (rc) {
 		status = run_exit_status(rc, &e);
 		goto out;
@@ -615,7 +628,7 @@ int cmd_status(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	if (target_of(&ro.job) == TARGET_GKE) {
+	if (target_has_view(&ro.job)) {
 		/* The bucket's view stands on its own; the cluster's is
 		 * added when it answers. */
 		v.have_target = !target_describe(&ro.job, &v.tv, &e);

@@ -60,7 +60,8 @@ void gke_options_table(struct gke_options *g, struct opt *opts)
 			  "(default 7 days)" },
 		{ .name = "render", .kind = OPT_FLAG, .value = &g->render,
 		  .help = "--target gke: print the objects instead of "
-			  "creating them (--format json: one v1 List)" },
+			  "creating them (--format json: one v1 List); "
+			  "--target slurm: the batch script" },
 	};
 
 	memcpy(opts, table, sizeof(table));

@@ -620,6 +620,8 @@ int gke_describe(const struct job_target *t, struct target_view *out,
 						   : 0;
 		end = jobset_end(js);
 		snprintf(out->end, sizeof(out->end), "%s", end ? end : "");
+		/* find_workload says "none" with a NULL and e unset. */
+		err_init(e);
 		w = find_workload(&c, t->namespace, t->jobset, e);
 		rc = e->code;
 	}

@@ -6,17 +6,17 @@
  * This process plays systemd (a supervisor that exits non-zero or is
  * killed is started again 2 s later; exit 0 means the worker ended) and
  * the cloud (chaos: preemption notices and vanished VMs, resets, killed
- * and stopped trainers), and watches the run through its bucket
- * (control.json, heartbeats, checkpoints) for the timeline and summary.
+ * and stopped trainers). Its timeline and summary are the run's history
+ * (events/, supervisor.h) as it grows, the account `slicectl events` and
+ * `slicectl report` give: one account of a run, not two.
  *
  * One loop, a tick every 200 ms: reap children, inject due chaos, restart
- * what is due, and every second read the run's state. This process makes
- * itself a child subreaper, so trainers orphaned by a killed supervisor
- * become its children: it reaps them, and a trainer group is signalled
- * only after /proc shows its leader is a child of the worker's supervisor
- * or of this process (never a recycled pid).
+ * what is due, and every second read the run's new events. This process
+ * makes itself a child subreaper, so trainers orphaned by a killed
+ * supervisor become its children: it reaps them, and a trainer group is
+ * signalled only after /proc shows its leader is a child of the worker's
+ * supervisor or of this process (never a recycled pid).
  */
-#include "checkpoint/checkpoint.h"
 #include "cloud/cloud.h"
 #include "launcher/local.h"
 
@@ -103,7 +103,8 @@ struct lrun {
 	size_t nchaos, next_chaos;
 	struct preemption *pre;
 	size_t npre;
-	/* what the bucket said */
+	/* what the run's history said */
+	struct events_seen seen;
 	int64_t gen;
 	char state[16];
 	unsigned restarts[C_NCAUSES];
@@ -112,13 +113,18 @@ struct lrun {
 	 * (peers of a preempted slice crash or hang waiting for it). */
 	int episode;              /* an enum cause, or -1 none */
 	int64_t episode_gen;      /* the generation when it was injected */
-	uint64_t chaos_at;        /* its time, until a bump uses it */
-	int64_t max_step[MAX_GEN];    /* heartbeats' step by generation */
-	int64_t restored[MAX_GEN];    /* control.json's restore_step */
+	int64_t chaos_at;         /* its Unix ms, until a bump uses it */
+	int64_t trained[MAX_GEN];     /* the furthest step by generation */
+	int64_t restored[MAX_GEN];    /* the step it restored */
+	int64_t *started;             /* per process: the newest generation
+					 its trainer started at, and when
+					 (Unix ms) */
+	int64_t *started_ms;
 	struct u64set committed;
 	int64_t newest_committed;
 	bool recovering;
-	uint64_t fail_at, lost_ms;
+	int64_t fail_at;              /* Unix ms */
+	uint64_t lost_ms;
 	unsigned failures;        /* chaos injected, and bumps after none */
 	/* groups signalled or seen, for the final sweep */
 	struct u64set groups;
@@ -130,6 +136,14 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	interrupted = 1;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static double elapsed_s(const struct lrun *r)
@@ -160,7 +174,6 @@ static void record(struct lrun *r, const char *kind, const json_t *fields,
 		{ "preempt-back", "recreated" },
 	};
 	char *details = NULL;
-	struct event ev;
 	struct err e;
 	size_t i = 0;
 
@@ -168,17 +181,12 @@ static void record(struct lrun *r, const char *kind, const json_t *fields,
 		i++;
 	if (i == sizeof(kinds) / sizeof(*kinds))
 		return;
-	event_init(&ev, kinds[i][1], r->gen, "local");
-	snprintf(ev.cause, sizeof(ev.cause), "%.*s", (int)sizeof(ev.cause) - 1,
-		 msg);
-	snprintf(ev.by, sizeof(ev.by), "local");
 	if (fields)
 		details = json_dumps(fields, JSON_COMPACT | JSON_SORT_KEYS);
-	if (details && strlen(details) < sizeof(ev.details))
-		memcpy(ev.details, details, strlen(details) + 1);
-	free(details);
-	if (event_record(r->store, &ev, &e))
+	if (event_record_as(r->store, "local", kinds[i][1], r->gen, msg,
+			    details, &e))
 		log_warn("event not recorded: %s", e.msg);
+	free(details);
 }
 
 /* One timeline line: text on stderr, or an NDJSON "event" on stdout with
@@ -454,7 +462,7 @@ static void inject(struct lrun *r, const struct chaos_event *ev)
 	struct lworker *w;
 	pid_t g;
 
-	r->chaos_at = mono_ms();
+	r->chaos_at = wall_ms();
 	r->episode = ev->kind == CHAOS_PREEMPT ? C_PREEMPTION
 		   : ev->kind == CHAOS_RESET  ? C_RESET
 		   : ev->kind == CHAOS_CRASH  ? C_CRASH
@@ -596,18 +604,18 @@ static void preemptions(struct lrun *r)
 	}
 }
 
-/* ---- the run, through its bucket ---- */
+/* ---- the run, through its history ---- */
 
 /* A bump's cause: the chaos episode in progress, else its reason
  * ("slice-S-worker-W: its trainer ended ...", "... hung ...", "the host
  * was reset or rebooted", "it rejoins after a preemption"). */
-static enum cause classify(struct lrun *r, const struct control *c)
+static enum cause classify(struct lrun *r, const struct event *ev)
 {
-	const char *why = c->reason;
+	const char *why = ev->cause;
 
-	if (r->episode >= 0 && c->generation > r->episode_gen)
+	if (r->episode >= 0 && ev->generation > r->episode_gen)
 		return (enum cause)r->episode;
-	if (!strcmp(c->updated_by, "slicectl"))
+	if (!strcmp(ev->by, "slicectl"))
 		return C_OTHER;
 	if (strstr(why, "trainer ended"))
 		return C_CRASH;
@@ -630,6 +638,19 @@ static bool preemption_pending(const struct lrun *r)
 	return false;
 }
 
+/* The process a writer's name ("slice-S-worker-W") stands for; -1 for
+ * any other (slicectl, this provider). */
+static int process_of(const struct lrun *r, const char *name)
+{
+	unsigned sl, w;
+	char tail;
+
+	if (sscanf(name, "slice-%u-worker-%u%c", &sl, &w, &tail) != 2 ||
+	    sl >= r->run->job.num_slices || w >= r->run->job.workers_per_slice)
+		return -1;
+	return (int)(sl * r->run->job.workers_per_slice + w);
+}
+
 static void note_committed(struct lrun *r, uint64_t step)
 {
 	if (!u64set_add(&r->committed, step))
@@ -643,97 +664,133 @@ static void note_committed(struct lrun *r, uint64_t step)
 	}
 }
 
-static void poll_checkpoints(struct lrun *r)
+static void set_state(struct lrun *r, const char *state, const char *why)
 {
-	struct ckpt_list l = { 0 };
-	struct err e;
-
-	err_init(&e);
-	if (ckpt_list(r->store, &l, &e))
+	if (!strcmp(state, r->state))
 		return;
-	for (size_t i = 0; i < l.n; i++)
-		if (l.v[i].committed && !l.v[i].corrupt)
-			note_committed(r, l.v[i].step);
-	ckpt_list_release(&l);
+	event(r, "state", json_pack("{s:s, s:s}", "state", state, "reason",
+				    why),
+	      "run %s%s%s", state, why[0] ? ": " : "", why);
+	snprintf(r->state, sizeof(r->state), "%s", state);
 }
 
-static void poll_status(struct lrun *r)
+/* A new generation: a restart (or several, collapsed), of one cause. */
+static void on_bump(struct lrun *r, const struct event *ev)
 {
-	struct worker_status *v = NULL;
-	size_t n = 0;
-	unsigned running = 0;
+	enum cause k;
+
+	if (!r->gen || ev->generation <= r->gen) {
+		if (ev->generation > r->gen)
+			r->gen = ev->generation;
+		return;
+	}
+	k = classify(r, ev);
+	r->restarts[k] += (unsigned)(ev->generation - r->gen);
+	if (!r->chaos_at && (r->episode < 0 ||
+			     ev->generation <= r->episode_gen) &&
+	    !r->recovering)
+		r->failures++;
+	if (!r->recovering) {
+		r->recovering = true;
+		r->fail_at = r->chaos_at ? r->chaos_at : event_ms(ev);
+	}
+	r->chaos_at = 0;
+	r->gen = ev->generation;
+	event(r, "generation",
+	      json_pack("{s:I, s:s, s:s, s:s}", "generation",
+			(json_int_t)ev->generation, "cause", cause_names[k],
+			"reason", ev->cause, "updated_by", ev->by),
+	      "generation %lld (%s): %s", (long long)ev->generation,
+	      cause_names[k], ev->cause);
+}
+
+/* Every trainer started at the current generation (and every VM is
+ * back): the failure's time lost ends at the last start. */
+static void check_recovered(struct lrun *r)
+{
+	int64_t at = r->fail_at;
+	uint64_t lost;
+
+	if (!r->recovering || preemption_pending(r))
+		return;
+	for (unsigned i = 0; i < r->n; i++) {
+		if (r->started[i] != r->gen)
+			return;
+		if (r->started_ms[i] > at)
+			at = r->started_ms[i];
+	}
+	lost = (uint64_t)(at - r->fail_at);
+	r->recovering = false;
+	if (r->episode >= 0 && r->gen > r->episode_gen)
+		r->episode = -1;
+	r->lost_ms += lost;
+	event(r, "recovered",
+	      json_pack("{s:I, s:f}", "generation", (json_int_t)r->gen,
+			"lost_s", (double)lost / 1000.0),
+	      "every trainer runs again at generation %lld (%.1f s after the "
+	      "failure)", (long long)r->gen, (double)lost / 1000.0);
+}
+
+/* Kinds whose step is one the trainers of its generation finished. */
+static bool trained_kind(const char *kind)
+{
+	static const char *const kinds[] = { "exit", "stop", "hang",
+					     "progress", "notice", "commit" };
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++)
+		if (!strcmp(kind, kinds[i]))
+			return true;
+	return false;
+}
+
+static void on_event(struct lrun *r, const struct event *ev)
+{
+	int64_t g = ev->generation;
+	int p = process_of(r, ev->worker);
+
+	if (!strcmp(ev->worker, "local"))
+		return; /* this provider's own: printed when it acted */
+	if (!strcmp(ev->kind, "bump")) {
+		on_bump(r, ev);
+		set_state(r, "running", ev->cause);
+	} else if (!strcmp(ev->kind, "stopping") ||
+		   !strcmp(ev->kind, "failed") || !strcmp(ev->kind, "done")) {
+		set_state(r, ev->kind, ev->cause);
+	}
+	if (!r->gen && g > 0)
+		r->gen = g;
+	if (g <= 0 || g >= MAX_GEN)
+		return;
+	if (!strcmp(ev->kind, "commit") && ev->step >= 0)
+		note_committed(r, (uint64_t)ev->step);
+	if ((!strcmp(ev->kind, "bump") || !strcmp(ev->kind, "start")) &&
+	    ev->step >= 0 && r->restored[g] < 0)
+		r->restored[g] = ev->step;
+	if (!strcmp(ev->kind, "start") && p >= 0 && g >= r->started[p]) {
+		r->started[p] = g;
+		r->started_ms[p] = event_ms(ev);
+	}
+	if (trained_kind(ev->kind) && ev->step > r->trained[g])
+		r->trained[g] = ev->step;
+}
+
+/* The run's events since the last look, in order. */
+static void poll_events(struct lrun *r)
+{
+	struct event *v;
+	size_t n;
 	struct err e;
 
-	err_init(&e);
-	if (status_list(r->store, &v, &n, &e))
+	if (events_new(r->store, &r->seen, &v, &n, &e)) {
+		log_debug("events: %s", e.msg);
 		return;
+	}
 	for (size_t i = 0; i < n; i++) {
-		if (v[i].generation > 0 && v[i].generation < MAX_GEN &&
-		    v[i].step > r->max_step[v[i].generation])
-			r->max_step[v[i].generation] = v[i].step;
-		if (v[i].generation == r->gen &&
-		    !strcmp(v[i].state, "running"))
-			running++;
+		on_event(r, &v[i]);
+		check_recovered(r);
 	}
 	free(v);
-	if (r->recovering && running == r->n && !preemption_pending(r)) {
-		uint64_t lost = mono_ms() - r->fail_at;
-
-		r->recovering = false;
-		if (r->episode >= 0 && r->gen > r->episode_gen)
-			r->episode = -1;
-		r->lost_ms += lost;
-		event(r, "recovered",
-		      json_pack("{s:I, s:f}", "generation", (json_int_t)r->gen,
-				"lost_s", (double)lost / 1000.0),
-		      "every trainer runs again at generation %lld (%.1f s "
-		      "after the failure)", (long long)r->gen,
-		      (double)lost / 1000.0);
-	}
-}
-
-static void poll_control(struct lrun *r)
-{
-	struct control c;
-	struct err e;
-
-	err_init(&e);
-	if (control_load(r->store, &c, &e))
-		return;
-	if (c.generation > 0 && c.generation < MAX_GEN &&
-	    c.restore_step >= 0 && r->restored[c.generation] < 0)
-		r->restored[c.generation] = c.restore_step;
-	if (r->gen && c.generation > r->gen) {
-		enum cause k = classify(r, &c);
-
-		r->restarts[k] += (unsigned)(c.generation - r->gen);
-		if (!r->chaos_at && (r->episode < 0 ||
-				     c.generation <= r->episode_gen) &&
-		    !r->recovering)
-			r->failures++;
-		if (!r->recovering) {
-			r->recovering = true;
-			r->fail_at = r->chaos_at ? r->chaos_at : mono_ms();
-		}
-		r->chaos_at = 0;
-		event(r, "generation",
-		      json_pack("{s:I, s:s, s:s, s:s}", "generation",
-				(json_int_t)c.generation, "cause",
-				cause_names[k], "reason", c.reason,
-				"updated_by", c.updated_by),
-		      "generation %lld (%s): %s", (long long)c.generation,
-		      cause_names[k], c.reason);
-	}
-	r->gen = c.generation;
-	if (strcmp(c.state, r->state)) {
-		if (r->state[0] || strcmp(c.state, "running"))
-			event(r, "state",
-			      json_pack("{s:s, s:s}", "state", c.state,
-					"reason", c.reason),
-			      "run %s%s%s", c.state, c.reason[0] ? ": " : "",
-			      c.reason);
-		snprintf(r->state, sizeof(r->state), "%s", c.state);
-	}
+	check_recovered(r);
 }
 
 /* ---- ending ---- */
@@ -810,34 +867,6 @@ static void sweep(struct lrun *r)
 	}
 }
 
-/* The newest step generation g's trainers finished: what they reported
- * in SLICE_STEP_FILE (the supervisor keeps it under its state directory),
- * else what heartbeats said (the newest checkpoint written). */
-static int64_t trained_in(const struct lrun *r, int64_t g)
-{
-	int64_t best = r->max_step[g];
-
-	for (unsigned i = 0; i < r->n; i++) {
-		char path[PATH_LEN + 128], b[32];
-		FILE *f;
-
-		snprintf(path, sizeof(path),
-			 "%s/var/lib/slicectl/progress/gen-%lld.step",
-			 r->w[i].root, (long long)g);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(b, sizeof(b), f)) {
-			long long v = strtoll(b, NULL, 10);
-
-			if (v > best)
-				best = v;
-		}
-		fclose(f);
-	}
-	return best;
-}
-
 /* Steps trained more than once: generation g trains again the steps
  * from its restored step up to the furthest any earlier one reached. */
 static int64_t steps_recomputed(const struct lrun *r)
@@ -845,7 +874,7 @@ static int64_t steps_recomputed(const struct lrun *r)
 	int64_t recomputed = 0, furthest = -1;
 
 	for (int64_t g = 1; g < MAX_GEN && g <= r->gen; g++) {
-		int64_t t = trained_in(r, g);
+		int64_t t = r->trained[g];
 
 		if (g > 1 && r->restored[g] >= 0 && t > r->restored[g] &&
 		    furthest > r->restored[g])
@@ -932,7 +961,9 @@ static int setup(struct lrun *r, struct err *e)
 		return err_set(e, COMMON_EINVAL, "the job has no workers");
 	r->n = j->num_slices * j->workers_per_slice;
 	r->w = calloc(r->n, sizeof(*r->w));
-	if (!r->w)
+	r->started = calloc(r->n, sizeof(*r->started));
+	r->started_ms = calloc(r->n, sizeof(*r->started_ms));
+	if (!r->w || !r->started || !r->started_ms)
 		return err_set(e, COMMON_ENOMEM, "out of memory");
 	rc = chaos_parse(r->o->chaos, r->o->seed, j->num_slices,
 			 j->workers_per_slice, &r->chaos, &r->nchaos, e);
@@ -980,6 +1011,9 @@ static void teardown(struct lrun *r)
 	free(r->pre);
 	free(r->w);
 	free(r->committed.v);
+	free(r->started);
+	free(r->started_ms);
+	events_seen_release(&r->seen);
 	free(r->groups.v);
 }
 
@@ -987,7 +1021,7 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 {
 	struct lrun r;
 	struct sigaction sa, old_int, old_term;
-	uint64_t next_poll = 0, next_ckpt = 0, end_by = 0;
+	uint64_t next_poll = 0, end_by = 0;
 	const char *how = NULL;
 	int status = 1;
 	struct err e;
@@ -999,7 +1033,8 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 	r.newest_committed = -1;
 	r.episode = -1;
 	for (int g = 0; g < MAX_GEN; g++)
-		r.max_step[g] = r.restored[g] = -1;
+		r.trained[g] = r.restored[g] = -1;
+	snprintf(r.state, sizeof(r.state), "running"); /* as prepared */
 	err_init(&e);
 	interrupted = 0;
 	if (setup(&r, &e)) {
@@ -1048,12 +1083,7 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 			pending |= r.pre[i].phase < 2;
 		if (now >= next_poll) {
 			next_poll = now + 1000;
-			poll_control(&r);
-			poll_status(&r);
-		}
-		if (now >= next_ckpt) {
-			next_ckpt = now + 2000;
-			poll_checkpoints(&r);
+			poll_events(&r);
 		}
 		if (!end_by && (!strcmp(r.state, "done") ||
 				!strcmp(r.state, "failed"))) {
@@ -1073,8 +1103,8 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 	}
 	stop_all(&r);
 	sweep(&r);
-	poll_control(&r);
-	poll_checkpoints(&r);
+	/* The supervisors wrote their last events before they exited. */
+	poll_events(&r);
 	if (!how) {
 		how = r.state[0] ? r.state : "ended";
 		status = !strcmp(r.state, "done") ? 0 : 1;

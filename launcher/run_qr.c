@@ -50,14 +50,19 @@ static int find_run(struct run_qr *q)
 	}
 	if (status >= 0)
 		return status;
-	if (target_of(&q->ro.job) == TARGET_GKE) {
+	if (target_has_view(&q->ro.job)) {
 		if (!q->other_targets) {
-			log_error("run %s is on GKE (JobSet %s/%s), not a "
-				  "queued resource: slicectl restart %s "
-				  "restarts its trainers, slicectl delete %s "
-				  "deletes its JobSet", q->name,
-				  q->ro.job.target.namespace,
-				  q->ro.job.target.jobset, q->name, q->name);
+			char what[300];
+
+			target_what(&q->ro.job, what, sizeof(what));
+			log_error("run %s is on %s (%s), not a queued resource: "
+				  "slicectl restart %s restarts its trainers, "
+				  "slicectl delete %s deletes its %s", q->name,
+				  target_name(target_of(&q->ro.job)), what,
+				  q->name, q->name,
+				  target_of(&q->ro.job) == TARGET_GKE
+					  ? "JobSet"
+					  : "batch job");
 			return EXIT_USAGE;
 		}
 		q->is_run = true;

@@ -11,14 +11,26 @@
 
 #include "supervisor/supervisor.h"
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
-enum target_kind { TARGET_TPU_VM, TARGET_LOCAL, TARGET_GKE };
+enum target_kind { TARGET_TPU_VM, TARGET_LOCAL, TARGET_GKE, TARGET_SLURM };
 
 enum target_kind target_of(const struct job *j);
-const char *target_name(enum target_kind k); /* "tpu-vm", "local", "gke" */
+const char *target_name(enum target_kind k); /* "tpu-vm", "local", "gke",
+						"slurm" */
+/* Whether the target has a view of its own (GKE, Slurm): what
+ * target_describe, target_delete and target_reset serve. */
+bool target_has_view(const struct job *j);
+/* What `slicectl job` created there, for messages: "JobSet NS/NAME",
+ * "Slurm job ID". */
+void target_what(const struct job *j, char *out, size_t len);
+/* Adds t's ids to a JSON answer: "jobset" and "namespace" (GKE) or
+ * "job_id" and "partition" (Slurm). */
+void target_json_ids(json_t *o, const struct job_target *t);
 
-/* One worker as the target sees it (a pod). */
+/* One worker as the target sees it (a pod, a Slurm node). */
 struct target_worker {
 	int slice, worker;            /* -1: not labelled */
 	long restart_attempt;         /* -1: not labelled */
@@ -26,12 +38,14 @@ struct target_worker {
 };
 
 struct target_view {
-	char what[300];       /* "JobSet NS/NAME" */
-	char state[64];       /* "admitted", "pending", ... */
+	char what[300];       /* "JobSet NS/NAME", "Slurm job ID ..." */
+	char state[64];       /* "admitted", "pending", ...; Slurm's
+				 JobState */
 	char message[256];    /* the condition's message, or "" */
 	long position;        /* workloads ahead of it in its LocalQueue
 				 (Kueue's positionInLocalQueue); -1 unknown */
-	long restarts;        /* the JobSet's status.restarts; -1 unknown */
+	long restarts;        /* the JobSet's status.restarts, the Slurm
+				 job's restart count; -1 unknown */
 	char end[32];         /* "Completed", "Failed" or "" */
 	struct target_worker *workers;
 	size_t n;

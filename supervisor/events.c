@@ -422,6 +422,20 @@ int event_record(struct store *s, const struct event *ev, struct err *e)
 			   &seq, e);
 }
 
+int event_record_as(struct store *s, const char *who, const char *kind,
+		    int64_t generation, const char *cause,
+		    const char *details, struct err *e)
+{
+	struct event ev;
+
+	event_init(&ev, kind, generation, who);
+	spec_copy_text(ev.cause, sizeof(ev.cause), cause);
+	spec_copy_text(ev.by, sizeof(ev.by), who);
+	if (details && strlen(details) < sizeof(ev.details))
+		memcpy(ev.details, details, strlen(details) + 1);
+	return event_record(s, &ev, e);
+}
+
 /* ---- reading them back ---- */
 
 struct reading {
@@ -546,4 +560,79 @@ int events_list(struct store *s, struct event **out, size_t *n,
 	free(rd.v);
 	free(rd.order);
 	return r;
+}
+
+/* ---- following them ---- */
+
+/* An event's identity across listings (FNV-1a of all its fields). */
+static uint64_t event_hash(const struct event *ev)
+{
+	const unsigned char *p = (const unsigned char *)ev;
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < sizeof(*ev); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int events_new(struct store *s, struct events_seen *seen, struct event **out,
+	       size_t *n, struct err *e)
+{
+	struct event *v;
+	size_t all, added = 0;
+	uint64_t *grown;
+	int r = events_list(s, &v, &all, e);
+
+	*out = NULL;
+	*n = 0;
+	if (r)
+		return r;
+	grown = all ? realloc(seen->v, (seen->n + all) * sizeof(*grown))
+		    : seen->v;
+	if (all && !grown) {
+		free(v);
+		return err_set(e, CLOUD_ENOMEM, "out of memory");
+	}
+	seen->v = grown;
+	for (size_t i = 0; i < all; i++) {
+		uint64_t h = event_hash(&v[i]);
+
+		if (seen->n && bsearch(&h, seen->v, seen->n, sizeof(h),
+				       cmp_u64))
+			continue;
+		seen->v[seen->n + added++] = h;
+		v[(*n)++] = v[i];
+	}
+	seen->n += added;
+	qsort(seen->v, seen->n, sizeof(*seen->v), cmp_u64);
+	if (*n)
+		*out = v;
+	else
+		free(v);
+	return 0;
+}
+
+void events_seen_release(struct events_seen *seen)
+{
+	free(seen->v);
+	seen->v = NULL;
+	seen->n = 0;
+}
+
+int64_t event_ms(const struct event *ev)
+{
+	time_t s = rfc3339_parse(ev->time);
+	const char *dot = strchr(ev->time, '.');
+	double frac = dot ? strtod(dot, NULL) : 0;
+
+	if (s == (time_t)-1)
+		return -1;
+	return (int64_t)s * 1000 + (int64_t)(frac < 1 ? frac * 1000 + 0.5 : 0);
 }

@@ -258,3 +258,89 @@ int identity_from_pod(struct identity *id, const struct job *j,
 	}
 	return 0;
 }
+
+bool identity_first_host(const char *list, char *out, size_t len)
+{
+	size_t n = strcspn(list, "[,");
+	size_t digits;
+
+	if (!n || n >= len)
+		return false;
+	memcpy(out, list, n);
+	out[n] = '\0';
+	if (list[n] != '[')
+		return true;
+	/* The range's first number, zero padding kept. */
+	digits = strspn(list + n + 1, "0123456789");
+	if (!digits || n + digits >= len ||
+	    !strchr("-,]", list[n + 1 + digits]))
+		return false;
+	memcpy(out + n, list + n + 1, digits);
+	out[n + digits] = '\0';
+	return true;
+}
+
+/* Slurm's number in name; required unless dflt >= 0. */
+static int slurm_number(const char *name, int dflt, int *out, struct err *e)
+{
+	bool found;
+	int rc = pod_number(name, "value srun gives each task", out, &found,
+			    e);
+
+	if (rc)
+		return rc;
+	if (found)
+		return 0;
+	if (dflt < 0)
+		return err_set(e, COMMON_EINVAL,
+			       "%s is not set: --slurm runs as a task of "
+			       "`srun --ntasks-per-node=1` in the run's batch "
+			       "job", name);
+	*out = dflt;
+	return 0;
+}
+
+int identity_from_slurm(struct identity *id, const struct job *j,
+			struct err *e)
+{
+	const char *list = getenv("SLURM_JOB_NODELIST");
+	int node, proc, nnodes, restarts, rc;
+	unsigned wps = j->workers_per_slice;
+	char first[256], kv[3][320];
+
+	if ((rc = slurm_number("SLURM_NODEID", -1, &node, e)) ||
+	    (rc = slurm_number("SLURM_PROCID", -1, &proc, e)) ||
+	    (rc = slurm_number("SLURM_NNODES", -1, &nnodes, e)) ||
+	    (rc = slurm_number("SLURM_RESTART_COUNT", 0, &restarts, e)))
+		return rc;
+	if (proc != node)
+		return err_set(e, COMMON_EINVAL,
+			       "SLURM_PROCID=%d but SLURM_NODEID=%d: the "
+			       "supervisor runs one task per node (srun "
+			       "--ntasks-per-node=1)", proc, node);
+	if ((unsigned)nnodes != j->num_slices * wps)
+		return err_set(e, COMMON_EINVAL,
+			       "SLURM_NNODES=%d but the job has %u worker%s: "
+			       "the batch job must ask for one node per "
+			       "worker", nnodes, j->num_slices * wps,
+			       j->num_slices * wps == 1 ? "" : "s");
+	if (!list || !*list)
+		list = getenv("SLURM_NODELIST");
+	if (!list || !identity_first_host(list, first, sizeof(first)))
+		return err_set(e, COMMON_EINVAL,
+			       "SLURM_JOB_NODELIST is '%.80s', not a Slurm "
+			       "hostlist: the coordinator is its first node",
+			       list ? list : "(unset)");
+	if ((rc = place(id, j, node / (int)wps, node % (int)wps, e)))
+		return rc;
+	id->restart_attempt = (unsigned)restarts;
+	snprintf(kv[0], sizeof(kv[0]), "MEGASCALE_COORDINATOR_ADDRESS=%s",
+		 first);
+	snprintf(kv[1], sizeof(kv[1]), "MEGASCALE_NUM_SLICES=%u",
+		 j->num_slices);
+	snprintf(kv[2], sizeof(kv[2]), "MEGASCALE_SLICE_ID=%u", id->slice);
+	for (size_t i = 0; i < 3; i++)
+		if (strlist_push(&id->megascale, kv[i]))
+			return err_set(e, COMMON_ENOMEM, "out of memory");
+	return 0;
+}

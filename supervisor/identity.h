@@ -18,7 +18,8 @@ struct identity {
 	char name[48];              /* slice-S-worker-W */
 	struct strlist megascale;   /* "MEGASCALE_...=value" from tpu-env,
 				       or from a pod's environment */
-	unsigned restart_attempt;   /* a pod's JobSet restart attempt */
+	unsigned restart_attempt;   /* a pod's JobSet restart attempt, a
+				       Slurm job's restart count */
 };
 
 void identity_init(struct identity *id);
@@ -39,6 +40,23 @@ int identity_resolve(struct identity *id, const struct job *j, int slice,
  */
 int identity_from_pod(struct identity *id, const struct job *j,
 		      struct err *e);
+
+/*
+ * In a Slurm job step (one task per node, `srun --ntasks-per-node=1`):
+ * the process from SLURM_NODEID (SLURM_PROCID must agree: one task per
+ * node), the job's nodes from SLURM_NNODES (it must be the job's worker
+ * count; slice = node / workers per slice), the restart attempt from
+ * SLURM_RESTART_COUNT (0 when unset: the first allocation), and
+ * MEGASCALE_COORDINATOR_ADDRESS the first node of SLURM_JOB_NODELIST
+ * (else SLURM_NODELIST). A missing or malformed value is COMMON_EINVAL
+ * naming the variable.
+ */
+int identity_from_slurm(struct identity *id, const struct job *j,
+			struct err *e);
+
+/* The first host of a Slurm hostlist ("gpu-[007-009,012],login" gives
+ * "gpu-007"); false when list is not one. */
+bool identity_first_host(const char *list, char *out, size_t len);
 
 /* Parses tpu-env's "KEY: 'value'" lines into MEGASCALE_* entries and
  * the WORKER_ID / MEGASCALE_SLICE_ID numbers (-1 when absent). */

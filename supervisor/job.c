@@ -109,6 +109,8 @@ void job_target_release(struct job_target *t)
 	free(t->jobset);
 	free(t->kubeconfig);
 	free(t->context);
+	free(t->partition);
+	free(t->job_id);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -128,7 +130,9 @@ int job_target_copy(struct job_target *dst, const struct job_target *src)
 	    dup_or_null(&dst->namespace, src->namespace) ||
 	    dup_or_null(&dst->jobset, src->jobset) ||
 	    dup_or_null(&dst->kubeconfig, src->kubeconfig) ||
-	    dup_or_null(&dst->context, src->context)) {
+	    dup_or_null(&dst->context, src->context) ||
+	    dup_or_null(&dst->partition, src->partition) ||
+	    dup_or_null(&dst->job_id, src->job_id)) {
 		job_target_release(dst);
 		return -1;
 	}
@@ -212,6 +216,11 @@ static int check_env_entry(const struct strlist *env, size_t i,
 }
 
 /* The values of a job, whether parsed or built by a caller. */
+static bool nonempty(const char *s)
+{
+	return s && *s;
+}
+
 static int job_check(const struct job *j, struct err *e)
 {
 	int r;
@@ -275,13 +284,18 @@ static int job_check(const struct job *j, struct err *e)
 					       "or '%%' (or leave \"tpu\" out "
 					       "for the local provider)", k[i]);
 	}
-	if (j->target.kind &&
-	    (strcmp(j->target.kind, "gke") || !j->target.namespace ||
-	     !j->target.jobset || !*j->target.namespace || !*j->target.jobset))
+	if (j->target.kind && !strcmp(j->target.kind, "slurm") &&
+	    !(nonempty(j->target.partition) && nonempty(j->target.job_id)))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: a \"slurm\" \"target\" must have "
+			       "non-empty \"partition\" and \"job_id\"");
+	if (j->target.kind && strcmp(j->target.kind, "slurm") &&
+	    (strcmp(j->target.kind, "gke") || !nonempty(j->target.namespace) ||
+	     !nonempty(j->target.jobset)))
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: \"target\" must have \"kind\": "
 			       "\"gke\" and non-empty \"namespace\" and "
-			       "\"jobset\"");
+			       "\"jobset\", or \"kind\": \"slurm\"");
 	return 0;
 }
 
@@ -407,8 +421,7 @@ static int parse_tpu(const json_t *v, struct job *j, struct err *e)
 /* "target" fields: which may be null, and where each goes. */
 static char **target_field(struct job_target *t, const char *k, bool *null_ok)
 {
-	*null_ok = strcmp(k, "kind") && strcmp(k, "namespace") &&
-		   strcmp(k, "jobset");
+	*null_ok = strcmp(k, "kind");
 	return !strcmp(k, "kind")	  ? &t->kind
 	       : !strcmp(k, "cluster")	  ? &t->cluster
 	       : !strcmp(k, "location")	  ? &t->location
@@ -417,6 +430,8 @@ static char **target_field(struct job_target *t, const char *k, bool *null_ok)
 	       : !strcmp(k, "jobset")	  ? &t->jobset
 	       : !strcmp(k, "kubeconfig") ? &t->kubeconfig
 	       : !strcmp(k, "context")	  ? &t->context
+	       : !strcmp(k, "partition")  ? &t->partition
+	       : !strcmp(k, "job_id")	  ? &t->job_id
 					  : NULL;
 }
 
@@ -439,7 +454,8 @@ static int parse_target(const json_t *v, struct job *j, struct err *e)
 				       "job.json: \"target\" has an unknown "
 				       "field \"%.100s\"; its fields are kind, "
 				       "cluster, location, project, namespace, "
-				       "jobset, kubeconfig and context", k);
+				       "jobset, kubeconfig, context, partition "
+				       "and job_id", k);
 		r = take_string("\"target\".", k, x, null_ok, dst, e);
 		if (r)
 			return r;
@@ -567,6 +583,10 @@ static json_t *string_or_null(const char *s)
 
 static json_t *target_object(const struct job_target *t)
 {
+	if (!strcmp(t->kind, "slurm"))
+		return json_pack("{s:s, s:s, s:s, s:o}", "kind", t->kind,
+				 "partition", t->partition, "job_id", t->job_id,
+				 "cluster", string_or_null(t->cluster));
 	return json_pack("{s:s, s:o, s:o, s:o, s:s, s:s, s:o, s:o}",
 			 "kind", t->kind, "cluster", string_or_null(t->cluster),
 			 "location", string_or_null(t->location),

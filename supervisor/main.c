@@ -27,11 +27,14 @@ static const char run_usage[] =
 	"pod's environment says it: SLICE_POD_SLICE, SLICE_POD_WORKER (else\n"
 	"JOB_COMPLETION_INDEX) and SLICE_POD_RESTART_ATTEMPT; SIGTERM is the\n"
 	"only notice, and a pod of a new JobSet restart attempt restarts the\n"
-	"group once from the newest committed step.\n"
+	"group once from the newest committed step. With --slurm (a task of\n"
+	"`srun --ntasks-per-node=1` in the run's batch job) Slurm's says it:\n"
+	"SLURM_NODEID, SLURM_NNODES, SLURM_JOB_NODELIST (its first node is the\n"
+	"coordinator) and SLURM_RESTART_COUNT, which plays the restart attempt.\n"
 	"\n"
 	"Exit status: 0 the run ended or this worker left after a notice; 1 it\n"
-	"could not start; 2 bad arguments. With --pod: 0 the run is done or\n"
-	"stopped, 3 it failed, 143 this worker left after SIGTERM.";
+	"could not start; 2 bad arguments. With --pod or --slurm: 0 the run is\n"
+	"done or stopped, 3 it failed, 143 this worker left after SIGTERM.";
 
 static int cmd_run(int argc, char **argv)
 {
@@ -56,6 +59,9 @@ static int cmd_run(int argc, char **argv)
 			  "$SLICE_ROOT/var/lib/slicectl)" },
 		{ .name = "pod", .kind = OPT_FLAG, .value = &o.pod,
 		  .help = "in a Kubernetes pod: identity from its "
+			  "environment, no metadata server" },
+		{ .name = "slurm", .kind = OPT_FLAG, .value = &o.slurm,
+		  .help = "in a Slurm job step: identity from srun's "
 			  "environment, no metadata server" },
 		{ .name = "no-metadata", .kind = OPT_FLAG,
 		  .value = &o.no_metadata,
@@ -82,11 +88,19 @@ static int cmd_run(int argc, char **argv)
 			  "--help)");
 		goto out;
 	}
-	if (o.pod && (slice_arg || worker_arg)) {
-		log_error("--pod takes the slice and worker from the pod's "
-			  "environment: leave out --slice and --worker");
+	if ((o.pod || o.slurm) && (slice_arg || worker_arg)) {
+		log_error("%s takes the slice and worker from the %s "
+			  "environment: leave out --slice and --worker",
+			  o.pod ? "--pod" : "--slurm", o.pod ? "pod's" : "step's");
 		goto out;
 	}
+	if (o.pod && o.slurm) {
+		log_error("--pod and --slurm do not go together");
+		goto out;
+	}
+	/* A Slurm job step is managed like a pod: a new allocation joins
+	 * as a restart attempt, SIGTERM is the notice. */
+	o.pod = o.pod || o.slurm;
 	if ((slice_arg && sscanf(slice_arg, "%u", &slice) != 1) ||
 	    (worker_arg && sscanf(worker_arg, "%u", &worker) != 1) ||
 	    (!slice_arg != !worker_arg)) {

@@ -297,6 +297,22 @@ int status_list(struct store *s, struct worker_status **out, size_t *n,
 	return 0;
 }
 
+/* status/PART.json and a log segment each period, within half the
+ * bucket's initial write rate; the other half is the checkpoints'. */
+#define HEARTBEAT_WRITES_PER_S 500
+#define WRITES_PER_HEARTBEAT 2
+
+unsigned status_period_ms(unsigned heartbeat_s, unsigned n_workers)
+{
+	uint64_t share = (uint64_t)n_workers * WRITES_PER_HEARTBEAT * 1000 /
+			 HEARTBEAT_WRITES_PER_S;
+	uint64_t ms = (uint64_t)heartbeat_s * 1000;
+
+	if (share > ms)
+		ms = share;
+	return ms > 3600000 ? 3600000 : (unsigned)ms;
+}
+
 bool status_all_finished(const struct worker_status *v, size_t n,
 			 unsigned n_workers, int64_t generation)
 {

@@ -126,12 +126,13 @@ struct sup {
 	int64_t final_step;
 	bool resume_asked;         /* maintenance: the bump is asked for */
 	uint64_t trainer_since_ms; /* when the trainer started */
+	int64_t trainer_generation; /* the generation it started at */
 	/* The upload of the newest step, timed from its .done marker to
 	 * its part in the bucket: the deadline's lead counts on it. */
 	int64_t timed_step;
 	uint64_t timed_from_ms;
 	uint64_t upload_ms;
-	int64_t noted_commit;      /* newest commit in the history (worker 0) */
+	int64_t noted_commit;      /* newest commit it made, in the history */
 	uint64_t noted_progress_ms; /* last progress event (worker 0) */
 };
 
@@ -141,22 +142,25 @@ static void set_phase(struct sup *s, enum phase p, const char *why)
 		log_info("%s -> %s%s%s", phase_names[s->phase], phase_names[p],
 			 why ? ": " : "", why ? why : "");
 	s->phase = p;
-	if (p != P_RUN && s->sync)
+	if (p != P_RUN && s->sync) {
 		syncer_watch_closely(s->sync, false);
+		syncer_progressing(s->sync, false);
+	}
 	s->deadline_ms = 0;
 	s->retry_ms = 0;
 	if (why)
 		snprintf(s->message, sizeof(s->message), "%s", why);
 }
 
-/* One event in the run's history (supervisor.h), by this worker. */
-static void note(struct sup *s, const char *kind, int64_t step,
-		 const char *cause, const char *details)
+/* One event in the run's history (supervisor.h), by this worker, of
+ * generation. */
+static void note_of(struct sup *s, int64_t generation, const char *kind,
+		    int64_t step, const char *cause, const char *details)
 {
 	struct event ev;
 	struct err e;
 
-	event_init(&ev, kind, s->generation, s->id.name);
+	event_init(&ev, kind, generation, s->id.name);
 	ev.step = step;
 	snprintf(ev.cause, sizeof(ev.cause), "%s", cause ? cause : "");
 	snprintf(ev.by, sizeof(ev.by), "%s", s->id.name);
@@ -164,6 +168,12 @@ static void note(struct sup *s, const char *kind, int64_t step,
 		snprintf(ev.details, sizeof(ev.details), "%s", details);
 	if (event_record(NULL, &ev, &e))
 		log_warn("event not recorded: %s", e.msg);
+}
+
+static void note(struct sup *s, const char *kind, int64_t step,
+		 const char *cause, const char *details)
+{
+	note_of(s, s->generation, kind, step, cause, details);
 }
 
 /* ---- signals ---- */
@@ -415,6 +425,7 @@ static void start_trainer(struct sup *s)
 	strlist_release(&env);
 	s->starts++;
 	s->trainer_since_ms = mono_ms();
+	s->trainer_generation = s->generation;
 	/* The other workers may take up to the grace period to stop their
 	 * old trainers and start again, and this trainer may wait for them
 	 * in silence: the hang clock starts that much later. */
@@ -508,6 +519,8 @@ static void begin_restore(struct sup *s, int64_t generation)
  * leaves (the emergency path has flushed them already). */
 #define FLUSH_AT_END_MS 120000
 
+static void note_last_commits(struct sup *s);
+
 static void end(struct sup *s, const char *why)
 {
 	char details[64];
@@ -519,6 +532,7 @@ static void end(struct sup *s, const char *why)
 		if (shipper_flush(s->ship, mono_ms() + FLUSH_AT_END_MS, &e))
 			log_warn("last checkpoint not uploaded: %s", e.msg);
 	}
+	note_last_commits(s);
 	/* A VM that goes away after its window leaves the run waiting for
 	 * the next; a waiting worker of a stopped run has exited. */
 	s->end_state = s->phase == P_FINISHED ? "finished"
@@ -618,7 +632,8 @@ static void step_join(struct sup *s, const struct control *c)
 			.jobset_restart = s->id.restart_attempt,
 		};
 
-		snprintf(r.reason, sizeof(r.reason), "jobset restart %u",
+		snprintf(r.reason, sizeof(r.reason), "%s restart %u",
+			 s->o->slurm ? "slurm" : "jobset",
 			 s->id.restart_attempt);
 		log_warn("event: JobSet restart attempt %u (control.json "
 			 "records %lld): joining as the next generation",
@@ -716,9 +731,13 @@ static void watch_stall(struct sup *s, uint64_t moved, uint64_t now)
 					      now > s->moved_ms + limit &&
 					      now < s->moved_ms + limit +
 							    STALL_WATCH_MS);
+	syncer_progressing(s->sync, s->moves >= 3 &&
+					    now <= s->moved_ms + limit);
 }
 
-/* Worker 0 speaks for the group: commits and the trained step. */
+/* A commit is noted by the worker that made it (the writer of a step's
+ * last part, or worker 0 finishing the job); worker 0 speaks for the
+ * group's trained step. */
 static void note_progress(struct sup *s, const struct shipper_state *ss,
 			  uint64_t now)
 {
@@ -728,11 +747,21 @@ static void note_progress(struct sup *s, const struct shipper_state *ss,
 		s->noted_commit = ss->newest_committed;
 		note(s, "commit", ss->newest_committed, NULL, NULL);
 	}
-	if (step >= 0 && now >= s->noted_progress_ms + PROGRESS_EVENT_MS) {
+	if (s->id.process_id == 0 && step >= 0 &&
+	    now >= s->noted_progress_ms + PROGRESS_EVENT_MS) {
 		s->noted_progress_ms = now;
 		note(s, "progress", step,
 		     s->trained >= 0 ? "SLICE_STEP_FILE" : "checkpoint", NULL);
 	}
+}
+
+/* The last commits come after the trainers ended. */
+static void note_last_commits(struct sup *s)
+{
+	struct shipper_state ss;
+
+	shipper_get(s->ship, &ss);
+	note_progress(s, &ss, mono_ms());
 }
 
 static void step_run(struct sup *s)
@@ -757,8 +786,7 @@ static void step_run(struct sup *s)
 	if (moved > s->progress_ms)
 		s->progress_ms = moved;
 	watch_stall(s, moved, now);
-	if (s->id.process_id == 0)
-		note_progress(s, &ss, now);
+	note_progress(s, &ss, now);
 	if (s->trainer.exited) {
 		char how[64];
 
@@ -809,6 +837,10 @@ static void step_stop(struct sup *s, const struct control *c)
 		log_warn("the trainer outlived the %u s grace period: killed",
 			 s->job.grace_s);
 	trainer_gone(s);
+	/* The steps it trained, for what a new generation trains again
+	 * (s->generation may be the new one already). */
+	note_of(s, s->trainer_generation, "stop", s->trained, s->message,
+		NULL);
 	if (s->after_stop == P_RESTORE)
 		begin_restore(s, c->generation > s->generation ? c->generation
 							       : s->generation);
@@ -932,6 +964,7 @@ static void finish_emergency(struct sup *s)
 	if (!s->trainer.exited)
 		log_warn("the trainer outlived the grace period: killed");
 	trainer_gone(s);
+	note_of(s, s->trainer_generation, "stop", s->trained, s->why, NULL);
 	err_init(&e);
 	rc = shipper_flush(s->ship, flush_deadline, &e);
 	shipper_get(s->ship, &ss);
@@ -1034,6 +1067,8 @@ static void step(struct sup *s)
 		step_resume(s);
 	if (s->phase == P_RUN && !check_deadline(s, &c))
 		step_run(s);
+	if (s->phase == P_FINISHED)
+		note_last_commits(s);
 }
 
 /* ---- set-up and the loop ---- */
@@ -1114,8 +1149,9 @@ static int setup(struct sup *s, struct err *e)
 	if ((rc = boot_id_read(s->boot_id, e)) ||
 	    (rc = sup_state_load(s->state_path, &s->st, &s->st_found, e)) ||
 	    (rc = load_job(s, e)) ||
-	    (rc = o->pod ? identity_from_pod(&s->id, &s->job, e)
-			 : identity_resolve(&s->id, &s->job, o->slice,
+	    (rc = o->slurm ? identity_from_slurm(&s->id, &s->job, e)
+		  : o->pod   ? identity_from_pod(&s->id, &s->job, e)
+			     : identity_resolve(&s->id, &s->job, o->slice,
 					    o->worker, e)))
 		return rc;
 	log_info("%s of run %s (%u workers); boot %s", s->id.name,

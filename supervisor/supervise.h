@@ -13,6 +13,9 @@ struct supervise_options {
 	int slice, worker;        /* -1: from the metadata server */
 	bool pod;                 /* in a GKE pod: identity from its
 				     environment (identity_from_pod) */
+	bool slurm;               /* with pod: a Slurm job step, identity
+				     from srun's environment
+				     (identity_from_slurm) */
 	bool no_metadata;         /* no preemption watch (not on a VM) */
 	unsigned control_poll_ms; /* how often control.json is read */
 };

@@ -47,10 +47,14 @@ struct job {
 	 * the operator commands; kind NULL: none (a queued resource, or the
 	 * local provider). */
 	struct job_target {
-		char *kind;        /* "gke" */
-		char *cluster, *location, *project; /* NULL: a kubeconfig's */
+		char *kind;        /* "gke" or "slurm" */
+		char *cluster, *location, *project; /* NULL: a kubeconfig's;
+						       Slurm: its cluster
+						       (-M), NULL the
+						       default */
 		char *namespace, *jobset;
 		char *kubeconfig, *context; /* NULL: the default */
+		char *partition, *job_id;   /* Slurm: the batch job */
 	} target;
 };
 
@@ -159,6 +163,12 @@ int status_list(struct store *s, struct worker_status **out, size_t *n,
 		struct err *e);
 
 /* Whether all n_workers workers report "finished" at generation. */
+/* How often each of n_workers writes its heartbeat: every heartbeat_s,
+ * or less often when the run's heartbeats and log segments together would
+ * take more than half of the bucket's initial write rate (GCS: about 1000
+ * writes a second). Readers judge a heartbeat stale against this. */
+unsigned status_period_ms(unsigned heartbeat_s, unsigned n_workers);
+
 bool status_all_finished(const struct worker_status *v, size_t n,
 			 unsigned n_workers, int64_t generation);
 
@@ -171,7 +181,8 @@ bool status_all_finished(const struct worker_status *v, size_t n,
  * cause, step, by, details}, ...]}. Written create-only, never changed.
  * Kinds: bump, failed, stopping, done (control.json changes, by whom and
  * why), notice, restore, start, exit, hang, commit, progress, boot, end,
- * chaos (the local provider's injected failures), recreated.
+ * chaos (the local provider's injected failures), gone, recreated, stop
+ * (a trainer stopped for a new generation or the run's end).
  */
 struct event {
 	char time[32];           /* RFC 3339 UTC with milliseconds */
@@ -198,6 +209,13 @@ void event_init(struct event *ev, const char *kind, int64_t generation,
  */
 int event_record(struct store *s, const struct event *ev, struct err *e);
 
+/* event_record of one event made by `who` (worker and by: "slicectl",
+ * "local"): kind, generation, cause and details (a JSON object's text,
+ * NULL or too long: none). */
+int event_record_as(struct store *s, const char *who, const char *kind,
+		    int64_t generation, const char *cause,
+		    const char *details, struct err *e);
+
 /* This process's writer for the run at run_url, as `writer` (a worker's
  * name), spooling to spool_dir (events written by an earlier process
  * that could not reach the store are written now). */
@@ -211,5 +229,19 @@ void events_stop(uint64_t deadline_ms);
  * written); *out malloc'd. */
 int events_list(struct store *s, struct event **out, size_t *n,
 		struct err *e);
+
+/* Following a run's history as it grows: the events no earlier call with
+ * the same seen returned (a late batch's too, whenever it comes), in time
+ * order; *out malloc'd, NULL when none. seen starts zeroed. */
+struct events_seen {
+	uint64_t *v;             /* identities returned, sorted */
+	size_t n;
+};
+int events_new(struct store *s, struct events_seen *seen, struct event **out,
+	       size_t *n, struct err *e);
+void events_seen_release(struct events_seen *seen);
+
+/* An event's time as Unix milliseconds; -1 when it is not RFC 3339. */
+int64_t event_ms(const struct event *ev);
 
 #endif

@@ -17,9 +17,35 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A log larger than this is published as its last LOG_TAIL_MAX bytes:
- * re-uploading a whole log every heartbeat must stay cheap. */
-#define LOG_TAIL_MAX (8u << 20)
+/* The trainer's log goes to the bucket as immutable segments
+ * logs/PART/gen-G/<offset>.seg, each holding only what the log gained
+ * since the one before: every byte is sent once (the bucket's cost of a
+ * log is what was logged, not its size times the heartbeats), and no
+ * segment is written twice. A burst larger than this between two
+ * heartbeats is published as its last LOG_BURST_MAX bytes; readers skip
+ * the gap. */
+#define LOG_BURST_MAX (8u << 20)
+
+/* What a run's supervisors together ask of the bucket, against GCS's
+ * initial ramp of about 1000 writes and 5000 reads a second (and its
+ * charge per request): control.json reads by workers whose trainer makes
+ * progress (a change is rare then, and a failed peer soon stalls the
+ * trainer into the close watch), STEADY_READS_PER_S; reads otherwise
+ * (start-up, restarts, a stalled trainer watched closely: bursts),
+ * BURST_READS_FACTOR times that; heartbeat and log segment writes,
+ * half the ramp, leaving the rest to checkpoints (status_period_ms).
+ * Each worker takes 1/n_workers of each, as a longer period than the
+ * configured one only when its share asks for it: runs of up to a
+ * thousand workers keep 1 s polls. SLICECTL_SHARE_WORKERS=N in the
+ * supervisor's environment takes the shares of a run of N workers
+ * instead (bench/cost measures a small run behaving as a large one). */
+#define STEADY_READS_PER_S 1000
+#define BURST_READS_FACTOR 5
+
+/* GCS's limit on writes of one object: about one a second. The
+ * heartbeat object is never written more often, even when the loop asks
+ * for it at once. */
+#define OBJECT_WRITE_GAP_MS 1000
 
 struct syncer {
 	struct syncer_config c;
@@ -40,10 +66,16 @@ struct syncer {
 	struct syncer_result res;
 	bool res_ready;
 	bool closely;
+	bool progressing;
 	uint64_t next_control_ms;
+
+	/* Set at the start: the periods for this run's size. */
+	unsigned progress_poll_ms; /* control.json while the trainer moves */
+	unsigned heartbeat_ms;
 
 	/* The thread's own. */
 	uint64_t next_status_ms;
+	uint64_t last_status_ms;   /* when the heartbeat was last written */
 	off_t log_published;
 	char log_published_path[1024];
 };
@@ -78,45 +110,58 @@ static void read_control(struct syncer *s)
 		notify(s);
 }
 
-/* Uploads the log when it grew since the last time. */
+/* Uploads what the log gained since the last time, as one segment. */
 static void publish_log(struct syncer *s, const char *path, int64_t gen)
 {
 	struct stat st;
-	char name[256];
-	off_t from = 0;
+	char dir[256];
+	off_t from;
 	char *data;
-	int fd;
+	size_t len;
+	int fd, rc = 0;
 	struct err e;
 
 	if (!*path || stat(path, &st) || !S_ISREG(st.st_mode))
 		return;
-	if (!strcmp(path, s->log_published_path) &&
-	    st.st_size == s->log_published)
+	if (strcmp(path, s->log_published_path)) {
+		/* A new generation's log: its segments start at 0. */
+		s->log_published = 0;
+		snprintf(s->log_published_path, sizeof(s->log_published_path),
+			 "%s", path);
+	}
+	if (st.st_size <= s->log_published)
 		return;
-	if (st.st_size > (off_t)LOG_TAIL_MAX)
-		from = st.st_size - (off_t)LOG_TAIL_MAX;
-	data = malloc((size_t)(st.st_size - from) + 1);
+	from = s->log_published;
+	if (st.st_size - from > (off_t)LOG_BURST_MAX)
+		from = st.st_size - (off_t)LOG_BURST_MAX;
+	len = (size_t)(st.st_size - from);
+	data = malloc(len);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (!data || fd < 0 ||
-	    pread(fd, data, (size_t)(st.st_size - from), from) !=
-		    st.st_size - from) {
+	if (!data || fd < 0 || pread(fd, data, len, from) != (ssize_t)len) {
 		free(data);
 		if (fd >= 0)
 			close(fd);
 		return;
 	}
 	close(fd);
-	snprintf(name, sizeof(name), "logs/%s/gen-%lld.log", s->c.part,
+	snprintf(dir, sizeof(dir), "logs/%s/gen-%lld/", s->c.part,
 		 (long long)gen);
 	err_init(&e);
-	if (store_put(s->store, name, data, (size_t)(st.st_size - from),
-		      STORE_ANY_GENERATION, NULL, &e) == 0) {
-		s->log_published = st.st_size;
-		snprintf(s->log_published_path, sizeof(s->log_published_path),
-			 "%s", path);
-	} else {
-		log_warn("publishing the log: %s", e.msg);
+	/* After a restart of the supervisor the first segments may be
+	 * there already: go on after each one found. */
+	while (from < st.st_size) {
+		uint64_t stored = 0;
+		size_t at = (size_t)(from - (st.st_size - (off_t)len));
+
+		rc = store_segment_put(s->store, dir, (uint64_t)from,
+				       data + at, len - at, &stored, &e);
+		if (rc)
+			break;
+		from += (off_t)stored;
 	}
+	if (rc)
+		log_warn("publishing the log: %s", e.msg);
+	s->log_published = from;
 	free(data);
 }
 
@@ -396,9 +441,12 @@ static void *thread_main(void *arg)
 
 		/* The heartbeat first: a task may read it (every worker
 		 * finished?). */
-		if (s->status_dirty || now >= s->next_status_ms) {
+		if ((s->status_dirty &&
+		     now >= s->last_status_ms + OBJECT_WRITE_GAP_MS) ||
+		    now >= s->next_status_ms) {
 			s->next_status_ms =
-				now + (uint64_t)s->c.job->heartbeat_s * 1000;
+				now + s->heartbeat_ms;
+			s->last_status_ms = now;
 			pthread_mutex_unlock(&s->mu);
 			publish_status(s);
 			pthread_mutex_lock(&s->mu);
@@ -413,9 +461,10 @@ static void *thread_main(void *arg)
 			continue;
 		}
 		if (now >= s->next_control_ms) {
-			s->next_control_ms = now + (s->closely
-							    ? s->c.close_poll_ms
-							    : s->c.control_poll_ms);
+			s->next_control_ms =
+				now + (s->closely	 ? s->c.close_poll_ms
+				       : s->progressing ? s->progress_poll_ms
+							: s->c.control_poll_ms);
 			pthread_mutex_unlock(&s->mu);
 			read_control(s);
 			pthread_mutex_lock(&s->mu);
@@ -424,6 +473,9 @@ static void *thread_main(void *arg)
 		next = s->next_control_ms < s->next_status_ms
 			       ? s->next_control_ms
 			       : s->next_status_ms;
+		if (s->status_dirty &&
+		    s->last_status_ms + OBJECT_WRITE_GAP_MS < next)
+			next = s->last_status_ms + OBJECT_WRITE_GAP_MS;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += (time_t)((next - now) / 1000);
 		ts.tv_nsec += (long)((next - now) % 1000) * 1000000L;
@@ -437,6 +489,54 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* The worker count whose shares to take: SLICECTL_SHARE_WORKERS when
+ * set (a positive number), else the run's. */
+static unsigned share_workers(unsigned n_workers)
+{
+	const char *v = getenv("SLICECTL_SHARE_WORKERS");
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return n_workers ? n_workers : 1;
+	n = strtoul(v, &end, 10);
+	return *end || !n || n > 1000000 ? n_workers : (unsigned)n;
+}
+
+/* The period of one worker's share when n_workers doing `each` requests
+ * a period may together make per_s a second, or at least floor_ms. */
+static unsigned share_ms(unsigned n_workers, unsigned each, unsigned per_s,
+			 unsigned floor_ms)
+{
+	uint64_t ms = (uint64_t)n_workers * each * 1000 / per_s;
+
+	return ms > floor_ms ? (unsigned)(ms > 3600000 ? 3600000 : ms)
+			     : floor_ms;
+}
+
+/* The periods for this run's size. */
+static void scale_periods(struct syncer *s)
+{
+	unsigned n = share_workers(s->c.n_workers);
+	unsigned reads = STEADY_READS_PER_S;
+	unsigned poll = s->c.control_poll_ms, hb = s->c.job->heartbeat_s * 1000;
+
+	s->c.control_poll_ms =
+		share_ms(n, 1, reads * BURST_READS_FACTOR, poll);
+	s->c.close_poll_ms =
+		share_ms(n, 1, reads * BURST_READS_FACTOR, s->c.close_poll_ms);
+	s->progress_poll_ms = share_ms(n, 1, reads, s->c.control_poll_ms);
+	s->heartbeat_ms = status_period_ms(s->c.job->heartbeat_s, n);
+	if (s->progress_poll_ms > poll || s->heartbeat_ms > hb)
+		log_info("%u workers: control.json read every %u ms while the "
+			 "trainer makes progress (%u ms otherwise, %u ms when "
+			 "it stalls), heartbeat every %u ms, to stay within "
+			 "%u reads and half the bucket's writes a second for "
+			 "the run", n, s->progress_poll_ms,
+			 s->c.control_poll_ms, s->c.close_poll_ms,
+			 s->heartbeat_ms, reads);
+}
+
 int syncer_start(struct syncer **out, const struct syncer_config *c,
 		 struct err *e)
 {
@@ -447,6 +547,7 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 	if (!s)
 		return err_set(e, COMMON_ENOMEM, "out of memory");
 	s->c = *c;
+	scale_periods(s);
 	rc = store_open(&s->store, c->run_url, e);
 	if (rc) {
 		free(s);
@@ -479,18 +580,32 @@ void syncer_publish(struct syncer *s, const struct worker_status *st,
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* The next control.json read no later than period_ms from now; mu held. */
+static void poll_within(struct syncer *s, unsigned period_ms)
+{
+	uint64_t soon = mono_ms() + period_ms;
+
+	if (soon < s->next_control_ms) {
+		s->next_control_ms = soon;
+		pthread_cond_signal(&s->cv);
+	}
+}
+
 void syncer_watch_closely(struct syncer *s, bool on)
 {
 	pthread_mutex_lock(&s->mu);
-	if (on && !s->closely) {
-		uint64_t soon = mono_ms() + s->c.close_poll_ms;
-
-		if (soon < s->next_control_ms) {
-			s->next_control_ms = soon;
-			pthread_cond_signal(&s->cv);
-		}
-	}
+	if (on && !s->closely)
+		poll_within(s, s->c.close_poll_ms);
 	s->closely = on;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void syncer_progressing(struct syncer *s, bool on)
+{
+	pthread_mutex_lock(&s->mu);
+	if (!on && s->progressing)
+		poll_within(s, s->c.control_poll_ms);
+	s->progressing = on;
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -545,9 +660,21 @@ void syncer_stop(struct syncer *s, uint64_t deadline_ms)
 	pthread_mutex_unlock(&s->mu);
 	pthread_join(s->thread, NULL);
 	/* The last word: the final state and log, unless the bucket is
-	 * down and the deadline near. */
-	if (mono_ms() < deadline_ms)
+	 * down and the deadline near; not sooner after the heartbeat
+	 * before it than GCS lets one object be written again, when the
+	 * deadline leaves time to wait. */
+	if (mono_ms() < deadline_ms) {
+		uint64_t now = mono_ms(),
+			 ok = s->last_status_ms + OBJECT_WRITE_GAP_MS;
+
+		if (s->last_status_ms && now < ok && ok < deadline_ms) {
+			struct timespec ts = { 0, (long)(ok - now) * 1000000L };
+
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
 		publish_status(s);
+	}
 	store_close(s->store);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);

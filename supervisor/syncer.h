@@ -29,7 +29,8 @@ struct syncer_config {
 	const char *code_dir;
 	unsigned n_workers;
 	int notify_fd;
-	unsigned control_poll_ms;  /* control.json read period */
+	unsigned control_poll_ms;  /* control.json read period (longer in
+				      runs of thousands of workers) */
 	unsigned close_poll_ms;    /* the same while watching closely */
 };
 
@@ -75,14 +76,18 @@ struct syncer_result {
 int syncer_start(struct syncer **out, const struct syncer_config *c,
 		 struct err *e);
 /* The heartbeat to publish every heartbeat_s (and at once when now: a
- * change others should see soon), and the local log to upload as
- * logs/PART/gen-G.log when it grows. */
+ * change others should see soon, though never a second time within a
+ * second: GCS's per-object write limit), and the local log whose new
+ * bytes go to logs/PART/gen-G/ as segments when it grows. */
 void syncer_publish(struct syncer *s, const struct worker_status *st,
 		    const char *log_path, bool now);
 /* Reads control.json every close_poll_ms while on: the loop asks for it
  * while its trainer is stalled, which is when a peer's failure (and the
  * group restart it leads to) is likely. */
 void syncer_watch_closely(struct syncer *s, bool on);
+/* Reads control.json less often (at scale: see syncer.c) while on: the
+ * loop says so while its trainer makes progress. */
+void syncer_progressing(struct syncer *s, bool on);
 /* control.json as last read; false until it has been read once. */
 bool syncer_control(struct syncer *s, struct control *out);
 /* Queues a task; false when one is still pending (one at a time). */

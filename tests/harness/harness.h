@@ -96,6 +96,14 @@ char *read_file(const char *path, size_t *len);
  * named on stderr as "left behind"; (unsigned)-1 when /proc cannot be
  * read. For tests that must leave nothing running. */
 unsigned processes_mentioning(const char *text);
+/* procs.c: whether /proc/PID/FILE (cmdline, environ: NUL-separated
+ * entries read as lines) holds a, and b when not NULL. */
+bool process_has(pid_t pid, const char *file, const char *a, const char *b);
+/* Processes whose command line holds cmd_a (and cmd_b) and, when env_a
+ * is not NULL, whose environment holds env_a (and env_b); *first (may be
+ * NULL) gets one of them, 0 none. */
+unsigned processes_with(const char *cmd_a, const char *cmd_b,
+			const char *env_a, const char *env_b, pid_t *first);
 /* toy_events.c: events of tests/supervisor/toy_trainer.py in the file its
  * TOY_EVENTS names, matching process (or -1), generation (or -1) and
  * event; *last_step (may be NULL) gets the last match's step. */

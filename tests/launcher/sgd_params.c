@@ -12,17 +12,25 @@
 char *sgd_checkpoint_params(const char *bucket, const char *scratch,
 			    const char *run, long step)
 {
+	return sgd_checkpoint_params_of(bucket, scratch, run, step, 2, 2);
+}
+
+char *sgd_checkpoint_params_of(const char *bucket, const char *scratch,
+			       const char *run, long step, int slices,
+			       int workers)
+{
 	char url[HARNESS_PATH + 64], dest[HARNESS_PATH + 96];
 	char cmd[4 * HARNESS_PATH], *text = NULL;
 
 	snprintf(url, sizeof(url), "%s/%s", bucket, run);
-	for (int p = 0; p < 4; p++) {
-		char part[32], path[HARNESS_PATH + 128], *got = NULL;
+	for (int p = 0; p < slices * workers; p++) {
+		char part[48], path[HARNESS_PATH + 128], *got = NULL;
 		struct run_result r;
 		size_t len = 0;
 		FILE *f;
 
-		snprintf(part, sizeof(part), "slice-%d-worker-%d", p / 2, p % 2);
+		snprintf(part, sizeof(part), "slice-%d-worker-%d", p / workers,
+			 p % workers);
 		snprintf(dest, sizeof(dest), "%s/restore/%s/%s", scratch, run,
 			 part);
 		cr_assert_eq(run_slicectl(&r, (const char *const[]){

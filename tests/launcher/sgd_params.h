@@ -13,6 +13,10 @@
  * round-tripping float repr), to be freed. */
 char *sgd_checkpoint_params(const char *bucket, const char *scratch,
 			    const char *run, long step);
+/* The same for a run of slices x workers. */
+char *sgd_checkpoint_params_of(const char *bucket, const char *scratch,
+			       const char *run, long step, int slices,
+			       int workers);
 
 /* The "final params:" line worker s/w of BUCKET/RUN logged last, from
  * `slicectl logs`; to be freed. */

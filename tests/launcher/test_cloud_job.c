@@ -421,6 +421,37 @@ static char *gcs_names(const char *prefix)
 
 /* The committed steps of run (their COMMIT markers): the newest, and how
  * many. */
+/* Whether run's history (events/) holds slicectl's "recreated" event
+ * with cause why, naming the queued resource. */
+static bool recreated_event(const char *run, const char *why)
+{
+	char prefix[128];
+	char *names, *line, *save = NULL;
+	bool found = false;
+
+	snprintf(prefix, sizeof(prefix), PREFIX "/%s/events/", run);
+	names = gcs_names(prefix);
+	for (line = strtok_r(names, "\n", &save); line && !found;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *text = gcs_read(line + strlen(PREFIX "/"));
+		json_t *j = text ? json_loads(text, 0, NULL) : NULL, *ev;
+		size_t i;
+
+		json_array_foreach(json_object_get(j, "events"), i, ev) {
+			json_t *d = json_object_get(ev, "details");
+
+			found |= !strcmp(str_of(ev, "kind"), "recreated") &&
+				 !strcmp(str_of(ev, "worker"), "slicectl") &&
+				 !strcmp(str_of(ev, "cause"), why) &&
+				 !strcmp(str_of(d, "queued_resource"), run);
+		}
+		json_decref(j);
+		free(text);
+	}
+	free(names);
+	return found;
+}
+
 static long long newest_committed(const char *run, unsigned *count)
 {
 	char prefix[128];
@@ -760,6 +791,11 @@ Test(e2e, watch_recreates_a_suspended_qr_and_the_run_resumes)
 		     reason, diagnosis(out_path));
 	cr_assert_str_eq(state, "running");
 	cr_assert_str_eq(reason, "queued resource recreated after SUSPENDED");
+	/* --watch records it once the queued resource is asked for. */
+	for (int i = 0; i < 100 && !recreated_event("e2", "SUSPENDED"); i++)
+		usleep(100000);
+	cr_assert(recreated_event("e2", "SUSPENDED"),
+		  "no recreated event in the run's history");
 
 	/* New VMs: new roots, nothing left of the old ones. */
 	boot_vms("e2", "2");

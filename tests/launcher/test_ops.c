@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -949,6 +950,64 @@ Test(logs, follow_prints_what_comes_and_ends_with_the_run)
 	free(slid);
 	free(part);
 	free(wanted);
+}
+
+/* A segment of a log as supervisors publish it now. */
+static void put_segment(const char *dir, uint64_t off, const char *text)
+{
+	struct err e;
+
+	cr_assert_eq(store_segment_put(st, dir, off, text, strlen(text), NULL,
+				       &e), 0, "%s%" PRIu64 ": %s", dir, off,
+		     e.msg);
+}
+
+Test(logs, segments_printed_and_followed_beside_old_logs)
+{
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	struct run_result r;
+	struct control c;
+	struct err e;
+	char *got;
+	pid_t pid;
+
+	put_job(1, 1, 10, 100);
+	control_now();
+	put("logs/slice-0-worker-0/gen-1.log", "old kind\n");
+	put_segment("logs/slice-0-worker-0/gen-2/", 0, "seg one\n");
+	put_segment("logs/slice-0-worker-0/gen-2/", 8, "seg two\n");
+	cr_assert_eq(ops(&r, (const char *[]){ "logs", "run-1", NULL }), 0,
+		     "%s", r.err);
+	cr_assert_str_eq(r.out, "seg one\nseg two\n");
+	run_result_release(&r);
+	cr_assert_eq(ops(&r, (const char *[]){ "logs", "run-1", "-g", "1",
+					       NULL }), 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "old kind\n");
+	run_result_release(&r);
+
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	pid = spawn_slicectl((const char *[]){ "logs", "run-1", "--bucket",
+					       bucket, "--follow", "-g", "1",
+					       "--interval", "0.1", NULL },
+			     out, err);
+	cr_assert_gt(pid, 0);
+	wait_for_file(out, "old kind\nseg one\nseg two\n");
+	/* A new segment: only it is printed. */
+	put_segment("logs/slice-0-worker-0/gen-2/", 16, "three\n");
+	wait_for_file(out, "old kind\nseg one\nseg two\nthree\n");
+	put_segment("logs/slice-0-worker-0/gen-3/", 0, "gen three\n");
+	wait_for_file(out, "old kind\nseg one\nseg two\nthree\ngen three\n");
+	cr_assert_eq(control_set_state(st, "done", "every worker finished",
+				       "slice-0-worker-0", &c, &e), 0, "%s",
+		     e.msg);
+	cr_assert_eq(slicectl_ended(pid), 0);
+	got = read_file(err, NULL);
+	assert_has(got, "slicectl: ---- generation 2: "
+			"logs/slice-0-worker-0/gen-2/ ----\n");
+	assert_has(got, "generation 3: logs/slice-0-worker-0/gen-3/");
+	cr_assert_eq(count_substr(got, "rewritten"), 0, "%s", got);
+	free(got);
 }
 
 Test(logs, follow_waits_for_a_log_and_ends_on_ctrl_c)

@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -74,6 +75,36 @@ void assert_run_control(const char *run_dir, long long generation,
 		cr_assert(reason && strstr(reason, reason_has), "%s", text);
 	free(text);
 	json_decref(c);
+}
+
+char *run_log(const char *run_dir, const char *part, long long gen)
+{
+	char pattern[HARNESS_PATH + 128];
+	char *out = NULL;
+	size_t len = 0;
+	glob_t g;
+
+	snprintf(pattern, sizeof(pattern), "%s/logs/%s/gen-%lld/*.seg",
+		 run_dir, part, gen);
+	if (glob(pattern, 0, NULL, &g))
+		return NULL;
+	/* Names are zero-padded offsets: glob's order is the log's. */
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		size_t n;
+		char *seg = read_file(g.gl_pathv[i], &n);
+		char *grown;
+
+		cr_assert_not_null(seg, "%s", g.gl_pathv[i]);
+		grown = realloc(out, len + n + 1);
+		cr_assert_not_null(grown);
+		out = grown;
+		memcpy(out + len, seg, n);
+		len += n;
+		out[len] = '\0';
+		free(seg);
+	}
+	globfree(&g);
+	return out;
 }
 
 bool run_committed(const char *run_dir, long long step)

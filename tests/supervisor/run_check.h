@@ -26,6 +26,10 @@ json_t *run_control(const char *run_dir);
 void assert_run_control(const char *run_dir, long long generation,
 			const char *state, const char *reason_has);
 
+/* Worker part's trainer log of generation gen as its supervisor
+ * published it (its segments, in order); NULL when it has none. */
+char *run_log(const char *run_dir, const char *part, long long gen);
+
 bool run_committed(const char *run_dir, long long step);
 /* The newest committed step, 0 when none. */
 long long run_newest_committed(const char *run_dir);

@@ -1358,3 +1358,14 @@ Test(status, malformed_objects_are_skipped)
 	free(v);
 	store_close(s);
 }
+
+/* Heartbeats of a large run share half the bucket's initial write rate
+ * (two writes each: status and a log segment). */
+Test(status, period_grows_with_the_run_beyond_its_share)
+{
+	cr_expect_eq(status_period_ms(10, 8), 10000);
+	cr_expect_eq(status_period_ms(10, 1000), 10000);
+	cr_expect_eq(status_period_ms(1, 1000), 4000);
+	cr_expect_eq(status_period_ms(10, 4096), 16384);
+	cr_expect_eq(status_period_ms(10, 10000000), 3600000);
+}

@@ -243,13 +243,17 @@ Test(sup, a_run_goes_to_the_end)
 	cr_assert_eq(toy_events(w.events, -1, 1, "done", NULL), 2);
 	{
 		char path[HARNESS_PATH + 64];
-		char *log;
+		char *log, *local;
 
-		snprintf(path, sizeof(path),
-			 "%s/logs/slice-0-worker-1/gen-1.log", w.run_dir);
-		log = read_file(path, NULL);
+		log = run_log(w.run_dir, "slice-0-worker-1", 1);
 		cr_assert_not_null(log, "the trainer's log was not uploaded");
 		cr_assert(strstr(log, "done at step 20"), "%s", log);
+		/* Its segments are the local log, each byte once. */
+		snprintf(path, sizeof(path), "%s/w1/logs/gen-1.log", w.dir);
+		local = read_file(path, NULL);
+		cr_assert_not_null(local);
+		cr_assert_str_eq(log, local);
+		free(local);
 		free(log);
 		snprintf(path, sizeof(path), "%s/status/slice-0-worker-0.json",
 			 w.run_dir);

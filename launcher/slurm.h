@@ -1,0 +1,86 @@
+/*
+ * slurm.h (private to launcher/): the Slurm target. A run there is one
+ * batch job whose single step starts one slice-supervisor per node (srun
+ * --ntasks-per-node=1): slurm_render.c writes its batch script,
+ * slurm_exec.c runs Slurm's commands (sbatch, squeue, scontrol, scancel),
+ * slurm_job.c submits it, slurm_run.c serves status, delete and reset.
+ */
+#ifndef SLICECTL_LAUNCHER_SLURM_H
+#define SLICECTL_LAUNCHER_SLURM_H
+
+#include "common/common.h"
+#include "supervisor/supervisor.h"
+
+#include <stdbool.h>
+
+/* Time between the notice (--signal=B:TERM@S) and the job's end that is
+ * not the grace period: the emergency step's upload. */
+#define SLURM_UPLOAD_S 60u
+
+/* What the batch script is rendered from. */
+struct slurm_spec {
+	const char *run;               /* also the job's name */
+	const char *partition;
+	const char *account, *qos;     /* NULL: the user's default */
+	const char *time_limit;        /* --time as Slurm reads it; NULL */
+	const char *constraint;        /* NULL: none */
+	unsigned nodes, gpus_per_node; /* gpus 0: none asked */
+	unsigned grace_s;
+	const char *run_url;           /* BUCKET/RUN */
+	const char *supervisor_sha256;
+};
+
+/* Checks what sbatch would refuse before anything is submitted (a
+ * partition, account or QOS with spaces, a time limit Slurm cannot
+ * read). Returns 0 or COMMON_EUSAGE naming the flag. */
+int slurm_check(const struct slurm_spec *s, struct err *e);
+
+/* The batch script, appended to b; slurm_check first. */
+int slurm_render(const struct slurm_spec *s, struct buf *b, struct err *e);
+
+/*
+ * Runs Slurm command args (NULL-terminated, at most SLURM_EXEC_MAX_ARGS;
+ * found on PATH) against cluster (-M; NULL: the default one), input on
+ * its standard input when not NULL, and keeps its standard output in out.
+ * Exit status 0: 0. Otherwise COMMON_EIO with e holding the command and
+ * the first line of its standard error; one not installed: COMMON_EUSAGE;
+ * one that does not end within $SLICECTL_SLURM_TIMEOUT_MS (default
+ * 60000) is killed: COMMON_EIO saying the controller did not answer.
+ */
+#define SLURM_EXEC_MAX_ARGS 12
+int slurm_exec(const char *cluster, const char *const *args,
+	       const char *input, struct buf *out, struct err *e);
+
+/* `tool [verb] job_id` (scancel ID, scontrol release ID, ...), its
+ * output dropped. */
+int slurm_job_command(const char *cluster, const char *tool, const char *verb,
+		      const char *job_id, struct err *e);
+
+/* `slicectl job --target slurm`'s own flags (--cluster and --render are
+ * GKE's table's, shared). */
+struct slurm_options {
+	const char *partition, *account, *qos, *time_limit, *constraint;
+	unsigned nodes, gpus_per_node;
+};
+
+#define SLURM_OPTIONS_COUNT 7
+void slurm_options_table(struct slurm_options *o, struct opt *opts);
+
+struct job_request;
+/* `slicectl job --target slurm`: the batch job is submitted held, the
+ * run's objects go up with its id in job.json, then it is released.
+ * cluster from --cluster (NULL: the default); render prints the script.
+ * Returns the exit status. */
+int slurm_job(struct job_request *r, const struct slurm_options *o,
+	      const char *cluster, bool render);
+
+struct target_view;
+/* target.h's calls for a Slurm run (t from its job.json). */
+int slurm_describe(const struct job_target *t, struct target_view *out,
+		   struct err *e);
+int slurm_delete(const struct job_target *t, bool wait, unsigned timeout_ms,
+		 bool *absent, struct err *e);
+int slurm_reset(const struct job_target *t, bool wait, unsigned timeout_ms,
+		long *attempt, struct err *e);
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * slurm_cluster.c: see slurm_cluster.h.
+ */
+#include "tests/slurm/slurm_cluster.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char slurm_dir[HARNESS_PATH];
+char slurm_bucket[HARNESS_PATH + 32];
+
+static const char *script(void)
+{
+	static char path[HARNESS_PATH + 64];
+
+	snprintf(path, sizeof(path), "%s/tests/slurm/slurm-cluster.sh",
+		 getenv("SLICECTL_SRCDIR"));
+	return path;
+}
+
+/* slurm-cluster.sh CMD DIR/slurm [NODES]: its daemons must not inherit
+ * the test's other descriptors (criterion's channel to its runner would
+ * stay open for as long as they live), so they are all closed first. */
+static int cluster_script(const char *cmd, const char *nodes)
+{
+	char where[HARNESS_PATH + 16];
+	int status;
+	pid_t pid;
+
+	snprintf(where, sizeof(where), "%s/slurm", slurm_dir);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		execl("/bin/sh", "sh", script(), cmd, where, nodes,
+		      (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void slurm_cluster_start(unsigned nodes)
+{
+	char count[16];
+
+	char conf[HARNESS_PATH + 64];
+
+	cr_assert_eq(make_temp_dir(slurm_dir, sizeof(slurm_dir), "slurm"), 0);
+	snprintf(slurm_bucket, sizeof(slurm_bucket), "file://%s/bucket",
+		 slurm_dir);
+	cr_assert_eq(sh("mkdir -p '%s/bucket' '%s/slurm'", slurm_dir,
+			slurm_dir), 0);
+	snprintf(count, sizeof(count), "%u", nodes);
+	cr_assert_eq(cluster_script("start", count), 0, "Slurm did not start");
+	snprintf(conf, sizeof(conf), "%s/slurm/slurm.conf", slurm_dir);
+	setenv("SLURM_CONF", conf, 1);
+	setenv("TMPDIR", slurm_dir, 1);
+	setenv("SLICECTL_SLURM_POLL_MS", "200", 1);
+	cr_assert_eq(chdir(slurm_dir), 0);
+}
+
+void slurm_cluster_stop(void)
+{
+	if (!*slurm_dir)
+		return;
+	cluster_script("stop", NULL);
+	cr_expect_eq(chdir("/"), 0);
+	cr_expect_eq(processes_mentioning(slurm_dir), 0,
+		     "processes left behind");
+	rm_rf(slurm_dir);
+	*slurm_dir = '\0';
+}
+
+long long slurm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+json_t *slurm_status(const char *run)
+{
+	struct run_result r;
+	json_t *j;
+
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+					  "status", run, "--bucket",
+					  slurm_bucket, "--format", "json",
+					  NULL },
+				  NULL),
+		     0);
+	cr_assert_eq(r.status, 0, "status: %s%s", r.out, r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "status printed no JSON: %s", r.out);
+	run_result_release(&r);
+	return j;
+}
+
+const char *slurm_jstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s ? s : "";
+}
+
+static long long jint(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+static bool all_running(json_t *j, size_t n, long long gen, long long step)
+{
+	json_t *w;
+	size_t i, ok = 0;
+
+	json_array_foreach(json_object_get(j, "workers"), i, w)
+		ok += !strcmp(slurm_jstr(w, "state"), "running") &&
+		      jint(w, "generation") == jint(j, "generation");
+	return ok == n && jint(j, "generation") >= gen &&
+	       jint(j, "committed_step") >= step;
+}
+
+/* Polls status until done(j) or ms pass (failing with what). */
+static json_t *poll_status(const char *run, long ms,
+			   bool (*done)(json_t *, const void *),
+			   const void *arg, const char *what)
+{
+	long long until = slurm_now_ms() + ms;
+	json_t *j = NULL;
+
+	for (;;) {
+		json_decref(j);
+		j = slurm_status(run);
+		if (done(j, arg))
+			return j;
+		if (slurm_now_ms() >= until) {
+			char *text = json_dumps(j, JSON_INDENT(1));
+
+			cr_assert_fail("%s: %s never came:\n%s", run, what,
+				       text);
+		}
+		sleep_ms(500);
+	}
+}
+
+struct running_want {
+	size_t n;
+	long long gen, step;
+};
+
+static bool running_done(json_t *j, const void *arg)
+{
+	const struct running_want *w = arg;
+
+	return all_running(j, w->n, w->gen, w->step);
+}
+
+json_t *slurm_wait_running(const char *run, size_t n, long long gen,
+			   long long min_step)
+{
+	struct running_want w = { n, gen, min_step };
+
+	return poll_status(run, 180000, running_done, &w,
+			   "every worker running");
+}
+
+static bool state_done(json_t *j, const void *arg)
+{
+	return !strcmp(slurm_jstr(j, "state"), arg);
+}
+
+json_t *slurm_wait_state(const char *run, const char *state, long ms)
+{
+	return poll_status(run, ms, state_done, state, state);
+}
+
+long slurm_wait_job(const char *job_id, const char *state, const char *reason,
+		    long ms)
+{
+	long long until = slurm_now_ms() + ms;
+	char want[128];
+
+	snprintf(want, sizeof(want), "JobState=%s ", state);
+	for (;;) {
+		struct run_result r;
+		const char *at;
+
+		cr_assert_eq(run_program(&r, (const char *const[]){
+						 "scontrol", "show", "job",
+						 "--oneliner", job_id, NULL },
+					 NULL),
+			     0);
+		at = strstr(r.out, " Restarts=");
+		if (strstr(r.out, want) &&
+		    (!reason || strstr(r.out, reason)) && at) {
+			long restarts = strtol(at + 10, NULL, 10);
+
+			run_result_release(&r);
+			return restarts;
+		}
+		if (slurm_now_ms() >= until)
+			cr_assert_fail("job %s never got %s %s:\n%s%s", job_id,
+				       state, reason ? reason : "", r.out,
+				       r.err);
+		run_result_release(&r);
+		sleep_ms(300);
+	}
+}

@@ -1,0 +1,41 @@
+/*
+ * slurm_cluster.h: a real Slurm cluster for a test (slurm-cluster.sh:
+ * slurmctld and `slurmd -N nX` nodes on loopback ports under the test's
+ * temporary directory), and what the Slurm tests ask of slicectl.
+ * Failures end the calling criterion test.
+ */
+#ifndef SLICECTL_TESTS_SLURM_CLUSTER_H
+#define SLICECTL_TESTS_SLURM_CLUSTER_H
+
+#include "tests/harness/harness.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+extern char slurm_dir[HARNESS_PATH];         /* the test's temp dir */
+extern char slurm_bucket[HARNESS_PATH + 32]; /* file://DIR/bucket */
+
+/* Makes the temp dir, starts a cluster of nodes nodes in it, and makes
+ * it the test's: SLURM_CONF, TMPDIR (the supervisors' state) and the
+ * working directory (sbatch's slurm-ID.out) point into it. */
+void slurm_cluster_start(unsigned nodes);
+/* Cancels every job, stops the daemons by pid, removes the dir; no
+ * process may be left naming it. */
+void slurm_cluster_stop(void);
+
+long long slurm_now_ms(void);
+/* `slicectl status RUN --format json`. */
+json_t *slurm_status(const char *run);
+const char *slurm_jstr(json_t *o, const char *k);
+/* Polls status until every one of n workers runs at the run's
+ * generation >= gen with committed step >= min_step; returns it. */
+json_t *slurm_wait_running(const char *run, size_t n, long long gen,
+			   long long min_step);
+/* Polls until the run's control.json state is state. */
+json_t *slurm_wait_state(const char *run, const char *state, long ms);
+/* Polls `scontrol show job` until JobState is state (and, when not NULL,
+ * Reason is reason); returns its restart count. */
+long slurm_wait_job(const char *job_id, const char *state,
+		    const char *reason, long ms);
+
+#endif
