@@ -611,7 +611,8 @@ int events_new(struct store *s, struct events_seen *seen, struct event **out,
 		v[(*n)++] = v[i];
 	}
 	seen->n += added;
-	qsort(seen->v, seen->n, sizeof(*seen->v), cmp_u64);
+	if (seen->n)
+		qsort(seen->v, seen->n, sizeof(*seen->v), cmp_u64);
 	if (*n)
 		*out = v;
 	else
