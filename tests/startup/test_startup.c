@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define PATHLEN 4096
@@ -504,7 +505,10 @@ Test(startup, file_twice_then_in_the_foreground)
 	write_text(path, "half", 0600);
 	run_expect(&r, script, skip, 0);
 	assert_has(r.err, "job.json is in place for this run: not fetched");
-	assert_has(r.err, "(sha256 checked): not fetched");
+	/* Verified when installed and unchanged since: neither hashed nor
+	 * run again. */
+	assert_has(r.err, "unchanged since): not fetched");
+	assert_lacks(r.err, "runs here");
 	assert_has(r.err, "is unchanged");
 	assert_has(r.err, "nothing fetched: job.json and the supervisor were "
 		   "in place");
@@ -542,6 +546,14 @@ Test(startup, file_twice_then_in_the_foreground)
 		   ":9/\n");
 	assert_lacks(unit, "STORAGE_EMULATOR_HOST");
 	free(unit);
+
+	/* A binary touched since (same bytes) is hashed again, not trusted
+	 * on its record. */
+	cr_assert_eq(utimes(bin, NULL), 0);
+	run_expect(&r, script, skip, 0);
+	assert_has(r.err, "(sha256 checked): not fetched");
+	assert_has(r.err, "runs here");
+	run_result_release(&r);
 
 	/* A damaged installed binary is noticed and fetched again. */
 	write_text(bin, "#!/bin/sh\necho damaged\n", 0755);
