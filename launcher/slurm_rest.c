@@ -205,7 +205,11 @@ static json_t *job_properties(const struct slurm_spec *s, struct err *e)
 			bad = json_object_set_new(env, name,
 						  json_string(eq + 1)) != 0;
 	}
-	snprintf(signal, sizeof(signal), "B:TERM@%u",
+	/* slurmrestd 22.05 refuses sbatch's "B:" ("Invalid SIGNAL
+	 * specification"): the notice then goes to the step, the
+	 * supervisors themselves, instead of the batch shell that relays it
+	 * to them; the script requeues the job as it does after a relay. */
+	snprintf(signal, sizeof(signal), "TERM@%u",
 		 s->grace_s + SLURM_UPLOAD_S);
 	job = bad ? NULL
 		  : json_pack("{s:s, s:s, s:i, s:i, s:b, s:s, s:s, s:s, s:b, "

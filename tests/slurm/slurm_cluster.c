@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,10 +71,61 @@ void slurm_cluster_start(unsigned nodes)
 	cr_assert_eq(chdir(slurm_dir), 0);
 }
 
+static pid_t rest_pid;
+
+void slurm_rest_start(char *url, size_t len)
+{
+	char sock[HARNESS_PATH + 32], log[HARNESS_PATH + 64];
+
+	snprintf(sock, sizeof(sock), "%s/slurm/rest.sock", slurm_dir);
+	snprintf(log, sizeof(log), "%s/slurm/log/slurmrestd.log", slurm_dir);
+	snprintf(url, len, "unix:%s", sock);
+	rest_pid = fork();
+	cr_assert_geq(rest_pid, 0);
+	if (rest_pid == 0) {
+		int out = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		char listen[HARNESS_PATH + 40];
+
+		dup2(out, 1);
+		dup2(out, 2);
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		setenv("SLURMRESTD_SECURITY", "disable_user_check", 1);
+		snprintf(listen, sizeof(listen), "unix:%s", sock);
+		execl("/usr/sbin/slurmrestd", "slurmrestd", "-a",
+		      "rest_auth/local", "-s", "openapi/v0.0.38", listen,
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 100; i++) {
+		if (sh("curl -sf --unix-socket '%s' "
+		       "http://x/slurm/v0.0.38/ping >/dev/null", sock) == 0)
+			return;
+		usleep(100000);
+	}
+	sh("cat '%s' >&2", log);
+	cr_assert_fail("slurmrestd did not answer on %s", sock);
+}
+
+void slurm_rest_stop(void)
+{
+	if (rest_pid <= 0)
+		return;
+	kill(rest_pid, SIGTERM);
+	for (int i = 0; i < 100 && waitpid(rest_pid, NULL, WNOHANG) == 0; i++)
+		usleep(100000);
+	if (waitpid(rest_pid, NULL, WNOHANG) == 0) {
+		kill(rest_pid, SIGKILL);
+		waitpid(rest_pid, NULL, 0);
+	}
+	rest_pid = 0;
+}
+
 void slurm_cluster_stop(void)
 {
 	if (!*slurm_dir)
 		return;
+	slurm_rest_stop();
 	cluster_script("stop", NULL);
 	cr_expect_eq(chdir("/"), 0);
 	cr_expect_eq(processes_mentioning(slurm_dir), 0,

@@ -23,6 +23,14 @@ void slurm_cluster_start(unsigned nodes);
  * process may be left naming it. */
 void slurm_cluster_stop(void);
 
+/* slurmrestd (Slurm 22.05's /usr/sbin/slurmrestd, openapi/v0.0.38,
+ * rest_auth/local) on a unix socket in the cluster's dir, as root (the
+ * test's jobs must run as its user: SLURMRESTD_SECURITY=
+ * disable_user_check lets it); returns once it answers. url gets
+ * "unix:PATH". slurm_rest_stop ends it by pid; slurm_cluster_stop does. */
+void slurm_rest_start(char *url, size_t len);
+void slurm_rest_stop(void);
+
 long long slurm_now_ms(void);
 /* `slicectl status RUN --format json`. */
 json_t *slurm_status(const char *run);
