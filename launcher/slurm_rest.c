@@ -125,13 +125,18 @@ static int call(const char *base, const char *method, const char *path,
 	*out = answer.len ? json_loadb(answer.data, answer.len, 0, &jerr)
 			  : NULL;
 	if (!json_is_object(*out)) {
+		const char *text = answer.len ? answer.data : "";
+
 		json_decref(*out);
 		*out = NULL;
-		rc = err_set(e, COMMON_EIO, "%s at %s answered %s %s with "
-			     "HTTP %ld and no Slurm JSON%s", "slurmrestd", base,
-			     method, path, status,
-			     status == 404 ? " (slicectl speaks the OpenAPI "
-			     "plugin v0.0.38 of Slurm 22.05: slurmrestd -s "
+		rc = err_set(e, COMMON_EIO, "slurmrestd at %s answered %s %s "
+			     "with HTTP %ld%s%.*s%s", base, method, path,
+			     status, *text ? ": " : " and no Slurm JSON",
+			     (int)strcspn(text, "\r\n"), text,
+			     status == 401 ? " (rest_auth/jwt wants a token: "
+			     "SLURM_JWT from scontrol token)"
+			     : status == 404 ? " (slicectl speaks Slurm "
+			     "22.05's openapi/v0.0.38: slurmrestd -s "
 			     "openapi/v0.0.38)" : "");
 	}
 out:

@@ -24,7 +24,7 @@ static const char *const no_commands[] = { path_env, NULL };
 static void start(void)
 {
 	slurm_cluster_start(2);
-	slurm_rest_start(rest_url, sizeof(rest_url));
+	slurm_rest_start(rest_url, sizeof(rest_url), false);
 	cr_assert_eq(sh("mkdir '%s/shadow' && for c in sbatch squeue scontrol "
 			"scancel; do printf '#!/bin/sh\\n[ -n \"$SLURM_JOB_ID\" ] "
 			"&& exec /usr/bin/%%s \"$@\"\\necho %%s >>%s/shadow/used\\n"
@@ -176,5 +176,56 @@ Test(slurm_rest, clear_errors, .init = start, .fini = slurm_cluster_stop)
 	operate(&r, "status", false);
 	cr_expect(strstr(r.err, "did not answer GET /job/"), "%s%s", r.out,
 		  r.err);
+	run_result_release(&r);
+}
+
+static void start_jwt(void)
+{
+	slurm_cluster_start(2);
+	slurm_rest_start(rest_url, sizeof(rest_url), true);
+	snprintf(path_env, sizeof(path_env), "PATH=%s", getenv("PATH"));
+}
+
+/* rest_auth/jwt over TCP: the token from `scontrol token` goes with the
+ * user's name; without one slurmrestd's 401 says what is missing. (The
+ * test cluster's primary auth/none takes any token slurmrestd passes on:
+ * what is checked here is that slicectl sends it.) */
+Test(slurm_rest, jwt_over_tcp, .init = start_jwt, .fini = slurm_cluster_stop)
+{
+	char token[2048] = "", id[32], want[128];
+	const char *env[3] = { path_env, token, NULL };
+	struct run_result r;
+	FILE *p = popen("scontrol token username=root lifespan=600", "r");
+
+	cr_assert(p);
+	cr_assert(fgets(token, sizeof(token), p));
+	pclose(p);
+	token[strcspn(token, "\n")] = '\0';
+	cr_assert(!strncmp(token, "SLURM_JWT=", 10), "%s", token);
+
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			"job", "--target", "slurm", "--slurmrestd", rest_url,
+			"--partition", "debug", "--nodes", "2", "--name", "ops",
+			"--bucket", slurm_bucket, "--command", "exec sleep 300",
+			NULL }, env), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	snprintf(id, sizeof(id), "%.*s", (int)strcspn(r.out, "\n"), r.out);
+	run_result_release(&r);
+	cr_expect_eq(slurm_wait_job(id, "RUNNING", NULL, 30000), 0);
+
+	/* No token: a 401 that names SLURM_JWT. */
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			"status", "ops", "--bucket", slurm_bucket, NULL },
+			(const char *const[]){ path_env, "SLURM_JWT=", NULL }), 0);
+	cr_expect(strstr(r.err, "HTTP 401: Authentication failure") &&
+			  strstr(r.err, "SLURM_JWT"), "%s%s", r.out, r.err);
+	run_result_release(&r);
+
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			"delete", "ops", "--bucket", slurm_bucket, "--wait",
+			NULL }, env), 0);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	snprintf(want, sizeof(want), "Slurm job %s deleted", id);
+	cr_expect(strstr(r.out, want), "%s", r.out);
 	run_result_release(&r);
 }
