@@ -181,7 +181,9 @@ Test(slurm_rest, clear_errors, .init = start, .fini = slurm_cluster_stop)
 
 static void start_jwt(void)
 {
+	setenv("SLURM_CLUSTER_JWT", "1", 1);
 	slurm_cluster_start(2);
+	unsetenv("SLURM_CLUSTER_JWT");
 	slurm_rest_start(rest_url, sizeof(rest_url), true);
 	snprintf(path_env, sizeof(path_env), "PATH=%s", getenv("PATH"));
 }
