@@ -149,19 +149,20 @@ out:
 	return rc;
 }
 
-/* call, with the answer's first error (if any) made e's message. */
-static int call_checked(const char *base, const char *method,
-			const char *path, const char *body, json_t **out,
-			struct err *e)
+/* method /job/ID with body (NULL: none), the answer's first error (if
+ * any) made e's message; the answer itself is not needed. */
+static int job_call(const char *base, const char *method, const char *id,
+		    const char *body, struct err *e)
 {
-	char msg[300];
-	int rc = call(base, method, path, body, out, e);
+	char path[64], msg[300];
+	json_t *answer;
+	int rc;
 
-	if (!rc && api_error(*out, msg, sizeof(msg))) {
+	snprintf(path, sizeof(path), "/job/%s", id);
+	rc = call(base, method, path, body, &answer, e);
+	if (!rc && api_error(answer, msg, sizeof(msg)))
 		rc = err_set(e, COMMON_EIO, "slurmrestd: %s", msg);
-		json_decref(*out);
-		*out = NULL;
-	}
+	json_decref(answer);
 	return rc;
 }
 
@@ -284,26 +285,12 @@ int slurm_rest_submit(const char *base, const struct slurm_spec *s,
 
 int slurm_rest_release(const char *base, const char *id, struct err *e)
 {
-	char path[64];
-	json_t *answer;
-	int rc;
-
-	snprintf(path, sizeof(path), "/job/%s", id);
-	rc = call_checked(base, "POST", path, "{\"hold\":false}", &answer, e);
-	json_decref(answer);
-	return rc;
+	return job_call(base, "POST", id, "{\"hold\":false}", e);
 }
 
 int slurm_rest_cancel(const char *base, const char *id, struct err *e)
 {
-	char path[64];
-	json_t *answer;
-	int rc;
-
-	snprintf(path, sizeof(path), "/job/%s", id);
-	rc = call_checked(base, "DELETE", path, NULL, &answer, e);
-	json_decref(answer);
-	return rc;
+	return job_call(base, "DELETE", id, NULL, e);
 }
 
 int slurm_rest_job(const char *base, const char *id,

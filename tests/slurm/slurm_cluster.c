@@ -164,6 +164,14 @@ void slurm_cluster_stop(void)
 	*slurm_dir = '\0';
 }
 
+void slurm_no_run(const char *run)
+{
+	char path[HARNESS_PATH + 64];
+
+	snprintf(path, sizeof(path), "%s/bucket/%s/job.json", slurm_dir, run);
+	cr_expect_eq(access(path, F_OK), -1, "%s was created", path);
+}
+
 long long slurm_now_ms(void)
 {
 	struct timespec ts;

@@ -32,6 +32,9 @@ void slurm_cluster_stop(void);
 void slurm_rest_start(char *url, size_t len, bool jwt);
 void slurm_rest_stop(void);
 
+/* Expects no job.json for run in the cluster's bucket. */
+void slurm_no_run(const char *run);
+
 long long slurm_now_ms(void);
 /* `slicectl status RUN --format json`. */
 json_t *slurm_status(const char *run);

@@ -63,14 +63,6 @@ static void job(struct run_result *r, const char *run, const char *url,
 	cr_assert_eq(run_slicectl(r, argv, no_commands), 0);
 }
 
-static void no_run(const char *run)
-{
-	char path[HARNESS_PATH + 64];
-
-	snprintf(path, sizeof(path), "%s/bucket/%s/job.json", slurm_dir, run);
-	cr_expect_eq(access(path, F_OK), -1, "%s was created", path);
-}
-
 /* `slicectl CMD ops --bucket B [--wait]` without Slurm's commands. */
 static void operate(struct run_result *r, const char *cmd, bool wait)
 {
@@ -156,7 +148,7 @@ Test(slurm_rest, clear_errors, .init = start, .fini = slurm_cluster_stop)
 	cr_expect(strstr(r.err, "slurmrestd refused the job: Invalid "
 			 "partition name specified"), "%s", r.err);
 	run_result_release(&r);
-	no_run("nopart");
+	slurm_no_run("nopart");
 
 	/* A socket nobody serves. */
 	snprintf(dead, sizeof(dead), "unix:%s/nobody.sock", slurm_dir);
@@ -166,7 +158,7 @@ Test(slurm_rest, clear_errors, .init = start, .fini = slurm_cluster_stop)
 			  strstr(r.err, "did not answer POST /job/submit"),
 		  "%s", r.err);
 	run_result_release(&r);
-	no_run("dead");
+	slurm_no_run("dead");
 
 	/* A slurmrestd that went away after the submission: status says so. */
 	job(&r, "ops", rest_url, NULL);
