@@ -59,7 +59,6 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/none
 CredType=cred/none
-$jwt
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -83,6 +82,7 @@ MessageTimeout=5
 InactiveLimit=0
 KillWait=10
 CONF
+		[ -z "$jwt" ] || echo "$jwt"
 		i=1
 		for port in "$@"; do
 			echo "NodeName=n$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$port CPUs=2 RealMemory=1000 State=UNKNOWN"
