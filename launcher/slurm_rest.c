@@ -333,7 +333,8 @@ int slurm_rest_job(const char *base, const char *id,
 	return rc;
 }
 
-/* One "prefix[1-3,07]" item (at most one bracket) onto fn. */
+/* One "prefix[1-3,07]" item (at most one bracket, nothing after it)
+ * onto fn. */
 static int expand_item(const char *item, size_t len,
 		       int (*fn)(void *, const char *), void *ud)
 {
@@ -349,8 +350,12 @@ static int expand_item(const char *item, size_t len,
 		long lo = strtol(p, &end, 10), hi = lo;
 		int width = (int)(end - p);
 
+		if (end == p)
+			return -1;
 		if (*end == '-')
 			hi = strtol(end + 1, &end, 10);
+		if (*end != ',' && *end != ']')
+			return -1;
 		for (long k = lo; k <= hi; k++) {
 			int rc;
 
@@ -361,10 +366,9 @@ static int expand_item(const char *item, size_t len,
 				return rc;
 		}
 		p = end + (*end == ',');
-		if (end == p && *end != ']')
-			return -1;
 	}
-	return 0;
+	/* A list cut short has no ']'. */
+	return p < item + len ? 0 : -1;
 }
 
 int slurm_hostlist_each(const char *list, int (*fn)(void *, const char *),
