@@ -95,7 +95,10 @@ static const char usage[] =
 	"shared filesystem). SIGTERM grace + 60 s before --time commits an\n"
 	"emergency step and requeues the job; the next allocation restores the\n"
 	"newest committed step. It prints the job's id. --render prints the\n"
-	"batch script instead.\n"
+	"batch script instead. --slurmrestd URL (http://HOST:PORT, or\n"
+	"unix:/path/to/socket) submits, asks and deletes through slurmrestd's\n"
+	"REST API (openapi/v0.0.38, Slurm 22.05) instead, with the JWT in\n"
+	"SLURM_JWT, or none on a unix socket (rest_auth/local).\n"
 	"\n"
 	"--local runs every worker here instead, as local processes started\n"
 	"by the same startup script, with file:// storage; --chaos injects\n"
@@ -710,7 +713,7 @@ static int check_target_flags(const struct job_options *o)
 			 g->queued_provisioning;
 	bool slurm_flags = sl->partition || sl->nodes || sl->gpus_per_node ||
 			   sl->account || sl->qos || sl->time_limit ||
-			   sl->constraint;
+			   sl->constraint || sl->slurmrestd;
 
 	if (o->target && (o->local || o->watch || o->local_dir || o->chaos ||
 			  o->seed || o->quiet || o->provisioning_model))
@@ -725,7 +728,8 @@ static int check_target_flags(const struct job_options *o)
 				   "are for --target gke%s", NULL);
 	if (o->target != TARGET_FLAG_SLURM && slurm_flags)
 		return usage_error("--partition, --nodes, --gpus-per-node, "
-				   "--account, --qos, --time and --constraint "
+				   "--account, --qos, --time, --constraint and "
+				   "--slurmrestd "
 				   "are for --target slurm%s", NULL);
 	if (!o->target && (gke_flags || g->cluster || g->render))
 		return usage_error("--cluster, --location, --namespace, --queue, "

@@ -3,7 +3,8 @@
  * batch job whose single step starts one slice-supervisor per node (srun
  * --ntasks-per-node=1): slurm_render.c writes its batch script,
  * slurm_exec.c runs Slurm's commands (sbatch, squeue, scontrol, scancel),
- * slurm_job.c submits it, slurm_run.c serves status, delete and reset.
+ * slurm_job.c submits it, slurm_run.c serves status, delete and reset;
+ * slurm_rest.c does the same through slurmrestd when the run names one.
  */
 #ifndef SLICECTL_LAUNCHER_SLURM_H
 #define SLICECTL_LAUNCHER_SLURM_H
@@ -60,10 +61,11 @@ int slurm_job_command(const char *cluster, const char *tool, const char *verb,
  * GKE's table's, shared). */
 struct slurm_options {
 	const char *partition, *account, *qos, *time_limit, *constraint;
+	const char *slurmrestd; /* URL or unix:/path; NULL: the commands */
 	unsigned nodes, gpus_per_node;
 };
 
-#define SLURM_OPTIONS_COUNT 7
+#define SLURM_OPTIONS_COUNT 8
 void slurm_options_table(struct slurm_options *o, struct opt *opts);
 
 struct job_request;
@@ -73,6 +75,33 @@ struct job_request;
  * Returns the exit status. */
 int slurm_job(struct job_request *r, const struct slurm_options *o,
 	      const char *cluster, bool render);
+
+/* The job as scontrol or slurmrestd sees it. */
+struct slurm_job_info {
+	char state[32], reason[128], nodes[256];
+	long restarts;
+	bool missing;
+};
+
+/*
+ * slurmrestd's OpenAPI v0.0.38 (Slurm 22.05) at base ("http[s]://HOST:PORT"
+ * or "unix:/path/to/socket"). Each returns 0, or COMMON_EIO with e saying
+ * that slurmrestd did not answer (within $SLICECTL_SLURM_TIMEOUT_MS) or
+ * the first message of its "errors" array.
+ */
+/* Submits the rendered script held, with the spec's properties; id gets
+ * the job's id. */
+int slurm_rest_submit(const char *base, const struct slurm_spec *s,
+		      const char *script, char *id, size_t len, struct err *e);
+int slurm_rest_release(const char *base, const char *id, struct err *e);
+int slurm_rest_cancel(const char *base, const char *id, struct err *e);
+/* A job slurmrestd no longer knows is out->missing, not an error. */
+int slurm_rest_job(const char *base, const char *id,
+		   struct slurm_job_info *out, struct err *e);
+/* Calls fn with each host of a Slurm hostlist ("n[1-3,07],gpu2") in
+ * order; fn's non-zero return stops it and is returned; -1: malformed. */
+int slurm_hostlist_each(const char *list, int (*fn)(void *, const char *),
+			void *ud);
 
 struct target_view;
 /* target.h's calls for a Slurm run (t from its job.json). */

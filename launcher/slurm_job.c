@@ -36,6 +36,11 @@ void slurm_options_table(struct slurm_options *o, struct opt *opts)
 		{ .name = "constraint", .kind = OPT_STRING,
 		  .value = &o->constraint, .arg = "C",
 		  .help = "--target slurm: node features required" },
+		{ .name = "slurmrestd", .kind = OPT_STRING,
+		  .value = &o->slurmrestd, .arg = "URL",
+		  .help = "--target slurm: submit, ask and delete through "
+		  "slurmrestd (http://HOST:PORT or unix:/path/to/socket; "
+		  "JWT from SLURM_JWT) instead of sbatch/scontrol/scancel" },
 	};
 
 	memcpy(opts, table, sizeof(table));
@@ -88,14 +93,18 @@ static int parse_job_id(const char *out, char *id, size_t len, struct err *e)
 	return 0;
 }
 
-/* Submits the script held; id gets the job's id. */
-static int submit(const char *script, const char *cluster, char *id,
-		  size_t len, struct err *e)
+/* Submits the script held, through slurmrestd when rest names one; id
+ * gets the job's id. */
+static int submit(const struct slurm_spec *s, const char *script,
+		  const char *cluster, const char *rest, char *id, size_t len,
+		  struct err *e)
 {
 	const char *argv[] = { "sbatch", "--parsable", "--hold", NULL };
 	struct buf out;
 	int rc;
 
+	if (rest)
+		return slurm_rest_submit(rest, s, script, id, len, e);
 	buf_init(&out);
 	rc = slurm_exec(cluster, argv, script, &out, e);
 	if (!rc)
@@ -155,7 +164,8 @@ int slurm_job(struct job_request *r, const struct slurm_options *o,
 		status = 0;
 		goto out;
 	}
-	if (submit(script.data, cluster, id, sizeof(id), &e)) {
+	if (submit(&s, script.data, cluster, o->slurmrestd, id, sizeof(id),
+		   &e)) {
 		log_error("submitting the batch job: %s", e.msg);
 		goto out;
 	}
@@ -163,6 +173,7 @@ int slurm_job(struct job_request *r, const struct slurm_options *o,
 	t.partition = (char *)o->partition;
 	t.job_id = id;
 	t.cluster = (char *)cluster;
+	t.slurmrestd = (char *)o->slurmrestd;
 	r->target = &t;
 	prepared_run_release(&run);
 	if (job_prepare(r, &run, &e)) {
@@ -170,14 +181,18 @@ int slurm_job(struct job_request *r, const struct slurm_options *o,
 
 		log_error("%s", e.msg);
 		err_init(&ce);
-		if (slurm_job_command(cluster, "scancel", NULL, id, &ce))
+		if (o->slurmrestd ? slurm_rest_cancel(o->slurmrestd, id, &ce)
+				  : slurm_job_command(cluster, "scancel", NULL,
+						      id, &ce))
 			log_error("cancelling held job %s: %s", id, ce.msg);
 		status = e.code == COMMON_EUSAGE || e.code == COMMON_EINVAL
 				 ? EXIT_USAGE
 				 : 1;
 		goto out;
 	}
-	if (slurm_job_command(cluster, "scontrol", "release", id, &e)) {
+	if (o->slurmrestd ? slurm_rest_release(o->slurmrestd, id, &e)
+			  : slurm_job_command(cluster, "scontrol", "release",
+					      id, &e)) {
 		log_error("releasing job %s: %s (it stays held: scontrol "
 			  "release %s)", id, e.msg, id);
 		goto out;

@@ -5,7 +5,9 @@
  * keeps it for the controller's MinJobAge); `scontrol show hostnames`
  * expands its node list; scancel deletes it; scontrol requeue is the
  * reset (every node's supervisor killed, the next allocation restores
- * the newest committed step).
+ * the newest committed step). A run submitted through slurmrestd is
+ * asked and deleted through it (slurm_rest.c); its API in Slurm 22.05 has
+ * no requeue, so the reset is scontrol's there too.
  */
 #include "launcher/job.h"
 #include "launcher/slurm.h"
@@ -14,13 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The job as scontrol sees it. */
-struct slurm_job_info {
-	char state[32], reason[128], nodes[256];
-	long restarts;
-	bool missing;
-};
 
 /* Key=Value's value in scontrol's one line (words split on spaces). */
 static void field(const char *line, const char *key, char *out, size_t len)
@@ -49,6 +44,8 @@ static int job_info(const struct job_target *t, struct slurm_job_info *out,
 	struct buf b;
 	int rc;
 
+	if (t->slurmrestd)
+		return slurm_rest_job(t->slurmrestd, t->job_id, out, e);
 	memset(out, 0, sizeof(*out));
 	out->restarts = -1;
 	buf_init(&b);
@@ -74,42 +71,63 @@ static int job_info(const struct job_target *t, struct slurm_job_info *out,
 	return rc;
 }
 
+/* Where add_worker puts a node's worker. */
+struct node_sink {
+	struct target_view *v;
+	const char *state;
+	long restarts;
+};
+
+static int add_worker(void *ud, const char *host)
+{
+	struct node_sink *s = ud;
+	struct target_worker *w;
+
+	w = realloc(s->v->workers, (s->v->n + 1) * sizeof(*w));
+	if (!w)
+		return COMMON_ENOMEM;
+	s->v->workers = w;
+	w += s->v->n;
+	memset(w, 0, sizeof(*w));
+	w->slice = 0;
+	w->worker = (int)s->v->n++;
+	w->restart_attempt = s->restarts;
+	snprintf(w->name, sizeof(w->name), "%s", host);
+	snprintf(w->phase, sizeof(w->phase), "%s", s->state);
+	snprintf(w->node, sizeof(w->node), "%s", host);
+	return 0;
+}
+
 /* One worker per node of the allocation, in the list's order (the
- * supervisors' SLURM_NODEID order). */
+ * supervisors' SLURM_NODEID order): scontrol expands the list, or, for
+ * a run through slurmrestd, slurm_hostlist_each. */
 static int add_nodes(const struct job_target *t, const char *state,
 		     const char *nodes, long restarts, struct target_view *v,
 		     struct err *e)
 {
 	const char *argv[] = { "scontrol", "show", "hostnames", nodes, NULL };
+	struct node_sink sink = { v, state, restarts };
 	struct buf b;
 	int rc;
 
 	if (!*nodes || !strcmp(nodes, "(null)"))
 		return 0;
+	if (t->slurmrestd) {
+		rc = slurm_hostlist_each(nodes, add_worker, &sink);
+		if (rc == COMMON_ENOMEM)
+			return err_set(e, rc, "out of memory");
+		return rc ? err_set(e, COMMON_EIO, "slurmrestd's node list "
+				    "'%s' is not a Slurm hostlist", nodes)
+			  : 0;
+	}
 	buf_init(&b);
 	rc = slurm_exec(t->cluster, argv, NULL, &b, e);
 	for (char *p = b.data, *nl; !rc && p && *p; p = nl ? nl + 1 : NULL) {
-		struct target_worker *w;
-
 		nl = strchr(p, '\n');
 		if (nl)
 			*nl = '\0';
-		if (!*p)
-			continue;
-		w = realloc(v->workers, (v->n + 1) * sizeof(*w));
-		if (!w) {
+		if (*p && add_worker(&sink, p))
 			rc = err_set(e, COMMON_ENOMEM, "out of memory");
-			break;
-		}
-		v->workers = w;
-		w += v->n;
-		memset(w, 0, sizeof(*w));
-		w->slice = 0;
-		w->worker = (int)v->n++;
-		w->restart_attempt = restarts;
-		snprintf(w->name, sizeof(w->name), "%s", p);
-		snprintf(w->phase, sizeof(w->phase), "%s", state);
-		snprintf(w->node, sizeof(w->node), "%s", p);
 	}
 	buf_release(&b);
 	return rc;
@@ -192,7 +210,10 @@ int slurm_delete(const struct job_target *t, bool wait, unsigned timeout_ms,
 	*absent = !rc && ended(&info, 0);
 	if (rc || *absent)
 		return rc;
-	rc = slurm_job_command(t->cluster, "scancel", NULL, t->job_id, e);
+	rc = t->slurmrestd
+		     ? slurm_rest_cancel(t->slurmrestd, t->job_id, e)
+		     : slurm_job_command(t->cluster, "scancel", NULL,
+					 t->job_id, e);
 	if (!rc && wait)
 		rc = wait_for(t, timeout_ms, ended, 0, &info, e);
 	return rc;

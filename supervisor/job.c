@@ -111,6 +111,7 @@ void job_target_release(struct job_target *t)
 	free(t->context);
 	free(t->partition);
 	free(t->job_id);
+	free(t->slurmrestd);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -132,7 +133,8 @@ int job_target_copy(struct job_target *dst, const struct job_target *src)
 	    dup_or_null(&dst->kubeconfig, src->kubeconfig) ||
 	    dup_or_null(&dst->context, src->context) ||
 	    dup_or_null(&dst->partition, src->partition) ||
-	    dup_or_null(&dst->job_id, src->job_id)) {
+	    dup_or_null(&dst->job_id, src->job_id) ||
+	    dup_or_null(&dst->slurmrestd, src->slurmrestd)) {
 		job_target_release(dst);
 		return -1;
 	}
@@ -432,6 +434,7 @@ static char **target_field(struct job_target *t, const char *k, bool *null_ok)
 	       : !strcmp(k, "context")	  ? &t->context
 	       : !strcmp(k, "partition")  ? &t->partition
 	       : !strcmp(k, "job_id")	  ? &t->job_id
+	       : !strcmp(k, "slurmrestd") ? &t->slurmrestd
 					  : NULL;
 }
 
@@ -454,8 +457,8 @@ static int parse_target(const json_t *v, struct job *j, struct err *e)
 				       "job.json: \"target\" has an unknown "
 				       "field \"%.100s\"; its fields are kind, "
 				       "cluster, location, project, namespace, "
-				       "jobset, kubeconfig, context, partition "
-				       "and job_id", k);
+				       "jobset, kubeconfig, context, partition, "
+				       "job_id and slurmrestd", k);
 		r = take_string("\"target\".", k, x, null_ok, dst, e);
 		if (r)
 			return r;
@@ -584,9 +587,10 @@ static json_t *string_or_null(const char *s)
 static json_t *target_object(const struct job_target *t)
 {
 	if (!strcmp(t->kind, "slurm"))
-		return json_pack("{s:s, s:s, s:s, s:o}", "kind", t->kind,
+		return json_pack("{s:s, s:s, s:s, s:o, s:o}", "kind", t->kind,
 				 "partition", t->partition, "job_id", t->job_id,
-				 "cluster", string_or_null(t->cluster));
+				 "cluster", string_or_null(t->cluster),
+				 "slurmrestd", string_or_null(t->slurmrestd));
 	return json_pack("{s:s, s:o, s:o, s:o, s:s, s:s, s:o, s:o}",
 			 "kind", t->kind, "cluster", string_or_null(t->cluster),
 			 "location", string_or_null(t->location),

@@ -55,6 +55,8 @@ struct job {
 		char *namespace, *jobset;
 		char *kubeconfig, *context; /* NULL: the default */
 		char *partition, *job_id;   /* Slurm: the batch job */
+		char *slurmrestd; /* Slurm: its REST API (URL or
+				     unix:/path); NULL: the commands */
 	} target;
 };
 

@@ -6,7 +6,10 @@
 # (Debian's build runs several per host: each has its own port, spool
 # directory and pid file through %n), all on loopback ports picked free.
 # AuthType=auth/none and CredType=cred/none (22.05 still ships both) so
-# no munged is needed; ProctrackType=proctrack/linuxproc and
+# no munged is needed; with SLURM_CLUSTER_JWT=1, auth/jwt is the
+# alternative type, with a key in DIR, so that slurmrestd's rest_auth/jwt
+# and `scontrol token` work (the primary auth/none checks no token);
+# ProctrackType=proctrack/linuxproc and
 # TaskPlugin=task/none, so no cgroups and no systemd. `start` returns once
 # every node is idle and prints SLURM_CONF=DIR/slurm.conf; `stop` cancels
 # every job, waits for them to end, then stops the daemons by pid.
@@ -38,6 +41,13 @@ for x in s:
     x.bind(("127.0.0.1", 0))
 print(" ".join(str(x.getsockname()[1]) for x in s))' "$nodes")
 	set -- $ports
+	jwt=
+	if [ "${SLURM_CLUSTER_JWT:-}" = 1 ]; then
+		head -c 32 /dev/urandom >"$dir/jwt.key"
+		chmod 0600 "$dir/jwt.key"
+		jwt="AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=$dir/jwt.key"
+	fi
 	ctld_port=$1
 	shift
 	{
@@ -72,6 +82,7 @@ MessageTimeout=5
 InactiveLimit=0
 KillWait=10
 CONF
+		[ -z "$jwt" ] || echo "$jwt"
 		i=1
 		for port in "$@"; do
 			echo "NodeName=n$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$port CPUs=2 RealMemory=1000 State=UNKNOWN"

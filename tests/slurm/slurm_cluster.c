@@ -4,11 +4,15 @@
 #include "tests/slurm/slurm_cluster.h"
 
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,16 +74,102 @@ void slurm_cluster_start(unsigned nodes)
 	cr_assert_eq(chdir(slurm_dir), 0);
 }
 
+static pid_t rest_pid;
+
+/* A loopback port free now (slurmrestd binds it a moment later). */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+void slurm_rest_start(char *url, size_t len, bool jwt)
+{
+	char listen[HARNESS_PATH + 40], log[HARNESS_PATH + 64];
+
+	if (jwt) {
+		int port = free_port();
+
+		cr_assert_gt(port, 0);
+		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+		snprintf(url, len, "http://%s", listen);
+	} else {
+		snprintf(listen, sizeof(listen), "unix:%s/slurm/rest.sock",
+			 slurm_dir);
+		snprintf(url, len, "%s", listen);
+	}
+	snprintf(log, sizeof(log), "%s/slurm/log/slurmrestd.log", slurm_dir);
+	rest_pid = fork();
+	cr_assert_geq(rest_pid, 0);
+	if (rest_pid == 0) {
+		int out = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		dup2(out, 1);
+		dup2(out, 2);
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		setenv("SLURMRESTD_SECURITY", "disable_user_check", 1);
+		execl("/usr/sbin/slurmrestd", "slurmrestd", "-a",
+		      jwt ? "rest_auth/jwt" : "rest_auth/local", "-s",
+		      "openapi/v0.0.38", listen, (char *)NULL);
+		_exit(127);
+	}
+	/* Any answer will do: rest_auth/jwt refuses a ping without a
+	 * token. */
+	for (int i = 0; i < 100; i++) {
+		if (sh("curl -s -o /dev/null %s%s%s "
+		       "http://%s/slurm/v0.0.38/ping", jwt ? "" : "--unix-socket '",
+		       jwt ? "" : listen + 5, jwt ? "" : "'",
+		       jwt ? listen : "x") == 0)
+			return;
+		usleep(100000);
+	}
+	sh("cat '%s' >&2", log);
+	cr_assert_fail("slurmrestd did not answer on %s", listen);
+}
+
+void slurm_rest_stop(void)
+{
+	if (rest_pid <= 0)
+		return;
+	kill(rest_pid, SIGTERM);
+	for (int i = 0; i < 100 && waitpid(rest_pid, NULL, WNOHANG) == 0; i++)
+		usleep(100000);
+	if (waitpid(rest_pid, NULL, WNOHANG) == 0) {
+		kill(rest_pid, SIGKILL);
+		waitpid(rest_pid, NULL, 0);
+	}
+	rest_pid = 0;
+}
+
 void slurm_cluster_stop(void)
 {
 	if (!*slurm_dir)
 		return;
+	slurm_rest_stop();
 	cluster_script("stop", NULL);
 	cr_expect_eq(chdir("/"), 0);
 	cr_expect_eq(processes_mentioning(slurm_dir), 0,
 		     "processes left behind");
 	rm_rf(slurm_dir);
 	*slurm_dir = '\0';
+}
+
+void slurm_no_run(const char *run)
+{
+	char path[HARNESS_PATH + 64];
+
+	snprintf(path, sizeof(path), "%s/bucket/%s/job.json", slurm_dir, run);
+	cr_expect_eq(access(path, F_OK), -1, "%s was created", path);
 }
 
 long long slurm_now_ms(void)

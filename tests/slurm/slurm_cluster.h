@@ -23,6 +23,18 @@ void slurm_cluster_start(unsigned nodes);
  * process may be left naming it. */
 void slurm_cluster_stop(void);
 
+/* slurmrestd (Slurm 22.05's /usr/sbin/slurmrestd, openapi/v0.0.38) as
+ * root (the test's jobs must run as its user: SLURMRESTD_SECURITY=
+ * disable_user_check lets it); returns once it answers. Not jwt: on a
+ * unix socket in the cluster's dir with rest_auth/local, url "unix:PATH";
+ * jwt: on a free loopback port with rest_auth/jwt, url "http://...".
+ * slurm_rest_stop ends it by pid; slurm_cluster_stop does. */
+void slurm_rest_start(char *url, size_t len, bool jwt);
+void slurm_rest_stop(void);
+
+/* Expects no job.json for run in the cluster's bucket. */
+void slurm_no_run(const char *run);
+
 long long slurm_now_ms(void);
 /* `slicectl status RUN --format json`. */
 json_t *slurm_status(const char *run);

@@ -30,14 +30,6 @@ static void job(struct run_result *r, const char *run, const char *nodes,
 	cr_assert_eq(run_slicectl(r, argv, env), 0);
 }
 
-static void no_run(const char *run)
-{
-	char path[HARNESS_PATH + 64];
-
-	snprintf(path, sizeof(path), "%s/bucket/%s/job.json", slurm_dir, run);
-	cr_expect_eq(access(path, F_OK), -1, "%s was created", path);
-}
-
 Test(slurm, render_prints_the_batch_script)
 {
 	struct run_result r;
@@ -66,7 +58,7 @@ Test(slurm, render_prints_the_batch_script)
 	     *l; l++)
 		cr_expect(strstr(r.out, *l), "no '%s' in:\n%s", *l, r.out);
 	run_result_release(&r);
-	no_run("big");
+	slurm_no_run("big");
 	rm_rf(slurm_dir);
 }
 
@@ -184,7 +176,7 @@ Test(slurm, clear_errors, .init = start2, .fini = slurm_cluster_stop)
 	cr_expect(strstr(r.err, "invalid partition specified: gpu"), "%s",
 		  r.err);
 	run_result_release(&r);
-	no_run("nopart");
+	slurm_no_run("nopart");
 
 	/* A feature no node has: sbatch refuses. */
 	job(&r, "nofeature", "2", (const char *const[]){ "--constraint",
@@ -196,7 +188,7 @@ Test(slurm, clear_errors, .init = start2, .fini = slurm_cluster_stop)
 	cr_expect(strstr(r.err, "Invalid feature specification"), "%s",
 		  r.err);
 	run_result_release(&r);
-	no_run("nofeature");
+	slurm_no_run("nofeature");
 
 	/* A controller that does not answer: its port has nobody. */
 	snprintf(conf, sizeof(conf), "%s/dead.conf", slurm_dir);
@@ -214,7 +206,7 @@ Test(slurm, clear_errors, .init = start2, .fini = slurm_cluster_stop)
 	cr_expect_lt(slurm_now_ms() - t0, 30000);
 	fprintf(stderr, "a dead controller: %lld ms\n", slurm_now_ms() - t0);
 	run_result_release(&r);
-	no_run("dead");
+	slurm_no_run("dead");
 
 	/* No Slurm commands on PATH. */
 	job(&r, "nocmd", "2", NULL,
@@ -222,5 +214,5 @@ Test(slurm, clear_errors, .init = start2, .fini = slurm_cluster_stop)
 	cr_expect_eq(r.status, 1);
 	cr_expect(strstr(r.err, "sbatch is not installed"), "%s", r.err);
 	run_result_release(&r);
-	no_run("nocmd");
+	slurm_no_run("nocmd");
 }
