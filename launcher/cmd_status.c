@@ -52,7 +52,9 @@ static const char usage[] =
 	"\"recreated\", \"recreate_budget\", \"time\"},\n"
 	"\"stuck\" (how many), \"workers\": [{\"slice\", \"worker\", \"state\",\n"
 	"\"generation\", \"step\", \"committed_step\", \"restarts\",\n"
-	"\"heartbeat_age_s\", \"time\", \"message\", \"boot_id\", \"stuck\",\n"
+	"\"upload_bytes_per_s\" (its newest checkpoint upload: whether a step\n"
+	"fits in a preemption notice), \"heartbeat_age_s\", \"time\",\n"
+	"\"message\", \"boot_id\", \"stuck\",\n"
 	"\"stuck_reasons\": [{\"rule\", \"text\"}]}]}; what is not known (no\n"
 	"control.json or heartbeat yet, no step) is null.\n"
 	"\n"
@@ -434,6 +436,9 @@ static json_t *worker_json(const struct row *r)
 					st ? st->committed_step : 0));
 	json_object_set_new(o, "restarts",
 			    int_or_null(st, st ? (int64_t)st->restarts : 0));
+	json_object_set_new(o, "upload_bytes_per_s",
+			    int_or_null(st && st->upload_bps,
+					st ? (int64_t)st->upload_bps : 0));
 	json_object_set_new(o, "heartbeat_age_s",
 			    int_or_null(r->age_s >= 0, r->age_s));
 	json_object_set_new(o, "time",

@@ -118,11 +118,13 @@ static void put_status(unsigned slice, unsigned worker, const char *state,
 	ago(t, sizeof(t), age_s);
 	snprintf(name, sizeof(name), "status/slice-%u-worker-%u.json", slice,
 		 worker);
+	/* Worker 0/0 has measured an upload; the others have not. */
 	put(name, "{\"slice\": %u, \"worker\": %u, \"state\": \"%s\", "
 	    "\"generation\": %lld, \"step\": %lld, \"committed_step\": %lld, "
 	    "\"restarts\": %u, \"message\": \"%s\", \"time\": \"%s\", "
-	    "\"boot_id\": \"b-%u-%u\"}\n", slice, worker, state, gen, step,
-	    committed, restarts, message, t, slice, worker);
+	    "\"boot_id\": \"b-%u-%u\"%s}\n", slice, worker, state, gen, step,
+	    committed, restarts, message, t, slice, worker,
+	    slice || worker ? "" : ", \"upload_bytes_per_s\": 1048576");
 }
 
 /* This worker's part of step, in a step of `parts` parts. */
@@ -352,6 +354,12 @@ Test(status, json)
 						"heartbeat_age_s")), 30);
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_array_get(w, 1), "boot_id")), "b-0-1");
+	/* The upload rate a worker measured, null before it has one. */
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(w, 0),
+						"upload_bytes_per_s")),
+		     1048576);
+	cr_assert(json_is_null(json_object_get(json_array_get(w, 1),
+					       "upload_bytes_per_s")));
 
 	/* 1/0: stale and behind. */
 	why = json_object_get(json_array_get(w, 2), "stuck_reasons");
