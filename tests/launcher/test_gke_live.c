@@ -20,7 +20,6 @@
 #include "tests/launcher/sgd_params.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -667,48 +666,16 @@ Test(gke_live, admission_behind_higher_priority_then_operator_commands)
 
 /* ---- examples/sgd under chaos, to the bit ---- */
 
-/* Whether /proc/PID/FILE holds every one of the NUL-separated needles. */
-static bool proc_has(const char *pid, const char *file, const char *a,
-		     const char *b)
-{
-	char path[300], buf[65536];
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%s/%s", pid, file);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = '\n';
-	buf[n] = '\0';
-	return strstr(buf, a) && (!b || strstr(buf, b));
-}
-
 /* The host pid of run's trainer of process p (the pods' PID namespaces
  * hide it from the supervisor's heartbeat), found by its environment. */
 static pid_t trainer_pid(const char *run, int p)
 {
 	char sync[HARNESS_PATH + 64], proc[64];
-	struct dirent *d;
-	pid_t found = 0;
-	DIR *dp;
+	pid_t found;
 
 	snprintf(sync, sizeof(sync), "\nSGD_SYNC_DIR=%s/sync-%s\n", dir, run);
 	snprintf(proc, sizeof(proc), "\nSLICE_PROCESS_ID=%d\n", p);
-	dp = opendir("/proc");
-	cr_assert(dp);
-	while (!found && (d = readdir(dp))) {
-		if (d->d_name[0] < '1' || d->d_name[0] > '9')
-			continue;
-		if (proc_has(d->d_name, "cmdline", "train.py", NULL) &&
-		    proc_has(d->d_name, "environ", sync + 1, proc))
-			found = (pid_t)atoi(d->d_name);
-	}
-	closedir(dp);
+	processes_with("train.py", NULL, sync + 1, proc, &found);
 	return found;
 }
 
