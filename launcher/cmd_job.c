@@ -752,7 +752,7 @@ int cmd_job(int argc, char **argv)
 	o.recreate_budget = DEFAULT_RECREATE_BUDGET;
 	o.hang_timeout_ms = r->hang_timeout_s * 1000u;
 	o.grace_ms = r->grace_s * 1000u;
-	struct opt opts[] = {
+	const struct opt own[] = {
 		{ .name = "name", .kind = OPT_STRING, .value = &r->name,
 		  .arg = "RUN", .help = "the run's name, also the queued "
 		  "resource's (lowercase letters, digits, '-')" },
@@ -839,18 +839,20 @@ int cmd_job(int argc, char **argv)
 		  .arg = "text|json", .choices = format_names,
 		  .help = "--local: json prints the timeline and summary as "
 			  "NDJSON; --render: a v1 List" },
-		{ 0 }, { 0 }, { 0 },
-		{ 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 },
-		{ 0 }, { 0 }, { 0 }, { 0 },
-		{ 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 },
 	};
-	size_t nopts = sizeof(opts) / sizeof(opts[0]) - 1 - 2 -
-		       GKE_OPTIONS_COUNT - SLURM_OPTIONS_COUNT;
+	/* The command's own options, then the targets' and --project and
+	 * --zone, then the end: sized from the tables, so an option added
+	 * to one of them can never overwrite another. */
+	const size_t nown = sizeof(own) / sizeof(own[0]);
+	struct opt opts[sizeof(own) / sizeof(own[0]) + GKE_OPTIONS_COUNT +
+			SLURM_OPTIONS_COUNT + 2 + 1];
 
+	memset(opts, 0, sizeof(opts));
+	memcpy(opts, own, sizeof(own));
 	strlist_init(&pos);
-	gke_options_table(&o.gke, &opts[nopts]);
-	slurm_options_table(&o.slurm, &opts[nopts + GKE_OPTIONS_COUNT]);
-	tpu_options_table(&o.to, &opts[nopts + GKE_OPTIONS_COUNT +
+	gke_options_table(&o.gke, &opts[nown]);
+	slurm_options_table(&o.slurm, &opts[nown + GKE_OPTIONS_COUNT]);
+	tpu_options_table(&o.to, &opts[nown + GKE_OPTIONS_COUNT +
 				       SLURM_OPTIONS_COUNT], 0);
 	status = opt_parse_command(opts, argc, argv, "slicectl job", usage,
 				   false, &pos);
