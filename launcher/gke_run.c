@@ -234,18 +234,22 @@ static const json_t *condition(const json_t *obj, const char *type)
 	return NULL;
 }
 
-/* The Kueue Workload of JobSet run (owned by it), or NULL. */
-static json_t *find_workload(struct gke_conn *c, const char *ns,
-			     const char *run, struct err *e)
+/* *out: the Kueue Workload of JobSet run (owned by it), or NULL when
+ * Kueue has none (yet). Returns 0 or the kube error of the listing. */
+static int find_workload(struct gke_conn *c, const char *ns, const char *run,
+			 json_t **out, struct err *e)
 {
 	char path[512];
 	json_t *list = NULL, *found = NULL, *w;
 	size_t i;
+	int rc;
 
+	*out = NULL;
 	snprintf(path, sizeof(path), "%s/namespaces/%s/workloads", c->kueue,
 		 ns);
-	if (kube_list(c->k, path, NULL, &list, e))
-		return NULL;
+	rc = kube_list(c->k, path, NULL, &list, e);
+	if (rc)
+		return rc;
 	json_array_foreach(json_object_get(list, "items"), i, w) {
 		const json_t *owners = json_object_get(
 			json_object_get(w, "metadata"), "ownerReferences");
@@ -264,7 +268,8 @@ static json_t *find_workload(struct gke_conn *c, const char *ns,
 			break;
 	}
 	json_decref(list);
-	return found;
+	*out = found;
+	return 0;
 }
 
 /* Kueue's word for a workload: admitted, quota reserved, evicted,
@@ -409,13 +414,13 @@ static int follow(struct gke_conn *c, const struct gke_spec *s)
 		err_init(&e);
 		rc = kube_get(c->k, path, &js, &e);
 		if (!rc)
-			w = find_workload(c, s->namespace, s->run, &e);
-		if (!rc && !e.code)
+			rc = find_workload(c, s->namespace, s->run, &w, &e);
+		if (!rc)
 			rc = list_pods(c, s->namespace, s->run, &pods, &e);
-		if (rc || e.code) {
+		if (rc) {
 			json_decref(js);
 			json_decref(w);
-			if (e.code == KUBE_ENOTFOUND || ++errors >= 30)
+			if (rc == KUBE_ENOTFOUND || ++errors >= 30)
 				return kube_status(&e, s->namespace);
 			log_warn("%s", e.msg);
 			proc_sleep_ms(poll_ms(), true);
@@ -620,10 +625,7 @@ int gke_describe(const struct job_target *t, struct target_view *out,
 						   : 0;
 		end = jobset_end(js);
 		snprintf(out->end, sizeof(out->end), "%s", end ? end : "");
-		/* find_workload says "none" with a NULL and e unset. */
-		err_init(e);
-		w = find_workload(&c, t->namespace, t->jobset, e);
-		rc = e->code;
+		rc = find_workload(&c, t->namespace, t->jobset, &w, e);
 	}
 	if (!rc && js) {
 		state = workload_state(w, &msg);

@@ -73,11 +73,6 @@ void job_say(uint64_t start_ms, const char *fmt, ...)
 	fflush(stdout);
 }
 
-void job_sleep_ms(uint64_t ms)
-{
-	proc_sleep_ms(ms, true);
-}
-
 unsigned job_env_ms(const char *var, unsigned dflt)
 {
 	const char *v = getenv(var);

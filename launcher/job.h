@@ -61,11 +61,9 @@ int job_plan(const struct job_request *r, struct prepared_run *out,
 	     struct err *e);
 
 /* Following a job (cmd_job.c's --watch, the GKE target's admission):
- * a progress line "[   12.3 s] ..." timed from start_ms (mono_ms()), a
- * sleep that signals do not cut short, and a period from environment
- * variable var (1 to 60000 ms; else dflt). */
+ * a progress line "[   12.3 s] ..." timed from start_ms (mono_ms()), and
+ * a period from environment variable var (1 to 60000 ms; else dflt). */
 void job_say(uint64_t start_ms, const char *fmt, ...) ATTR_PRINTF(2, 3);
-void job_sleep_ms(uint64_t ms);
 unsigned job_env_ms(const char *var, unsigned dflt);
 
 /* The runtime version a TPU type needs by default

@@ -197,7 +197,7 @@ static int wait_for(const struct job_target *t, unsigned timeout_ms,
 				       "Slurm job %s is still %s after %.0f s",
 				       t->job_id, info->state,
 				       timeout_ms / 1000.0);
-		job_sleep_ms(poll_ms);
+		proc_sleep_ms(poll_ms, true);
 	}
 }
 

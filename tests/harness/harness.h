@@ -111,6 +111,10 @@ unsigned toy_events(const char *path, int process, long long generation,
 		    const char *what, long long *last_step);
 /* Sleeps ms milliseconds, through signals. */
 void sleep_ms(unsigned ms);
+/* For Criterion tests: text holds needle, or the test fails showing both. */
+#define ASSERT_HAS(text, needle)                                               \
+	cr_assert(strstr((text), (needle)), "expected '%s' in:\n%s", (needle), \
+		  (text))
 /* Waits up to s seconds for the child pid; its exit status (128 + N for
  * signal N), or -1 when it was still running (it is then sent SIGTERM
  * and reaped). */

@@ -193,10 +193,6 @@ static void down(void)
 
 TestSuite(e2e, .init = up, .fini = down, .timeout = 150);
 
-#define ASSERT_HAS(text, needle)                                               \
-	cr_assert(strstr((text), (needle)), "expected '%s' in:\n%s", (needle), \
-		  (text))
-
 static char *show(const char *path)
 {
 	char *t = read_file(path, NULL);

@@ -105,10 +105,6 @@ static void down(void)
 
 TestSuite(flex, .init = up, .fini = down, .timeout = 240);
 
-#define ASSERT_HAS(text, needle)                                               \
-	cr_assert(strstr((text), (needle)), "expected '%s' in:\n%s", (needle), \
-		  (text))
-
 static void slicectl_ok(struct run_result *r, const char *const *argv)
 {
 	cr_assert_eq(run_slicectl(r, argv, env), 0);

@@ -64,10 +64,6 @@ static void down(void)
 
 TestSuite(job, .init = up, .fini = down, .timeout = 240);
 
-#define ASSERT_HAS(text, needle)                                               \
-	cr_assert(strstr((text), (needle)), "expected '%s' in:\n%s", (needle), \
-		  (text))
-
 static void slicectl_in(struct run_result *r, const char *const *e,
 			const char *const *argv)
 {

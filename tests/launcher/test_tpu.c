@@ -76,10 +76,6 @@ TestSuite(tpu, .init = up, .fini = down, .timeout = 240);
 				  env),                                        \
 		     0)
 
-#define ASSERT_HAS(text, needle)                                               \
-	cr_assert(strstr((text), (needle)), "expected '%s' in:\n%s", (needle), \
-		  (text))
-
 static void ok(struct run_result *r)
 {
 	cr_assert_eq(r->status, 0, "exit %d\nstdout:\n%s\nstderr:\n%s",
