@@ -4,6 +4,7 @@
  * it on the next call, and reports any existing key's public half.
  */
 #include "ssh/fanout.h"
+#include "tests/harness/harness.h"
 
 #include <criterion/criterion.h>
 
@@ -25,10 +26,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[300];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(rm_rf(dir), 0);
 }
 
 TestSuite(keygen, .init = setup, .fini = teardown, .timeout = 60);

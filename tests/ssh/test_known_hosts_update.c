@@ -5,6 +5,7 @@
  * hosts; the result then verifies the new keys and refuses the old.
  */
 #include "ssh/knownhosts.h"
+#include "tests/harness/harness.h"
 
 #include <criterion/criterion.h>
 
@@ -35,10 +36,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[300];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(rm_rf(dir), 0);
 }
 
 TestSuite(khu, .init = setup, .fini = teardown, .timeout = 60);

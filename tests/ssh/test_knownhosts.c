@@ -6,6 +6,7 @@
  * the checks are fed the raw key blobs libssh2 would hand over.
  */
 #include "ssh/knownhosts.h"
+#include "tests/harness/harness.h"
 
 #include <criterion/criterion.h>
 
@@ -49,49 +50,12 @@ static void setup(void)
 	snprintf(kh_path, sizeof(kh_path), "%s/known_hosts", dir);
 }
 
-/* Runs /bin/sh -c cmd, waits for that pid, and returns its exit status. */
-static int sh(const char *cmd)
-{
-	int status;
-	pid_t pid = fork();
-
-	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static void teardown(void)
 {
-	char cmd[300];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	sh(cmd);
+	rm_rf(dir);
 }
 
 TestSuite(knownhosts, .init = setup, .fini = teardown);
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *data;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	data = malloc((size_t)n + 1);
-	cr_assert_not_null(data);
-	cr_assert_eq(fread(data, 1, (size_t)n, f), (size_t)n);
-	data[n] = '\0';
-	fclose(f);
-	return data;
-}
 
 static void spew(const char *path, const char *text)
 {
@@ -100,16 +64,6 @@ static void spew(const char *path, const char *text)
 	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
 	cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
 	cr_assert_eq(fclose(f), 0);
-}
-
-static size_t count(const char *hay, const char *needle)
-{
-	size_t n = 0;
-
-	for (const char *p = strstr(hay, needle); p;
-	     p = strstr(p + 1, needle))
-		n++;
-	return n;
 }
 
 /* Makes a host key with ssh-keygen and loads its public blob the way
@@ -128,9 +82,9 @@ static void make_key(struct test_key *k, const char *name,
 	snprintf(cmd, sizeof(cmd),
 		 "ssh-keygen -q %s -N '' -C test -f '%s' </dev/null >/dev/null",
 		 keygen_args, k->path);
-	cr_assert_eq(sh(cmd), 0, "%s failed", cmd);
+	cr_assert_eq(sh("%s", cmd), 0, "%s failed", cmd);
 	snprintf(pub, sizeof(pub), "%s.pub", k->path);
-	text = slurp(pub);
+	text = read_file(pub, NULL);
 	cr_assert_not_null(text);
 	sp = strchr(text, ' ');
 	cr_assert_not_null(sp);
@@ -142,7 +96,7 @@ static void make_key(struct test_key *k, const char *name,
 	n = EVP_DecodeBlock(k->blob, (const unsigned char *)k->b64,
 			    (int)strlen(k->b64));
 	cr_assert_gt(n, 0);
-	k->len = (size_t)n - count(k->b64, "=");
+	k->len = (size_t)n - count_substr(k->b64, "=");
 	if (!strcmp(k->type, "ssh-ed25519"))
 		k->libssh2_type = LIBSSH2_HOSTKEY_TYPE_ED25519;
 	else if (!strcmp(k->type, "ecdsa-sha2-nistp256"))
@@ -214,7 +168,7 @@ static char *stderr_of(void (*fn)(void *), void *arg)
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
-	return slurp(path);
+	return read_file(path, NULL);
 }
 
 Test(knownhosts, plain_entry_matches)
@@ -392,9 +346,9 @@ Test(knownhosts, hashed_entries_match)
 	spew(kh_path, text);
 	snprintf(cmd, sizeof(cmd), "ssh-keygen -H -f '%s' >/dev/null 2>&1",
 		 kh_path);
-	cr_assert_eq(sh(cmd), 0);
-	hashed = slurp(kh_path);
-	cr_assert_eq(count(hashed, "|1|"), 3, "%s", hashed);
+	cr_assert_eq(sh("%s", cmd), 0);
+	hashed = read_file(kh_path, NULL);
+	cr_assert_eq(count_substr(hashed, "|1|"), 3, "%s", hashed);
 	cr_assert_null(strstr(hashed, "127.0.0"), "%s", hashed);
 	free(hashed);
 
@@ -420,7 +374,7 @@ Test(knownhosts, unknown_host_refused_under_yes)
 	ed25519(&k, "host");
 	ed25519(&known, "known");
 	spew(kh_path, line_for("127.0.0.9", &known));
-	before = slurp(kh_path);
+	before = read_file(kh_path, NULL);
 	open_kh(&kh, FANOUT_HOSTKEY_YES);
 	cr_assert_eq(check(&kh, "127.0.0.5", 2222, &k, &e), SSH_EHOSTKEY);
 	cr_assert_eq(e.code, SSH_EHOSTKEY);
@@ -434,7 +388,7 @@ Test(knownhosts, unknown_host_refused_under_yes)
 	cr_assert(strstr(e.msg, "--strict-host-key-checking accept-new"),
 		  "%s", e.msg);
 	knownhosts_close(&kh);
-	after = slurp(kh_path);
+	after = read_file(kh_path, NULL);
 	cr_assert_str_eq(after, before);
 	free(before);
 	free(after);
@@ -457,7 +411,7 @@ static void unknown_is_added(enum fanout_hostkey_policy policy)
 	cr_assert_eq(check(&kh, "127.0.0.5", 2222, &k, &e), 0, "%s", e.msg);
 	knownhosts_close(&kh);
 
-	text = slurp(kh_path);
+	text = read_file(kh_path, NULL);
 	snprintf(expect, sizeof(expect), "%s",
 		 line_for("127.0.0.9", &known));
 	strcat(expect, line_for("[127.0.0.5]:2222", &k));
@@ -518,7 +472,7 @@ Test(knownhosts, changed_key_refused_under_every_policy)
 	ed25519(&old, "old");
 	ed25519(&presented, "new");
 	spew(kh_path, line_for("# header\n[127.0.0.5]:2222", &old));
-	before = slurp(kh_path);
+	before = read_file(kh_path, NULL);
 	snprintf(fix, sizeof(fix),
 		 "if the host was rebuilt, remove the old entry: ssh-keygen -R '[127.0.0.5]:2222' -f '%s'",
 		 kh_path);
@@ -541,7 +495,7 @@ Test(knownhosts, changed_key_refused_under_every_policy)
 			     e.msg);
 		knownhosts_close(&kh);
 	}
-	after = slurp(kh_path);
+	after = read_file(kh_path, NULL);
 	cr_assert_str_eq(after, before);
 	free(before);
 	free(after);
@@ -588,8 +542,8 @@ Test(knownhosts, key_of_another_type_only_is_unknown)
 	open_kh(&kh, FANOUT_HOSTKEY_ACCEPT_NEW);
 	cr_assert_eq(check(&kh, "127.0.0.5", 2222, &ed, &e), 0, "%s", e.msg);
 	knownhosts_close(&kh);
-	text = slurp(kh_path);
-	cr_assert_eq(count(text, "\n"), 2, "%s", text);
+	text = read_file(kh_path, NULL);
+	cr_assert_eq(count_substr(text, "\n"), 2, "%s", text);
 	free(text);
 
 	open_kh(&kh, FANOUT_HOSTKEY_YES);
@@ -663,7 +617,7 @@ Test(knownhosts, missing_file_and_directory_are_created)
 	cr_assert_eq(st.st_mode & 0777, 0700, "%o", st.st_mode & 0777);
 	cr_assert_eq(stat(kh_path, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0600, "%o", st.st_mode & 0777);
-	text = slurp(kh_path);
+	text = read_file(kh_path, NULL);
 	cr_assert_str_eq(text, line_for("127.0.0.5", &k));
 	free(text);
 }
@@ -816,7 +770,7 @@ Test(knownhosts, concurrent_appends_do_not_interleave)
 	}
 	/* Every line whole. A writer that raced another's half-written line
 	 * may have added a blank line before its own, which is harmless. */
-	text = slurp(kh_path);
+	text = read_file(kh_path, NULL);
 	snprintf(tail, sizeof(tail), "]:2222 %s %s", k.type, k.b64);
 	for (char *line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -862,7 +816,7 @@ Test(knownhosts, methods_put_known_types_first)
 	spew(kh_path, text);
 	snprintf(cmd, sizeof(cmd), "ssh-keygen -H -f '%s' >/dev/null 2>&1",
 		 kh_path);
-	cr_assert_eq(sh(cmd), 0);
+	cr_assert_eq(sh("%s", cmd), 0);
 	open_kh(&kh, FANOUT_HOSTKEY_YES);
 
 	cr_assert_str_eq(knownhosts_methods(&kh, "unknown", 22),
@@ -939,7 +893,7 @@ Test(knownhosts, no_path_means_the_users_known_hosts)
 	knownhosts_close(&kh);
 	cr_assert_eq(stat(ssh_dir, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0700, "%o", st.st_mode & 0777);
-	text = slurp(kh_path);
+	text = read_file(kh_path, NULL);
 	cr_assert_not_null(text, "%s was not written", kh_path);
 	cr_assert_str_eq(text, line_for("h", &k));
 	free(text);
