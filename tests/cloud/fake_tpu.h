@@ -12,6 +12,7 @@
 
 #include "tests/cloud/fake_server.h"
 
+#include <jansson.h>
 #include <stdio.h>
 
 /* struct fake_tpu is struct fake_server: pid, port, base, dir, token. */
@@ -61,5 +62,21 @@ static inline int fake_tpu_config(struct fake_tpu *f, const char *json)
 {
 	return fake_server_post(f, "/_fake/config", json);
 }
+
+/* fake_tpu.c: what the fake was asked and what it holds, for Criterion
+ * tests (each fails the test when the fake does not answer). */
+
+/* The API requests the fake recorded, in order (control calls are not
+ * recorded): a JSON array to json_decref. */
+json_t *fake_tpu_requests(struct fake_tpu *f);
+/* How many recorded requests had this method and a path ending so. */
+size_t fake_tpu_count(struct fake_tpu *f, const char *method,
+		      const char *suffix);
+/* "DELETE POST ..." of the recorded requests on queued resources, in
+ * order, GETs left out (cut at cap). */
+void fake_tpu_qr_changes(struct fake_tpu *f, char *out, size_t cap);
+/* The fake's resource at path (to json_decref), or NULL when it has none
+ * (any answer but 200). */
+json_t *fake_tpu_get(struct fake_tpu *f, const char *path);
 
 #endif

@@ -78,6 +78,14 @@ const char *slicectl_bin(void);
  * The caller waits for it; it gets SIGTERM if the test process dies. */
 pid_t spawn_slicectl(const char *const *argv, const char *out_path,
 		     const char *err_path);
+/* Starts argv (argv[0] a path, or a name looked up in PATH) as a machine
+ * of its own would run it: the leader of a new process group, stdin from
+ * /dev/null, stdout and stderr appended to log_path, extra_env ("K=V",
+ * NULL-terminated, may be NULL) added to the test's environment, and
+ * SIGKILL if the test process dies. Returns the pid, or -1 after printing
+ * why; the caller kills the group by its pid and waits. */
+pid_t spawn_group(const char *const *argv, const char *const *extra_env,
+		  const char *log_path);
 void run_result_release(struct run_result *r);
 
 /* A directory $TMPDIR/slicectl-TAG-XXXXXX (/tmp without TMPDIR), mode

@@ -1,8 +1,9 @@
 /*
  * tests/harness/run.c: runs programs for tests (slicectl, ssh, sh) with
  * their output collected in full, and the file helpers tests share. Every
- * child gets stdin from /dev/null and is sent SIGTERM if the test process
- * dies, so a crashed test leaves nothing running.
+ * child gets stdin from /dev/null and is sent SIGTERM (SIGKILL, one
+ * started as a group) if the test process dies, so a crashed test leaves
+ * nothing running.
  */
 #include "tests/harness/harness.h"
 
@@ -139,12 +140,14 @@ static int resolve_program(const char *prog, char *out, size_t len)
 
 /*
  * Forks and execs path with fds in/out/err as stdin/stdout/stderr (-1
- * keeps the test's own). Returns the pid, or -1 after saying why when the
- * fork or the exec failed: the exec's errno comes back over a close-on-exec
- * pipe, so a missing binary is an error here, not a mysterious exit 127.
+ * keeps the test's own). A group child leads a process group of its own
+ * and is killed outright if the test process dies, as a machine vanishes.
+ * Returns the pid, or -1 after saying why when the fork or the exec
+ * failed: the exec's errno comes back over a close-on-exec pipe, so a
+ * missing binary is an error here, not a mysterious exit 127.
  */
 static pid_t spawn(const char *path, const char *const *argv,
-		   char *const *envp, int in, int out, int err)
+		   char *const *envp, int in, int out, int err, bool group)
 {
 	pid_t parent = getpid();
 	int status_pipe[2];
@@ -165,7 +168,9 @@ static pid_t spawn(const char *path, const char *const *argv,
 		return -1;
 	}
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (group)
+			setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, group ? SIGKILL : SIGTERM);
 		if (getppid() != parent)
 			_exit(127);
 		if ((in >= 0 && dup2(in, 0) < 0) ||
@@ -180,6 +185,8 @@ static pid_t spawn(const char *path, const char *const *argv,
 		(void)n;
 		_exit(127);
 	}
+	if (group)
+		setpgid(pid, pid); /* also here: no race with a kill */
 	close(status_pipe[1]);
 	do {
 		n = read(status_pipe[0], &child_errno, sizeof child_errno);
@@ -295,7 +302,8 @@ int run_program(struct run_result *r, const char *const *argv,
 			path, strerror(errno));
 		goto out;
 	}
-	pid = spawn(path, argv, envp, null_fd, out_pipe[1], err_pipe[1]);
+	pid = spawn(path, argv, envp, null_fd, out_pipe[1], err_pipe[1],
+		    false);
 	if (pid < 0)
 		goto out;
 	close_fd(&out_pipe[1]);
@@ -393,12 +401,43 @@ pid_t spawn_slicectl(const char *const *argv, const char *out_path,
 	out_fd = open_output(out_path);
 	err_fd = out_fd < 0 ? -1 : open_output(err_path);
 	if (err_fd >= 0)
-		pid = spawn(v[0], v, environ, null_fd, out_fd, err_fd);
+		pid = spawn(v[0], v, environ, null_fd, out_fd, err_fd, false);
 out:
 	close_fd(&null_fd);
 	close_fd(&out_fd);
 	close_fd(&err_fd);
 	free(v);
+	return pid;
+}
+
+pid_t spawn_group(const char *const *argv, const char *const *extra_env,
+		  const char *log_path)
+{
+	char path[HARNESS_PATH];
+	char **envp = NULL;
+	int null_fd = -1, log_fd = -1;
+	pid_t pid = -1;
+
+	if (resolve_program(argv[0], path, sizeof path) < 0) {
+		fprintf(stderr, "harness: %s not found in PATH\n", argv[0]);
+		return -1;
+	}
+	envp = env_build(extra_env);
+	if (!envp) {
+		fprintf(stderr, "harness: out of memory running %s\n", path);
+		return -1;
+	}
+	null_fd = open_null();
+	log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+		      0644);
+	if (null_fd < 0 || log_fd < 0)
+		fprintf(stderr, "harness: cannot open %s: %s\n",
+			null_fd < 0 ? "/dev/null" : log_path, strerror(errno));
+	else
+		pid = spawn(path, argv, envp, null_fd, log_fd, log_fd, true);
+	close_fd(&null_fd);
+	close_fd(&log_fd);
+	free(envp);
 	return pid;
 }
 
@@ -431,7 +470,7 @@ int sh(const char *fmt, ...)
 	vsnprintf(cmd, (size_t)n + 1, fmt, ap);
 	va_end(ap);
 	argv[2] = cmd;
-	pid = spawn(argv[0], argv, environ, -1, -1, -1);
+	pid = spawn(argv[0], argv, environ, -1, -1, -1, false);
 	free(cmd);
 	return pid < 0 ? -1 : wait_status(pid);
 }

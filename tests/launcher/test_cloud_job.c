@@ -202,17 +202,6 @@ static char *show(const char *path)
 
 /* ---- the TPU fake */
 
-static json_t *tpu_get(const char *path)
-{
-	char *out = NULL;
-	json_t *j = NULL;
-
-	if (fake_tpu_call(&w.tpu, "GET", path, NULL, &out) == 200)
-		j = json_loads(out, 0, NULL);
-	free(out);
-	return j;
-}
-
 static char *qr_state(const char *name)
 {
 	char path[256];
@@ -221,7 +210,7 @@ static char *qr_state(const char *name)
 	json_t *j;
 
 	snprintf(path, sizeof(path), API "/queuedResources/%s", name);
-	j = tpu_get(path);
+	j = fake_tpu_get(&w.tpu, path);
 	if (j)
 		s = json_string_value(json_object_get(
 			json_object_get(j, "state"), "state"));
@@ -246,44 +235,11 @@ static void wait_qr_state(const char *name, const char *want, unsigned s)
 	cr_assert_fail("queued resource %s is %s, never %s", name, st, want);
 }
 
-/* "POST DELETE ..." of the requests that changed queued resources. */
-static void qr_changes(char *out, size_t cap)
-{
-	char *text = NULL;
-	json_t *all, *q;
-	size_t i, n = 0;
-
-	out[0] = '\0';
-	cr_assert_eq(fake_tpu_call(&w.tpu, "GET", "/_fake/requests", NULL,
-				   &text), 200);
-	all = json_loads(text, 0, NULL);
-	free(text);
-	cr_assert_not_null(all);
-	json_array_foreach(all, i, q) {
-		const char *p = json_string_value(json_object_get(q, "path"));
-		const char *m = json_string_value(json_object_get(q, "method"));
-
-		if (!p || !m || !strcmp(m, "GET") || !strstr(p, "queuedResources"))
-			continue;
-		n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? " " : "", m);
-		if (n >= cap)
-			break;
-	}
-	json_decref(all);
-}
-
 static size_t tpu_requests(void)
 {
-	char *text = NULL;
-	json_t *all;
-	size_t n;
+	json_t *all = fake_tpu_requests(&w.tpu);
+	size_t n = json_array_size(all);
 
-	cr_assert_eq(fake_tpu_call(&w.tpu, "GET", "/_fake/requests", NULL,
-				   &text), 200);
-	all = json_loads(text, 0, NULL);
-	free(text);
-	cr_assert_not_null(all);
-	n = json_array_size(all);
 	json_decref(all);
 	return n;
 }
@@ -293,7 +249,7 @@ static void wait_changes(const char *want, unsigned s)
 	char got[512];
 
 	for (unsigned i = 0; i < s * 50; i++) {
-		qr_changes(got, sizeof(got));
+		fake_tpu_qr_changes(&w.tpu, got, sizeof(got));
 		if (!strcmp(got, want))
 			return;
 		sleep_ms(20);
@@ -311,7 +267,7 @@ static char *node_script(const char *name, unsigned *workers)
 	size_t i, len = strlen(name) + 17;
 
 	snprintf(want, sizeof(want), "/queuedResources/%s", name);
-	all = tpu_get(API "/nodes");
+	all = fake_tpu_get(&w.tpu, API "/nodes");
 	cr_assert_not_null(all, "cannot list the nodes");
 	json_array_foreach(json_object_get(all, "nodes"), i, node) {
 		const char *qr = json_string_value(json_object_get(
@@ -522,8 +478,15 @@ static void boot_vms(const char *run, const char *tag)
 	w.nvm = workers;
 	for (unsigned i = 0; i < workers; i++) {
 		struct vm *v = &w.vm[i];
-		char host[64], num[16];
-		pid_t pid;
+		char env_root[HARNESS_PATH + 96], env_boot[HARNESS_PATH + 96];
+		char env_md[64];
+		/* The startup script's environment on a VM; env_gcs and
+		 * env_tpu are slicectl's (up()). */
+		const char *vm_env[] = { env_root, "SLICE_SYSTEMD=none",
+					 env_boot, env_gcs,
+					 "SLICECTL_ACCESS_TOKEN=vm-token",
+					 env_md, env_tpu,
+					 "SLICECTL_HTTP_RETRY_BASE_MS=50", NULL };
 
 		snprintf(v->root, sizeof(v->root), "%s/w%u", dir, i);
 		snprintf(v->log, sizeof(v->log), "%s/w%u.log", dir, i);
@@ -531,42 +494,16 @@ static void boot_vms(const char *run, const char *tag)
 		snprintf(id, sizeof(id), "boot-%s-%u\n", tag, i);
 		write_file(boot, id);
 		cr_assert_eq(sh("mkdir -p '%s'", v->root), 0);
-		snprintf(host, sizeof(host), "127.0.0.1:%u",
+		snprintf(env_root, sizeof(env_root), "SLICE_ROOT=%s", v->root);
+		snprintf(env_boot, sizeof(env_boot), "SLICE_BOOT_ID_FILE=%s",
+			 boot);
+		snprintf(env_md, sizeof(env_md), "GCE_METADATA_HOST=127.0.0.1:%u",
 			 fake_metadata_port(&w.md, i));
-		snprintf(num, sizeof(num), "%u", i);
 		cr_assert_neq(fake_metadata_port(&w.md, i), 0);
-		pid = fork();
-		cr_assert_geq(pid, 0);
-		if (pid == 0) {
-			int fd;
-
-			setpgid(0, 0);
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			fd = open(v->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-			if (fd >= 0) {
-				dup2(fd, 1);
-				dup2(fd, 2);
-				if (fd > 2)
-					close(fd);
-			}
-			fd = open("/dev/null", O_RDONLY);
-			if (fd > 0) {
-				dup2(fd, 0);
-				close(fd);
-			}
-			setenv("SLICE_ROOT", v->root, 1);
-			setenv("SLICE_SYSTEMD", "none", 1);
-			setenv("SLICE_BOOT_ID_FILE", boot, 1);
-			setenv("STORAGE_EMULATOR_HOST", w.gcs.base, 1);
-			setenv("SLICECTL_ACCESS_TOKEN", "vm-token", 1);
-			setenv("GCE_METADATA_HOST", host, 1);
-			setenv("SLICECTL_TPU_ENDPOINT", w.tpu.base, 1);
-			setenv("SLICECTL_HTTP_RETRY_BASE_MS", "50", 1);
-			execl("/bin/sh", "sh", script, (char *)NULL);
-			_exit(127);
-		}
-		setpgid(pid, pid);
-		v->pid = pid;
+		v->pid = spawn_group((const char *const[]){ "/bin/sh", script,
+							    NULL },
+				     vm_env, v->log);
+		cr_assert_gt(v->pid, 0, "worker %u did not start", i);
 	}
 }
 
@@ -704,7 +641,7 @@ Test(e2e, a_job_boots_its_workers_trains_and_deletes_its_qr)
 		cr_assert_eq(toy_events(w.events, p, -1, "restored", NULL), 0);
 	}
 	/* worker 0 deleted the queued resource through the API */
-	qr_changes(changes, sizeof(changes));
+	fake_tpu_qr_changes(&w.tpu, changes, sizeof(changes));
 	cr_assert_str_eq(changes, "POST DELETE", "changes: %s", changes);
 	for (int i = 0; i < 500; i++) {
 		st = qr_state("e1");
@@ -822,7 +759,7 @@ Test(e2e, watch_recreates_a_suspended_qr_and_the_run_resumes)
 	free(o);
 	free(er);
 	/* one recreation, and nobody deleted the QR at the end */
-	qr_changes(out_path, sizeof(out_path));
+	fake_tpu_qr_changes(&w.tpu, out_path, sizeof(out_path));
 	cr_assert_str_eq(out_path, "POST DELETE POST");
 }
 

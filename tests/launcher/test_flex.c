@@ -112,17 +112,6 @@ static void slicectl_ok(struct run_result *r, const char *const *argv)
 		     r->status, r->out, r->err);
 }
 
-static json_t *tpu_get(const char *path)
-{
-	char *out = NULL;
-	json_t *j = NULL;
-
-	if (fake_tpu_call(&w.tpu, "GET", path, NULL, &out) == 200)
-		j = json_loads(out, 0, NULL);
-	free(out);
-	return j;
-}
-
 /* A queued resource of one v4-16 node (two workers), ACTIVE; extra
  * arguments for slicectl create (NULL-terminated). */
 static void create(const char *name, const char *const *extra)
@@ -265,7 +254,7 @@ static void qr_state(const char *name, char *out, size_t cap)
 	json_t *qr;
 
 	snprintf(path, sizeof(path), API "/queuedResources/%s", name);
-	qr = tpu_get(path);
+	qr = fake_tpu_get(&w.tpu, path);
 	snprintf(out, cap, "%s",
 		 qr ? json_string_value(json_object_get(
 			      json_object_get(qr, "state"), "state"))
@@ -286,7 +275,7 @@ Test(flex, a_window_ends_after_the_final_step_is_committed)
 	create("fx", (const char *const[]){ "--provisioning-model",
 					    "flex-start", "--max-run-duration",
 					    "25s", NULL });
-	qr = tpu_get(API "/queuedResources/fx");
+	qr = fake_tpu_get(&w.tpu, API "/queuedResources/fx");
 	cr_assert_not_null(qr);
 	end_ms = parse_ms(json_string_value(json_object_get(
 		json_object_get(qr, "runDuration"), "terminationTime")));

@@ -81,44 +81,9 @@ static void ok(const struct run_result *r)
 		     r->status, r->out, r->err);
 }
 
-/* The recorded API requests (control calls are not recorded). */
-static json_t *requests(void)
-{
-	char *out = NULL;
-	json_t *j;
-
-	cr_assert_eq(fake_tpu_call(&tpu, "GET", "/_fake/requests", NULL, &out),
-		     200);
-	j = json_loads(out, 0, NULL);
-	free(out);
-	cr_assert_not_null(j);
-	return j;
-}
-
-/* "DELETE POST ..." of the requests on queued resources, in order, GETs
- * left out. */
-static void qr_changes(char *out, size_t cap)
-{
-	json_t *all = requests(), *q;
-	size_t i, n = 0;
-
-	out[0] = '\0';
-	json_array_foreach(all, i, q) {
-		const char *p = json_string_value(json_object_get(q, "path"));
-		const char *m = json_string_value(json_object_get(q, "method"));
-
-		if (!p || !m || !strcmp(m, "GET") || !strstr(p, "queuedResources"))
-			continue;
-		n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? " " : "", m);
-		if (n >= cap)
-			break;
-	}
-	json_decref(all);
-}
-
 static json_t *create_body(void)
 {
-	json_t *all = requests(), *q, *found = NULL;
+	json_t *all = fake_tpu_requests(&tpu), *q, *found = NULL;
 	size_t i;
 
 	json_array_foreach(all, i, q) {
@@ -133,18 +98,6 @@ static json_t *create_body(void)
 	json_incref(found);
 	json_decref(all);
 	return found;
-}
-
-/* The fake's resource at path, or NULL when it has none. */
-static json_t *resource(const char *path)
-{
-	char *out = NULL;
-	json_t *j = NULL;
-
-	if (fake_tpu_call(&tpu, "GET", path, NULL, &out) == 200)
-		j = json_loads(out, 0, NULL);
-	free(out);
-	return j;
 }
 
 /* A copy of the state, "" when there is none. */
@@ -163,7 +116,7 @@ static char *qr_state(const char *name)
 	json_t *j;
 
 	snprintf(path, sizeof(path), QR_PATH "%s", name);
-	j = resource(path);
+	j = fake_tpu_get(&tpu, path);
 	return state_of(j, json_object_get(json_object_get(j, "state"),
 					   "state"));
 }
@@ -175,7 +128,7 @@ static char *node_state(const char *name)
 
 	snprintf(path, sizeof(path),
 		 "/v2alpha1/projects/proj/locations/" ZONE "/nodes/%s", name);
-	j = resource(path);
+	j = fake_tpu_get(&tpu, path);
 	return state_of(j, json_object_get(j, "state"));
 }
 
@@ -331,8 +284,8 @@ static void refused(int want, const char *needle, const char *const *argv)
 		     want, r.err);
 	ASSERT_HAS(r.err, needle);
 	run_result_release(&r);
-	all = requests();
-	qr_changes(changes, sizeof(changes));
+	all = fake_tpu_requests(&tpu);
+	fake_tpu_qr_changes(&tpu, changes, sizeof(changes));
 	cr_assert_eq(json_array_size(all), 0, "requests were made: %s",
 		     changes);
 	json_decref(all);
@@ -409,7 +362,7 @@ static void wait_changes(const char *want)
 	char got[512];
 
 	for (int i = 0; i < 1500; i++) {
-		qr_changes(got, sizeof(got));
+		fake_tpu_qr_changes(&tpu, got, sizeof(got));
 		if (!strcmp(got, want))
 			return;
 		sleep_ms(20);
@@ -482,7 +435,7 @@ Test(job, watch_gives_up_when_the_recreate_budget_is_spent)
 	ASSERT_HAS(er, "recreate budget (1) is spent");
 	free(o);
 	free(er);
-	qr_changes(out_path, sizeof(out_path));
+	fake_tpu_qr_changes(&tpu, out_path, sizeof(out_path));
 	cr_assert_str_eq(out_path, "POST DELETE POST");
 }
 
@@ -567,23 +520,6 @@ static void assert_state(char *got, const char *want, const char *what)
 	free(got);
 }
 
-static size_t count_posts(const char *suffix)
-{
-	json_t *all = requests(), *q;
-	size_t i, n = 0, len = strlen(suffix);
-
-	json_array_foreach(all, i, q) {
-		const char *p = json_string_value(json_object_get(q, "path"));
-		const char *m = json_string_value(json_object_get(q, "method"));
-
-		if (p && m && !strcmp(m, "POST") && strlen(p) >= len &&
-		    !strcmp(p + strlen(p) - len, suffix))
-			n++;
-	}
-	json_decref(all);
-	return n;
-}
-
 Test(job, reset_a_run_from_its_job_json_and_wait_for_its_nodes)
 {
 	struct run_result r;
@@ -597,7 +533,7 @@ Test(job, reset_a_run_from_its_job_json_and_wait_for_its_nodes)
 	ASSERT_HAS(r.err, "the queued resource of run");
 	run_result_release(&r);
 	/* It waited: the reset is done, every node READY again. */
-	cr_assert_eq(count_posts(QR_PATH "rr:reset"), 1);
+	cr_assert_eq(fake_tpu_count(&tpu, "POST", QR_PATH "rr:reset"), 1);
 	assert_state(qr_state("rr"), "ACTIVE", "the queued resource");
 	assert_state(node_state("rr-0"), "READY", "node rr-0");
 	assert_state(node_state("rr-1"), "READY", "node rr-1");
@@ -608,7 +544,7 @@ Test(job, reset_a_run_from_its_job_json_and_wait_for_its_nodes)
 	ok(&r);
 	assert_qr_json(&r, "rr", true, "reset", "resetting");
 	run_result_release(&r);
-	cr_assert_eq(count_posts(QR_PATH "rr:reset"), 2);
+	cr_assert_eq(fake_tpu_count(&tpu, "POST", QR_PATH "rr:reset"), 2);
 
 	/* Text stays as it was. */
 	slicectl_in(&r, env_without_defaults(NULL), (const char *const[]){
@@ -652,7 +588,7 @@ static void refused_early(int want, const char *needle,
 	ASSERT_HAS(r.err, needle);
 	cr_assert_str_eq(r.out, "");
 	run_result_release(&r);
-	all = requests();
+	all = fake_tpu_requests(&tpu);
 	cr_assert_eq(json_array_size(all), 0);
 	json_decref(all);
 }
@@ -703,7 +639,7 @@ Test(job, slicectl_bucket_in_the_environment_leaves_plain_qr_names_alone)
 	ok(&r);
 	cr_assert_str_eq(r.out, "re is being reset\n");
 	run_result_release(&r);
-	cr_assert_eq(count_posts(QR_PATH "re:reset"), 1);
+	cr_assert_eq(fake_tpu_count(&tpu, "POST", QR_PATH "re:reset"), 1);
 
 	/* ...and a queued resource made without slicectl job is still
 	 * reset and deleted by its own name. */
@@ -720,7 +656,7 @@ Test(job, slicectl_bucket_in_the_environment_leaves_plain_qr_names_alone)
 	assert_qr_json(&r, "plain", false, "reset", "reset");
 	ASSERT_HAS(r.err, "taking plain as a queued resource's own name");
 	run_result_release(&r);
-	cr_assert_eq(count_posts(QR_PATH "plain:reset"), 1);
+	cr_assert_eq(fake_tpu_count(&tpu, "POST", QR_PATH "plain:reset"), 1);
 	assert_state(node_state("plain"), "READY", "node plain");
 
 	slicectl_in(&r, only_bucket, (const char *const[]){

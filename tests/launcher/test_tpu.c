@@ -94,24 +94,10 @@ static void create_active(const char *name, const char *type,
 	run_result_release(&r);
 }
 
-/* The recorded requests, as JSON (decref it). */
-static json_t *requests(void)
-{
-	char *out = NULL;
-	json_t *j;
-
-	cr_assert_eq(fake_tpu_call(&tpu, "GET", "/_fake/requests", NULL, &out),
-		     200);
-	j = json_loads(out, 0, NULL);
-	free(out);
-	cr_assert_not_null(j);
-	return j;
-}
-
 /* The body of the last request of this method whose path ends so. */
 static json_t *last_body(const char *method, const char *suffix)
 {
-	json_t *all = requests(), *found = NULL, *q;
+	json_t *all = fake_tpu_requests(&tpu), *found = NULL, *q;
 	size_t i;
 
 	json_array_foreach(all, i, q) {
@@ -128,28 +114,11 @@ static json_t *last_body(const char *method, const char *suffix)
 	return found;
 }
 
-static size_t count_requests(const char *method, const char *suffix)
-{
-	json_t *all = requests(), *q;
-	size_t i, n = 0;
-
-	json_array_foreach(all, i, q) {
-		const char *p = json_string_value(json_object_get(q, "path"));
-		const char *m = json_string_value(json_object_get(q, "method"));
-
-		n += p && m && !strcmp(m, method) &&
-		     strlen(p) >= strlen(suffix) &&
-		     !strcmp(p + strlen(p) - strlen(suffix), suffix);
-	}
-	json_decref(all);
-	return n;
-}
-
 /* Every request with a body passed the fake's check against the
  * discovery document (a 400 there names the field it refused). */
 static void assert_bodies_valid(void)
 {
-	json_t *all = requests(), *q;
+	json_t *all = fake_tpu_requests(&tpu), *q;
 	size_t i, bodies = 0;
 
 	json_array_foreach(all, i, q) {
@@ -241,8 +210,8 @@ Test(tpu, one_slice_from_create_to_delete)
 	ASSERT_HAS(r.err, "not found");
 	run_result_release(&r);
 	/* create, getGuestAttributes and reset each sent a body. */
-	cr_assert_eq(count_requests("POST", ":reset"), 1);
-	cr_assert_eq(count_requests("POST", ":getGuestAttributes"), 1);
+	cr_assert_eq(fake_tpu_count(&tpu, "POST", ":reset"), 1);
+	cr_assert_eq(fake_tpu_count(&tpu, "POST", ":getGuestAttributes"), 1);
 	assert_bodies_valid();
 }
 
@@ -468,7 +437,7 @@ Test(tpu, bad_arguments_are_refused_before_any_request)
 		cr_assert(r.err_len > 0, "case %zu says nothing", i);
 		run_result_release(&r);
 	}
-	cr_assert_eq(count_requests("POST", "/queuedResources"), 0);
+	cr_assert_eq(fake_tpu_count(&tpu, "POST", "/queuedResources"), 0);
 }
 
 Test(tpu, provisioning_model_contradictions_are_refused_with_the_reason)
@@ -515,7 +484,7 @@ Test(tpu, provisioning_model_contradictions_are_refused_with_the_reason)
 		ASSERT_HAS(r.err, cases[i].reason);
 		run_result_release(&r);
 	}
-	cr_assert_eq(count_requests("POST", "/queuedResources"), 0);
+	cr_assert_eq(fake_tpu_count(&tpu, "POST", "/queuedResources"), 0);
 }
 
 Test(tpu, no_project_or_zone_says_how_to_give_them)
@@ -611,7 +580,7 @@ Test(tpu, busy_api_is_retried)
 	ok(&r);
 	ASSERT_HAS(r.out, "ACTIVE");
 	run_result_release(&r);
-	cr_assert_eq(count_requests("GET", "/queuedResources/r1"), 3);
+	cr_assert_eq(fake_tpu_count(&tpu, "GET", "/queuedResources/r1"), 3);
 
 	/* A create whose answer was lost is retried with the same requestId:
 	 * one queued resource, no 409. */
@@ -623,7 +592,7 @@ Test(tpu, busy_api_is_retried)
 		 "--runtime-version", "rt", "--no-ssh-key");
 	ok(&r);
 	run_result_release(&r);
-	cr_assert_eq(count_requests("POST", "/queuedResources"), 3);
+	cr_assert_eq(fake_tpu_count(&tpu, "POST", "/queuedResources"), 3);
 }
 
 Test(tpu, failed_queued_resource_shows_the_apis_error)
