@@ -1,14 +1,13 @@
 /*
- * tests/startup/test_startup.c: the startup script, rendered and then run
- * for real with /bin/sh under a temporary SLICE_ROOT: from file:// and
- * from the GCS fake (with a ready token, and with one from a metadata
- * server), twice in a row (the second run fetches nothing), with
- * SLICE_SYSTEMD=skip, =none (the supervisor runs in the foreground) and
- * with a systemctl that records what it is asked. Refusals: a sha256 that
- * does not match, a missing object, a missing package, malformed values,
- * a script over the metadata limit. shellcheck lints the template and the
- * rendered script. One test builds the "supervisor" from a source bundle
- * of this tree (slow: a minute or two).
+ * tests/startup/test_startup.c: the startup script run for real with
+ * /bin/sh under a temporary SLICE_ROOT: from file:// and from the GCS fake
+ * (with a ready token, and with one from a metadata server), twice in a
+ * row (the second run fetches nothing), with SLICE_SYSTEMD=skip, =none
+ * (the supervisor runs in the foreground) and with a systemctl that
+ * records what it is asked. Refusals: a sha256 that does not match, a
+ * missing object, a missing package. One test builds the "supervisor"
+ * from a source bundle of this tree (slow: a minute or two). The script
+ * as rendered is test_startup_render.c's.
  *
  * The "supervisor" is a tiny shell script that prints its arguments and
  * the endpoint variables, so a test sees exactly what the unit would run.
@@ -18,6 +17,7 @@
 #include "tests/cloud/fake_gcs.h"
 #include "tests/cloud/tiny_http.h"
 #include "tests/harness/harness.h"
+#include "tests/startup/startup_check.h"
 
 #include <criterion/criterion.h>
 
@@ -29,7 +29,6 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define PATHLEN 4096
 #define TOKEN "ya29.startup-test"
 
 static const char fake_supervisor[] =
@@ -42,68 +41,9 @@ static const char fake_supervisor[] =
 	"done\n"
 	"echo \"cwd=[$(pwd)]\"\n";
 
-/* Every test's files: TMP/run (the run's prefix), TMP/root (SLICE_ROOT). */
-static char tmp[PATHLEN];
 /* What runs the script: TPU VMs' /bin/sh is dash, as here; a test may
  * choose bash. */
 static const char *test_shell = "/bin/sh";
-
-static void setup(void)
-{
-	cr_assert_eq(make_temp_dir(tmp, sizeof(tmp), "startup"), 0);
-}
-
-static void teardown(void)
-{
-	if (tmp[0])
-		rm_rf(tmp);
-}
-
-/* ---------------------------------------------------------------- helpers */
-
-static void path_in(char *out, const char *fmt, const char *name)
-{
-	int n = snprintf(out, PATHLEN, fmt, tmp, name);
-
-	cr_assert(n > 0 && n < PATHLEN);
-}
-
-static void mkdir_p(const char *path)
-{
-	char p[PATHLEN];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		cr_assert(mkdir(p, 0755) == 0 || errno == EEXIST, "mkdir %s",
-			  p);
-		*s = '/';
-	}
-	cr_assert(mkdir(p, 0755) == 0 || errno == EEXIST, "mkdir %s", p);
-}
-
-static void write_file(const char *path, const void *data, size_t len,
-		       mode_t mode)
-{
-	char dir[PATHLEN];
-	FILE *f;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	*strrchr(dir, '/') = '\0';
-	mkdir_p(dir);
-	f = fopen(path, "w");
-	cr_assert(f, "create %s: %s", path, strerror(errno));
-	cr_assert_eq(fwrite(data, 1, len, f), len);
-	cr_assert_eq(fclose(f), 0);
-	cr_assert_eq(chmod(path, mode), 0);
-}
-
-static void write_text(const char *path, const char *text, mode_t mode)
-{
-	write_file(path, text, strlen(text), mode);
-}
 
 /* sha256sum's hex digest of a file (read from stdin: with a backslash in
  * a file's name sha256sum would put one before the digest). */
@@ -119,27 +59,6 @@ static void sha256_file(const char *path, char out[65])
 	memcpy(out, r.out, 64);
 	out[64] = '\0';
 	run_result_release(&r);
-}
-
-static char *render(const struct startup_params *p)
-{
-	char *s;
-	size_t len;
-	struct err e;
-
-	cr_assert_eq(startup_render(p, &s, &len, &e), 0, "%s", e.msg);
-	cr_assert_eq(strlen(s), len);
-	return s;
-}
-
-/* Renders p into TMP/startup.sh. */
-static void render_script(const struct startup_params *p, char *script)
-{
-	char *s = render(p);
-
-	path_in(script, "%s/%s", "startup.sh");
-	write_text(script, s, 0755);
-	free(s);
 }
 
 /* Runs the script with /bin/sh, SLICE_ROOT=TMP/root and env (NULL-ended
@@ -171,16 +90,6 @@ static void run_expect(struct run_result *r, const char *script,
 	run_script(r, script, env);
 	cr_assert_eq(r->status, status, "%s%s", r->out, r->err);
 }
-
-static bool contains(const char *s, const char *needle)
-{
-	return s && strstr(s, needle) != NULL;
-}
-
-#define assert_has(s, needle) \
-	cr_assert(contains((s), (needle)), "no \"%s\" in:\n%s", (needle), (s))
-#define assert_lacks(s, needle) \
-	cr_assert(!contains((s), (needle)), "\"%s\" in:\n%s", (needle), (s))
 
 static bool exists(const char *path)
 {
@@ -282,181 +191,7 @@ static void bin_path(char *out, const char *sha)
 
 /* One suite: Criterion 2.4 leaks a little when tests of several suites
  * run in parallel, which fails the sanitizer build. */
-TestSuite(startup, .init = setup, .fini = teardown, .timeout = 60);
-
-/* ---------------------------------------------------------------- render */
-
-static const char sha_a[] =
-	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-Test(startup, render_values_are_shell_quoted)
-{
-	struct startup_params p = {
-		.run_url = "file:///runs/it's a run",
-		.supervisor_sha256 = sha_a,
-		.grace_s = 120,
-	};
-	char *s = render(&p);
-
-	cr_assert(!strncmp(s, "#!/bin/sh\n", 10));
-	assert_has(s, "\nRUN_URL='file:///runs/it'\\''s a run'\n");
-	assert_has(s, "\nSUPERVISOR_SHA256='0123456789abcdef");
-	assert_has(s, "\nFROM_SOURCE='0'\n");
-	assert_has(s, "\nSOURCE_TARGET='supervisor/slice-supervisor'\n");
-	assert_has(s, "\nGRACE_S='120'\n");
-	/* Nothing left to fill in; the template's own '@' survive. */
-	assert_lacks(s, "@RUN_URL@");
-	assert_lacks(s, "@GRACE_S@");
-	assert_has(s, ":@+=,-");
-	free(s);
-
-	p.supervisor_from_source = true;
-	p.source_target = "launcher/slicectl";
-	s = render(&p);
-	assert_has(s, "\nFROM_SOURCE='1'\n");
-	assert_has(s, "\nSOURCE_TARGET='launcher/slicectl'\n");
-	free(s);
-}
-
-static void refused(const struct startup_params *p, int code,
-		    const char *words)
-{
-	char *s = (char *)"untouched";
-	size_t len = 1;
-	struct err e;
-
-	cr_assert_eq(startup_render(p, &s, &len, &e), code, "%s: %s",
-		     p->run_url, e.msg);
-	cr_assert_null(s);
-	cr_assert_eq(len, 0);
-	assert_has(e.msg, words);
-}
-
-Test(startup, render_malformed_values_are_refused)
-{
-	struct startup_params p = {
-		.run_url = "gs://bkt/runs/r1",
-		.supervisor_sha256 = sha_a,
-		.grace_s = 30,
-	};
-	const struct {
-		const char *url;
-		const char *words;
-	} urls[] = {
-		{ "", "a run URL is needed" },
-		{ "http://example.com/run", "only gs://" },
-		{ "file:relative/run", "three slashes" },
-		{ "file://host/run", "three slashes" },
-		{ "gs://B/run", "bucket name" },
-		{ "gs://-bkt/run", "start and end" },
-		{ "gs://bkt/a//b", "empty" },
-		{ "gs://bkt/a/../b", "\"..\"" },
-		{ "gs://bkt/a\nb", "control character" },
-		{ "file:///tmp/a\tb", "control character" },
-	};
-	char long_prefix[1200];
-
-	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
-		p.run_url = urls[i].url;
-		refused(&p, STARTUP_EINVAL, urls[i].words);
-	}
-	memset(long_prefix, 'a', sizeof(long_prefix) - 1);
-	memcpy(long_prefix, "gs://bkt/", 9);
-	long_prefix[sizeof(long_prefix) - 1] = '\0';
-	p.run_url = long_prefix;
-	refused(&p, STARTUP_EINVAL, "1024 bytes");
-
-	p.run_url = "gs://bkt/runs/r1/";
-	free(render(&p));
-	p.supervisor_sha256 = "0123";
-	refused(&p, STARTUP_EINVAL, "64 hex digits, not 4");
-	p.supervisor_sha256 =
-		"0123456789ABCDEF0123456789abcdef"
-		"0123456789abcdef0123456789abcdef";
-	refused(&p, STARTUP_EINVAL, "lowercase");
-	p.supervisor_sha256 = NULL;
-	refused(&p, STARTUP_EINVAL, "64 hex digits");
-	p.supervisor_sha256 = sha_a;
-	p.grace_s = STARTUP_MAX_GRACE_S + 1;
-	refused(&p, STARTUP_EINVAL, "grace period");
-	p.grace_s = STARTUP_MAX_GRACE_S;
-	free(render(&p));
-	const char *targets[] = { "", "/abs/x", "a/../b", "dir/", "a b",
-				  "a;b" };
-	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
-		p.source_target = targets[i];
-		refused(&p, STARTUP_EINVAL, "source target");
-	}
-}
-
-Test(startup, render_the_metadata_limit_is_kept)
-{
-	struct startup_params p = {
-		.run_url = "file:///r",
-		.supervisor_sha256 = sha_a,
-		.grace_s = 30,
-	};
-	size_t base, room;
-	char *s, *url;
-
-	s = render(&p);
-	base = strlen(s) - strlen(p.run_url);
-	free(s);
-	cr_assert_lt(base, STARTUP_MAX_BYTES / 4, "the template alone is %zu",
-		     base);
-	/* A URL that makes the script exactly the limit, and one byte more. */
-	room = STARTUP_MAX_BYTES - base;
-	url = malloc(room + 16);
-	memcpy(url, "file:///", 8);
-	memset(url + 8, 'r', room - 8);
-	url[room] = '\0';
-	p.run_url = url;
-	s = render(&p);
-	cr_assert_eq(strlen(s), STARTUP_MAX_BYTES);
-	free(s);
-	url[room] = 'r';
-	url[room + 1] = '\0';
-	refused(&p, STARTUP_ETOOBIG, "262144 bytes a metadata value");
-	free(url);
-}
-
-/* ---------------------------------------------------------------- lint */
-
-static void shellcheck(const char *path)
-{
-	const char *argv[] = { "shellcheck", "--shell=sh", "--severity=style",
-			       path, NULL };
-	struct run_result r;
-
-	if (run_program(&r, argv, NULL) < 0)
-		cr_assert_fail("shellcheck is not installed: run "
-			       "scripts/deps, which installs it");
-	cr_assert_eq(r.status, 0, "shellcheck %s:\n%s%s", path, r.out, r.err);
-	run_result_release(&r);
-}
-
-Test(startup, lint_shellcheck_passes_on_the_template_and_rendered_scripts)
-{
-	const char *src = getenv("SLICECTL_SRCDIR");
-	struct startup_params p = {
-		.run_url = "gs://bkt/runs/it's \"odd\" $HOME `x`",
-		.supervisor_sha256 = sha_a,
-		.supervisor_from_source = true,
-		.grace_s = 600,
-	};
-	char script[PATHLEN], tmpl[PATHLEN];
-
-	cr_assert(src && *src, "SLICECTL_SRCDIR is not set (run with "
-		  "meson test)");
-	snprintf(tmpl, sizeof(tmpl), "%s/startup/startup.sh.in", src);
-	shellcheck(tmpl);
-	render_script(&p, script);
-	shellcheck(script);
-	p.run_url = "file:///srv/runs/r1";
-	p.supervisor_from_source = false;
-	render_script(&p, script);
-	shellcheck(script);
-}
+TestSuite(startup, .init = startup_setup, .fini = startup_teardown, .timeout = 60);
 
 /* ---------------------------------------------------------------- file:// */
 
@@ -660,10 +395,10 @@ Test(startup, file_a_missing_object_is_a_clear_error)
 
 	make_run_dir("run", sha);
 	/* A supervisor that was never uploaded. */
-	render_file_run(&p, "run", sha_a, url, script);
+	render_file_run(&p, "run", SHA_A, url, script);
 	run_expect(&r, script, skip, 1);
 	snprintf(path, sizeof(path), "/run/supervisor/slice-supervisor-%s "
-		 "does not exist", sha_a);
+		 "does not exist", SHA_A);
 	assert_has(r.err, path);
 	assert_has(r.err, "FAILED in step 'supervisor' (exit status 1)");
 	run_result_release(&r);
@@ -971,24 +706,24 @@ Test(startup, gs_refusals_missing_object_and_sha256_mismatch)
 	start_gcs_run(&f, sha, hostkv);
 
 	/* Not uploaded. */
-	p.supervisor_sha256 = sha_a;
+	p.supervisor_sha256 = SHA_A;
 	render_script(&p, script);
 	run_expect(&r, script, skip, 1);
 	snprintf(path, sizeof(path), "gs://" BUCKET "/" PREFIX
 		 "/supervisor/slice-supervisor-%s does not exist (HTTP 404)",
-		 sha_a);
+		 SHA_A);
 	assert_has(r.err, path);
 	run_result_release(&r);
 
 	/* Uploaded under a name its bytes do not match. */
 	path_in(path, "%s/%s", "src/job.json");
 	snprintf(name, sizeof(name), PREFIX "/supervisor/slice-supervisor-%s",
-		 sha_a);
+		 SHA_A);
 	upload(&f, name, path);
 	run_expect(&r, script, skip, 1);
 	assert_has(r.err, "; refused");
 	run_result_release(&r);
-	bin_path(bin, sha_a);
+	bin_path(bin, SHA_A);
 	cr_assert(!exists(bin));
 	path_in(path, "%s/%s", "root/opt/slicectl/bin");
 	cr_assert_eq(count_named(path, "slice-supervisor"), 0);
