@@ -9,6 +9,8 @@
 #include "common/common.h"
 #include "ssh/agent.h"
 #include "ssh/key.h"
+#include "tests/harness/harness.h"
+#include "tests/ssh/key_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,27 +28,6 @@
 #endif
 
 #include <openssl/evp.h>
-
-/* snprintf into an array, failing the test rather than truncating. */
-#define FMT(arr, ...) \
-	cr_assert((size_t)snprintf(arr, sizeof(arr), __VA_ARGS__) < \
-		  sizeof(arr), "path too long")
-
-/* Defined in test_key.c. */
-int tk_tmpdir(char *out, size_t len);
-void tk_rmdir(const char *dir);
-int tk_run(const char *const argv[], const char *sock, const char *out_path);
-void tk_keygen(char *out, size_t len, const char *dir, const char *name,
-	       const char *type, const char *bits, const char *format,
-	       const char *pass);
-unsigned char *tk_pub_blob(const char *path, size_t *len);
-unsigned char *tk_userauth(const char *alg, const unsigned char *pub,
-			   size_t pub_len, size_t *len);
-bool tk_verify(const unsigned char *pub, size_t pub_len, const EVP_MD *md,
-	       const unsigned char *data, size_t len, const unsigned char *sig,
-	       size_t sig_len);
-void tk_check_sign(const struct ssh_key *k, const char *alg,
-		   const EVP_MD *md);
 
 static char dir[PATH_MAX];
 static char sock[PATH_MAX];
@@ -66,7 +47,7 @@ static void teardown(void)
 			;
 		child = -1;
 	}
-	tk_rmdir(dir);
+	rm_rf(dir);
 }
 
 TestSuite(agent, .init = setup, .fini = teardown);
