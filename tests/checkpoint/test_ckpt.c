@@ -3,9 +3,11 @@
  * end: save, commit, list, verify, restore and prune, with the failures
  * they exist for: processes killed mid-save, racing committers, corrupt,
  * missing and unsafe parts, malformed manifests and full disks.
+ * test_unpack_object.c has the one-object unpack of a run's code bundle.
  */
 #include "checkpoint/checkpoint.h"
 
+#include "tests/checkpoint/ckpt_check.h"
 #include "tests/harness/harness.h"
 
 #include <criterion/criterion.h>
@@ -22,119 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PATHLEN 4096
-
-/* Short enough that every path built from it fits PATHLEN. */
-static char root[1024];
-static char bucket[1200];
-static char url[1300];
-
-static void setup(void)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(root, sizeof(root), "%s/slicectl-ckpt-XXXXXX",
-		 base && *base ? base : "/tmp");
-	cr_assert(mkdtemp(root));
-	snprintf(bucket, sizeof(bucket), "%s/bucket/run-1", root);
-	snprintf(url, sizeof(url), "file://%s", bucket);
-	log_setup("test_ckpt", LOG_ERROR);
-}
-
-static void teardown(void)
-{
-	if (root[0])
-		sh("chmod -R u+rwX '%s' 2>/dev/null; rm -rf '%s'", root,
-		       root);
-}
-
-TestSuite(ckpt, .init = setup, .fini = teardown, .timeout = 600);
-
-static void path_of(char *out, const char *name)
-{
-	snprintf(out, PATHLEN, "%s/%s", root, name);
-}
-
-static void write_text(const char *dir, const char *name, const char *text,
-		       mode_t mode)
-{
-	char path[PATHLEN * 2];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	cr_assert(f, "create %s", path);
-	fputs(text, f);
-	cr_assert_eq(fclose(f), 0);
-	cr_assert_eq(chmod(path, mode), 0);
-}
-
-static void write_random(const char *path, size_t len, uint64_t seed)
-{
-	unsigned char *p = malloc(1 << 20);
-	uint64_t x = seed | 1;
-	FILE *f = fopen(path, "w");
-
-	cr_assert(p && f);
-	for (size_t done = 0; done < len;) {
-		size_t n = len - done < (1u << 20) ? len - done : 1u << 20;
-
-		for (size_t i = 0; i < n; i++) {
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			p[i] = (unsigned char)(x >> 24);
-		}
-		cr_assert_eq(fwrite(p, 1, n, f), n);
-		done += n;
-	}
-	cr_assert_eq(fclose(f), 0);
-	free(p);
-}
-
-/* A small tree with what checkpoints hold: modes, symlinks (inside and
- * dangling), empty and locked directories, nested files. */
-static void make_tree(const char *dir, const char *tag)
-{
-	char path[PATHLEN * 2];
-
-	cr_assert_eq(sh("mkdir -p '%s/sub/deeper' '%s/empty' "
-			    "'%s/locked'", dir, dir, dir), 0);
-	write_text(dir, "tag.txt", tag, 0644);
-	write_text(dir, "run.sh", "#!/bin/sh\n", 0755);
-	write_text(dir, "sub/deeper/x.json", "{\"a\": 1}\n", 0600);
-	write_text(dir, "locked/inner", "inner\n", 0640);
-	snprintf(path, sizeof(path), "%s/sub/up", dir);
-	cr_assert_eq(symlink("../tag.txt", path), 0);
-	snprintf(path, sizeof(path), "%s/dangling", dir);
-	cr_assert_eq(symlink("no/such/thing", path), 0);
-	snprintf(path, sizeof(path), "%s/big.bin", dir);
-	write_random(path, (3u << 20) + 5, (uint64_t)tag[0]);
-	snprintf(path, sizeof(path), "%s/locked", dir);
-	cr_assert_eq(chmod(path, 0500), 0);
-}
-
-/* Same names, types, modes, symlink targets and bytes. */
-static void compare_trees(const char *a, const char *b)
-{
-	cr_assert_eq(sh("cd '%s' && find . -printf '%%p %%y %%m %%l\\n' "
-			    "| sort > '%s/.a.list' && cd '%s' && find . "
-			    "-printf '%%p %%y %%m %%l\\n' | sort > "
-			    "'%s/.b.list' && cmp -s '%s/.a.list' "
-			    "'%s/.b.list' && diff -r --no-dereference "
-			    "'%s' '%s' >/dev/null",
-			    a, root, b, root, root, root, a, b), 0,
-		     "trees differ: %s and %s", a, b);
-}
-
-static struct store *open_store(void)
-{
-	struct store *s;
-	struct err e;
-
-	cr_assert_eq(store_open(&s, url, &e), 0, "%s", e.msg);
-	return s;
-}
+TestSuite(ckpt, .init = ckpt_setup, .fini = ckpt_teardown, .timeout = 600);
 
 static void save_ok(struct store *s, const char *dir, uint64_t step,
 		    const char *part, unsigned expected, bool committed)
@@ -172,20 +62,6 @@ static void store_file_path(char *out, uint64_t step, const char *leaf)
 {
 	snprintf(out, PATHLEN * 2, "%s/checkpoints/step-%010llu/%s", bucket,
 		 (unsigned long long)step, leaf);
-}
-
-static size_t count_entries(const char *dir, const char *prefix)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	size_t n = 0;
-
-	cr_assert(d, "%s", dir);
-	while ((de = readdir(d)))
-		if (!strncmp(de->d_name, prefix, strlen(prefix)))
-			n++;
-	closedir(d);
-	return n;
 }
 
 Test(ckpt, round_trip_list_verify_restore)
@@ -688,20 +564,7 @@ Test(ckpt, unsafe_archives_refused)
 		int r;
 
 		snprintf(spec, sizeof(spec), cases[i], outside);
-		cr_assert_eq(sh(
-			"python3 -c \"\nimport io, tarfile, sys\n"
-			"t = tarfile.open(fileobj=sys.stdout.buffer, "
-			"mode='w|', format=tarfile.PAX_FORMAT)\n"
-			"for name, kind, target in %s:\n"
-			"    i = tarfile.TarInfo(name)\n"
-			"    if kind == 's': i.type = tarfile.SYMTYPE; "
-			"i.linkname = target\n"
-			"    elif kind == 'h': i.type = tarfile.LNKTYPE; "
-			"i.linkname = target\n"
-			"    else: i.size = 4\n"
-			"    t.addfile(i, io.BytesIO(b'evil') if kind == 'f' "
-			"else None)\n"
-			"t.close()\n\" | zstd -q -c > '%s'", spec, tarf), 0);
+		write_evil_tar(spec, tarf);
 		snprintf(name, sizeof(name),
 			 "checkpoints/step-%010zu/" CKPT_DEFAULT_PART
 			 ".tar.zst", i + 1);
@@ -801,193 +664,4 @@ Test(ckpt, sparse_2gib_bounded_memory)
 		  WEXITSTATUS(st));
 	snprintf(file, sizeof(file), "%s/sparse.bin", dest);
 	cr_expect_eq(sh("cmp -s '%s/sparse.bin' '%s'", src, file), 0);
-}
-
-/* ---- ckpt_unpack_object: one object (a run's code bundle) ---- */
-
-static int upload_fn(void *ud, const void *data, size_t len, struct err *e)
-{
-	return store_upload_write(ud, data, len, e);
-}
-
-/* Packs dir with pack_tree into the object name; returns its generation. */
-static int64_t put_tree(struct store *s, const char *name, const char *dir)
-{
-	struct store_upload *u;
-	struct store_object o;
-	struct err e;
-	int64_t g;
-	int r;
-
-	cr_assert_eq(store_upload_begin(s, name, STORE_ANY_GENERATION, &u, &e),
-		     0, "%s", e.msg);
-	r = pack_tree(dir, NULL, upload_fn, u, NULL, &e);
-	if (r) {
-		store_upload_abort(u);
-		cr_assert_fail("pack %s: %d %s", dir, r, e.msg);
-	}
-	cr_assert_eq(store_upload_finish(u, &o, &e), 0, "%s", e.msg);
-	g = o.generation;
-	store_object_release(&o);
-	cr_assert_gt(g, 0);
-	return g;
-}
-
-/* Uploads a local file as it is under name. */
-static void put_file(struct store *s, const char *name, const char *path)
-{
-	struct store_upload *u;
-	struct err e;
-	char buf[65536];
-	size_t n;
-	FILE *f = fopen(path, "rb");
-
-	cr_assert(f, "%s", path);
-	cr_assert_eq(store_upload_begin(s, name, STORE_ANY_GENERATION, &u, &e),
-		     0, "%s", e.msg);
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		cr_assert_eq(store_upload_write(u, buf, n, &e), 0, "%s",
-			     e.msg);
-	fclose(f);
-	cr_assert_eq(store_upload_finish(u, NULL, &e), 0, "%s", e.msg);
-}
-
-Test(ckpt, unpack_object_round_trip_replace_and_failures)
-{
-	char src[PATHLEN], src2[PATHLEN], dest[PATHLEN], out[PATHLEN];
-	char junk[PATHLEN], stray[PATHLEN + 16];
-	struct store *s = open_store();
-	int64_t g1, g2, g = -1;
-	struct err e;
-	int r;
-
-	path_of(src, "code1");
-	path_of(src2, "code2");
-	path_of(dest, "state/code");
-	path_of(out, "state");
-	make_tree(src, "code one\n");
-	make_tree(src2, "code two\n");
-	g1 = put_tree(s, "bundle.tar.zst", src);
-
-	/* Into a directory that does not exist yet (nor its parent). */
-	r = ckpt_unpack_object(s, "bundle.tar.zst", dest, &g, &e);
-	cr_assert_eq(r, 0, "%d %s", r, e.msg);
-	cr_expect_eq(g, g1);
-	compare_trees(src, dest);
-
-	/* A new generation replaces the whole tree: what was there and is
-	 * not in the object is gone. */
-	snprintf(stray, sizeof(stray), "%s/stray", dest);
-	write_text(dest, "stray", "left by a trainer\n", 0644);
-	g2 = put_tree(s, "bundle.tar.zst", src2);
-	cr_assert_neq(g2, g1);
-	r = ckpt_unpack_object(s, "bundle.tar.zst", dest, &g, &e);
-	cr_assert_eq(r, 0, "%d %s", r, e.msg);
-	cr_expect_eq(g, g2);
-	compare_trees(src2, dest);
-	cr_expect_neq(access(stray, F_OK), 0);
-	cr_expect_eq(count_entries(out, ".code"), 0,
-		     "temporary directories left in %s", out);
-
-	/* Failures leave dest as it was. */
-	g = -1;
-	r = ckpt_unpack_object(s, "missing.tar.zst", dest, &g, &e);
-	cr_expect_eq(r, CLOUD_ENOTFOUND, "%d %s", r, e.msg);
-	cr_expect_eq(g, 0);
-	path_of(junk, "junk");
-	cr_assert_eq(sh("head -c 100000 /dev/urandom > '%s'", junk), 0);
-	put_file(s, "junk.tar.zst", junk);
-	r = ckpt_unpack_object(s, "junk.tar.zst", dest, &g, &e);
-	cr_expect_eq(r, CLOUD_ECORRUPT, "%d %s", r, e.msg);
-	cr_expect(strstr(e.msg, "junk.tar.zst") &&
-		  strstr(e.msg, "not a") != NULL, "%s", e.msg);
-	/* zstd, but not a tar inside. */
-	cr_assert_eq(sh("head -c 5000 /dev/urandom | zstd -q -c > '%s'",
-			junk), 0);
-	put_file(s, "junk.tar.zst", junk);
-	r = ckpt_unpack_object(s, "junk.tar.zst", dest, &g, &e);
-	cr_expect_eq(r, CLOUD_ECORRUPT, "%d %s", r, e.msg);
-	compare_trees(src2, dest);
-	cr_expect_eq(count_entries(out, ".code"), 0);
-
-	cr_expect_eq(ckpt_unpack_object(s, "", dest, &g, &e), CKPT_EINVAL);
-	cr_expect_eq(ckpt_unpack_object(s, "bundle.tar.zst", "", &g, &e),
-		     CKPT_EINVAL);
-	path_of(junk, "state/..");
-	cr_expect_eq(ckpt_unpack_object(s, "bundle.tar.zst", junk, NULL, &e),
-		     CKPT_EINVAL, "%s", e.msg);
-	/* generation may be NULL. */
-	cr_expect_eq(ckpt_unpack_object(s, "bundle.tar.zst", dest, NULL, &e),
-		     0, "%s", e.msg);
-	store_close(s);
-}
-
-/* The objects crafted to write outside dest that restores refuse are
- * refused here too, and dest stays as it was. */
-Test(ckpt, unpack_object_refuses_unsafe_archives)
-{
-	static const char *const cases[] = {
-		"[('ok', 'f', ''), ('../escape', 'f', '')]",
-		"[('/tmp/slicectl-abs-escape2', 'f', '')]",
-		"[('link', 's', '%s'), ('link/escape', 'f', '')]",
-		"[('hl', 'h', '../../escape')]",
-	};
-	char good[PATHLEN], dest[PATHLEN], tarf[PATHLEN], outside[PATHLEN];
-	char parent[PATHLEN];
-	struct store *s = open_store();
-	struct err e;
-
-	path_of(good, "good");
-	path_of(dest, "d/code");
-	path_of(parent, "d");
-	path_of(tarf, "evil.tar.zst");
-	path_of(outside, "outside");
-	make_tree(good, "good\n");
-	cr_assert_eq(mkdir(outside, 0755), 0);
-	put_tree(s, "bundle.tar.zst", good);
-	cr_assert_eq(ckpt_unpack_object(s, "bundle.tar.zst", dest, NULL, &e),
-		     0, "%s", e.msg);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char spec[PATHLEN * 2];
-		int64_t g = -1;
-		int r;
-
-		snprintf(spec, sizeof(spec), cases[i], outside);
-		cr_assert_eq(sh(
-			"python3 -c \"\nimport io, tarfile, sys\n"
-			"t = tarfile.open(fileobj=sys.stdout.buffer, "
-			"mode='w|', format=tarfile.PAX_FORMAT)\n"
-			"for name, kind, target in %s:\n"
-			"    i = tarfile.TarInfo(name)\n"
-			"    if kind == 's': i.type = tarfile.SYMTYPE; "
-			"i.linkname = target\n"
-			"    elif kind == 'h': i.type = tarfile.LNKTYPE; "
-			"i.linkname = target\n"
-			"    else: i.size = 4\n"
-			"    t.addfile(i, io.BytesIO(b'evil') if kind == 'f' "
-			"else None)\n"
-			"t.close()\n\" | zstd -q -c > '%s'", spec, tarf), 0);
-		put_file(s, "bundle.tar.zst", tarf);
-		r = ckpt_unpack_object(s, "bundle.tar.zst", dest, &g, &e);
-		cr_expect_eq(r, CKPT_EUNSAFE, "case %zu: %d %s", i, r, e.msg);
-		cr_expect(strstr(e.msg, "refused") &&
-			  strstr(e.msg, "bundle.tar.zst"), "case %zu: %s", i,
-			  e.msg);
-		cr_expect_eq(g, 0);
-		cr_expect_eq(count_entries(outside, ""), 2,
-			     "case %zu wrote outside dest", i);
-		cr_expect_neq(access("/tmp/slicectl-abs-escape2", F_OK), 0);
-		compare_trees(good, dest);
-		cr_expect_eq(count_entries(parent, ".code"), 0,
-			     "case %zu left a temporary directory", i);
-	}
-	{
-		char esc[PATHLEN];
-
-		path_of(esc, "escape");
-		cr_expect_neq(access(esc, F_OK), 0);
-		path_of(esc, "d/escape");
-		cr_expect_neq(access(esc, F_OK), 0);
-	}
-	store_close(s);
 }
