@@ -1,6 +1,8 @@
 /* tests/cloud/auth_check.c: see auth_check.h. */
 #include "tests/cloud/auth_check.h"
 
+#include "tests/harness/harness.h"
+
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +31,7 @@ void auth_setup(void)
 
 void auth_teardown(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", auth_dir);
-	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(rm_rf(auth_dir), 0);
 }
 
 void fast_client(struct http_client *c)

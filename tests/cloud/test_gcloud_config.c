@@ -7,6 +7,7 @@
  * naming the file and the line.
  */
 #include "cloud/cloud.h"
+#include "tests/harness/harness.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -38,10 +39,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(rm_rf(dir), 0);
 }
 
 TestSuite(gcloud, .init = setup, .fini = teardown);
