@@ -11,8 +11,8 @@
 #include <string.h>
 
 static const char usage[] =
-	"usage: slicectl events RUN [--follow] [--interval S] [--bucket URL] "
-	"[--format text|json]\n"
+	"usage: slicectl events RUN [--follow] [--interval S] [--bucket URL]\n"
+	"                       [--format text|json]\n"
 	"\n"
 	"Prints the run's history in time order: every generation bump with\n"
 	"its cause and who made it, preemption notices, restores and the step\n"

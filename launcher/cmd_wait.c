@@ -8,8 +8,8 @@
 #include <stdio.h>
 
 static const char usage[] =
-	"usage: slicectl wait NAME [--state S] [--timeout S] [--project P] "
-	"[--zone Z] [--format text|json]\n"
+	"usage: slicectl wait NAME [--state S] [--timeout S] [--project P]\n"
+	"                     [--zone Z] [--format text|json]\n"
 	"\n"
 	"Waits until the queued resource NAME is in state S (default ACTIVE),\n"
 	"printing each state it passes through with the time elapsed.\n"
