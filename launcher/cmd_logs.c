@@ -627,7 +627,7 @@ int cmd_logs(int argc, char **argv)
 	const char *worker_flag = NULL;
 	unsigned generation = 0, interval_ms = 1000;
 	bool follow_flag = false;
-	struct opt opts[RUN_OPTIONS_COUNT + 5] = {
+	const struct opt own[] = {
 		{ .name = "worker", .short_name = 'w', .kind = OPT_STRING,
 		  .value = &worker_flag, .arg = "S/W",
 		  .help = "slice S's worker W (default: 0/0)" },
@@ -643,6 +643,7 @@ int cmd_logs(int argc, char **argv)
 		  .value = &interval_ms, .arg = "S",
 		  .help = "with --follow, how often to look (default 1 s)" },
 	};
+	struct opt opts[OPT_COUNT(own) + RUN_OPTIONS_COUNT + 1] = { 0 };
 	struct logs l;
 	char w[64];
 	unsigned n_workers;
@@ -650,7 +651,8 @@ int cmd_logs(int argc, char **argv)
 
 	memset(&l, 0, sizeof(l));
 	buf_init(&l.line);
-	run_options_table(&ro, opts + 4);
+	memcpy(opts, own, sizeof(own));
+	run_options_table(&ro, opt_end(opts));
 	status = run_command_start(opts, argc, argv, usage, &ro);
 	if (status >= 0)
 		goto done;
