@@ -18,6 +18,7 @@
  * supervisor or of this process (never a recycled pid).
  */
 #include "cloud/cloud.h"
+#include "launcher/launcher.h"
 #include "launcher/local.h"
 
 #include <errno.h>
@@ -1040,7 +1041,7 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 	if (setup(&r, &e)) {
 		log_error("local run %s: %s", run->job.name, e.msg);
 		teardown(&r);
-		return e.code == COMMON_EUSAGE ? 2 : 1;
+		return e.code == COMMON_EUSAGE ? EXIT_USAGE : 1;
 	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	memset(&sa, 0, sizeof(sa));
@@ -1099,7 +1100,7 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 		event(&r, "interrupted", NULL,
 		      "interrupted: stopping every worker");
 		how = "interrupted";
-		status = 130;
+		status = EXIT_INTERRUPT;
 	}
 	stop_all(&r);
 	sweep(&r);
