@@ -1,7 +1,7 @@
 /*
  * slicectl.c: the command table and main. Shared set-up lives here once:
- * --help and --version, SIGPIPE, and an exit status that reflects a failed
- * write to stdout.
+ * --help and help COMMAND, --version, SIGPIPE, and an exit status that
+ * reflects a failed write to stdout.
  */
 #include "checkpoint/checkpoint.h"
 #include "common/common.h"
