@@ -372,7 +372,7 @@ int ckpt_cli(const char *prog, int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		printf("  %-8s %s\n", ckpt_commands[i].name,
 		       ckpt_commands[i].summary);
-	printf("\nExit status: 0 done; 1 failed (the message says why); 2 bad "
+	printf("\nExit status: 0 done; 1 failed (the message says why); 2 bad\n"
 	       "arguments; 3 verify found a bad part.\n");
 	return argc >= 2 ? 0 : OPT_EXIT_USAGE;
 }

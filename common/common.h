@@ -145,6 +145,13 @@ int opt_parse(const struct opt *opts, int argc, char **argv,
 	      struct strlist *pos, bool stop_at_first_positional,
 	      struct err *e);
 void opt_usage(FILE *f, const char *usage, const struct opt *opts);
+/* How many entries a table declared as an array holds. */
+#define OPT_COUNT(table) (sizeof(table) / sizeof((table)[0]))
+/* The OPT_END entry that ends opts: where a command splices a shared table
+ * in after its own entries. Sized from what it splices (its own entries,
+ * each shared table's most, one end) and zeroed, the command's table then
+ * never has an entry written over, however many each splice wrote. */
+struct opt *opt_end(struct opt *opts);
 
 /* The exit status of a command given bad arguments. */
 #define OPT_EXIT_USAGE 2

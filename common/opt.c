@@ -265,6 +265,13 @@ void opt_usage(FILE *f, const char *usage, const struct opt *opts)
 	fprintf(f, "  -h, --help                    show this help\n");
 }
 
+struct opt *opt_end(struct opt *opts)
+{
+	while (opts->kind != OPT_END)
+		opts++;
+	return opts;
+}
+
 int opt_parse_command(const struct opt *opts, int argc, char **argv,
 		      const char *name, const char *usage,
 		      bool stop_at_first_positional, struct strlist *pos)

@@ -7,6 +7,7 @@
 #include "launcher/target.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char usage[] =
 	"usage: slicectl delete NAME [--force] [--wait] [--timeout S] "
@@ -77,13 +78,15 @@ int cmd_delete(int argc, char **argv)
 	struct err e;
 	bool force = false;
 	int rc, status;
-	struct opt opts[2 + RUN_QR_OPTIONS_COUNT] = {
+	const struct opt own[] = {
 		{ .name = "force", .kind = OPT_FLAG, .value = &force,
 		  .help = "delete the queued resource's nodes too" },
 	};
+	struct opt opts[OPT_COUNT(own) + RUN_QR_OPTIONS_COUNT + 1] = { 0 };
 
 	err_init(&e);
-	run_qr_table(&q, &opts[1], TPU_WITH_WAIT | TPU_WITH_TIMEOUT);
+	memcpy(opts, own, sizeof(own));
+	run_qr_table(&q, opt_end(opts), TPU_WITH_WAIT | TPU_WITH_TIMEOUT);
 	q.other_targets = true;
 	status = run_qr_start(opts, argc, argv, usage, &q, &c);
 	if (status >= 0)

@@ -11,8 +11,8 @@
 #include <string.h>
 
 static const char usage[] =
-	"usage: slicectl events RUN [--follow] [--interval S] [--bucket URL] "
-	"[--format text|json]\n"
+	"usage: slicectl events RUN [--follow] [--interval S] [--bucket URL]\n"
+	"                       [--format text|json]\n"
 	"\n"
 	"Prints the run's history in time order: every generation bump with\n"
 	"its cause and who made it, preemption notices, restores and the step\n"
@@ -90,7 +90,7 @@ int cmd_events(int argc, char **argv)
 	struct run_options ro = { 0 };
 	bool follow = false, over = false;
 	unsigned interval_ms = 1000;
-	struct opt opts[RUN_OPTIONS_COUNT + 3] = {
+	const struct opt own[] = {
 		{ .name = "follow", .short_name = 'f', .kind = OPT_FLAG,
 		  .value = &follow,
 		  .help = "keep printing events as they come, until the run "
@@ -99,11 +99,13 @@ int cmd_events(int argc, char **argv)
 		  .value = &interval_ms, .arg = "S",
 		  .help = "with --follow, how often to look (default 1 s)" },
 	};
+	struct opt opts[OPT_COUNT(own) + RUN_OPTIONS_COUNT + 1] = { 0 };
 	struct events_seen seen = { 0 };
 	uint64_t end_ms = 0;
 	int status;
 
-	run_options_table(&ro, opts + 2);
+	memcpy(opts, own, sizeof(own));
+	run_options_table(&ro, opt_end(opts));
 	status = run_command_start(opts, argc, argv, usage, &ro);
 	if (status >= 0)
 		goto done;

@@ -17,13 +17,11 @@
 #include "launcher/launcher.h"
 #include "launcher/run_options.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const char usage[] =
 	"usage: slicectl logs RUN [--worker S/W] [--generation G] [--follow]\n"
@@ -451,14 +449,6 @@ static int run_over(struct logs *l, bool *over, struct err *e)
 	return 0;
 }
 
-static void pause_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (!interrupted && nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
 /* One look at the store: the next logs when they appeared, new bytes of
  * the current one. */
 static int follow_once(struct logs *l, struct gens *g, int64_t pinned,
@@ -550,7 +540,9 @@ static int follow(struct logs *l, int64_t pinned, unsigned interval_ms)
 		quiet = over && !progress && !rc ? quiet + 1 : 0;
 		if (quiet >= 2)
 			break;
-		pause_ms(interval_ms);
+		/* Not restarted: SIGINT and SIGTERM end the wait at once. */
+		if (!interrupted)
+			proc_sleep_ms(interval_ms, false);
 	}
 	end_log(l, false);
 	fflush(stdout);
@@ -627,7 +619,7 @@ int cmd_logs(int argc, char **argv)
 	const char *worker_flag = NULL;
 	unsigned generation = 0, interval_ms = 1000;
 	bool follow_flag = false;
-	struct opt opts[RUN_OPTIONS_COUNT + 5] = {
+	const struct opt own[] = {
 		{ .name = "worker", .short_name = 'w', .kind = OPT_STRING,
 		  .value = &worker_flag, .arg = "S/W",
 		  .help = "slice S's worker W (default: 0/0)" },
@@ -643,6 +635,7 @@ int cmd_logs(int argc, char **argv)
 		  .value = &interval_ms, .arg = "S",
 		  .help = "with --follow, how often to look (default 1 s)" },
 	};
+	struct opt opts[OPT_COUNT(own) + RUN_OPTIONS_COUNT + 1] = { 0 };
 	struct logs l;
 	char w[64];
 	unsigned n_workers;
@@ -650,7 +643,8 @@ int cmd_logs(int argc, char **argv)
 
 	memset(&l, 0, sizeof(l));
 	buf_init(&l.line);
-	run_options_table(&ro, opts + 4);
+	memcpy(opts, own, sizeof(own));
+	run_options_table(&ro, opt_end(opts));
 	status = run_command_start(opts, argc, argv, usage, &ro);
 	if (status >= 0)
 		goto done;

@@ -213,7 +213,7 @@ static void print_result(const struct maintenance *m, bool done)
 int cmd_maintenance(int argc, char **argv)
 {
 	struct maintenance m = { .after_step = -1 };
-	struct opt opts[3 + TPU_OPTIONS_COUNT + 1] = {
+	const struct opt own[] = {
 		{ .name = "nodes", .kind = OPT_STRING, .value = &m.nodes_arg,
 		  .arg = "N1,N2",
 		  .help = "only these nodes (default: every node with "
@@ -226,6 +226,7 @@ int cmd_maintenance(int argc, char **argv)
 		  .help = "where runs live: gs://BUCKET[/PREFIX] or "
 			  "file:///DIR (default: $SLICECTL_BUCKET)" },
 	};
+	struct opt opts[OPT_COUNT(own) + TPU_OPTIONS_COUNT + 1] = { 0 };
 	struct tpu_client *c = NULL;
 	struct strlist pos;
 	struct err e;
@@ -234,7 +235,8 @@ int cmd_maintenance(int argc, char **argv)
 	strlist_init(&pos);
 	strlist_init(&m.nodes);
 	job_init(&m.ro.job);
-	tpu_options_table(&m.to, opts + 3,
+	memcpy(opts, own, sizeof(own));
+	tpu_options_table(&m.to, opt_end(opts),
 			  TPU_WITH_FORMAT | TPU_WITH_WAIT | TPU_WITH_TIMEOUT);
 	status = tpu_command_parse(opts, argc, argv, usage, &pos, 1);
 	if (status >= 0 || (status = split_nodes(&m)) ||

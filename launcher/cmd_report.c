@@ -73,11 +73,12 @@ int cmd_report(int argc, char **argv)
 {
 	struct run_options ro = { 0 };
 	const char *output = NULL;
-	struct opt opts[RUN_OPTIONS_COUNT + 2] = {
+	const struct opt own[] = {
 		{ .name = "output", .short_name = 'o', .kind = OPT_STRING,
 		  .value = &output, .arg = "FILE",
 		  .help = "where to write the page (default RUN-report.html)" },
 	};
+	struct opt opts[OPT_COUNT(own) + RUN_OPTIONS_COUNT + 1] = { 0 };
 	struct report_input in = { 0 };
 	struct report_commit *cv = NULL;
 	struct event *ev = NULL;
@@ -89,7 +90,8 @@ int cmd_report(int argc, char **argv)
 	int status, rc;
 
 	buf_init(&b);
-	run_options_table(&ro, opts + 1);
+	memcpy(opts, own, sizeof(own));
+	run_options_table(&ro, opt_end(opts));
 	status = run_command_start(opts, argc, argv, usage, &ro);
 	if (status >= 0)
 		goto done;

@@ -8,6 +8,7 @@
 #include "launcher/target.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char usage[] =
 	"usage: slicectl reset NAME [--no-wait] [--timeout S] [--bucket URL]\n"
@@ -83,16 +84,18 @@ int cmd_reset(int argc, char **argv)
 	struct err e;
 	bool wait = false, no_wait = false;
 	int rc, status;
-	struct opt opts[3 + RUN_QR_OPTIONS_COUNT] = {
+	const struct opt own[] = {
 		{ .name = "wait", .kind = OPT_FLAG, .value = &wait,
 		  .help = "return when every node is READY again (the "
 			  "default)" },
 		{ .name = "no-wait", .kind = OPT_FLAG, .value = &no_wait,
 		  .help = "return once the API accepted the reset" },
 	};
+	struct opt opts[OPT_COUNT(own) + RUN_QR_OPTIONS_COUNT + 1] = { 0 };
 
 	err_init(&e);
-	run_qr_table(&q, &opts[2], TPU_WITH_TIMEOUT);
+	memcpy(opts, own, sizeof(own));
+	run_qr_table(&q, opt_end(opts), TPU_WITH_TIMEOUT);
 	q.other_targets = true;
 	status = run_qr_start(opts, argc, argv, usage, &q, &c);
 	if (status >= 0)

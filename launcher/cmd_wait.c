@@ -6,10 +6,11 @@
 #include "launcher/tpu_options.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char usage[] =
-	"usage: slicectl wait NAME [--state S] [--timeout S] [--project P] "
-	"[--zone Z] [--format text|json]\n"
+	"usage: slicectl wait NAME [--state S] [--timeout S] [--project P]\n"
+	"                     [--zone Z] [--format text|json]\n"
 	"\n"
 	"Waits until the queued resource NAME is in state S (default ACTIVE),\n"
 	"printing each state it passes through with the time elapsed.\n"
@@ -33,16 +34,18 @@ int cmd_wait(int argc, char **argv)
 	struct strlist pos;
 	struct err e;
 	int state = 0, rc, status;
-	struct opt opts[2 + TPU_OPTIONS_COUNT] = {
+	const struct opt own[] = {
 		{ .name = "state", .kind = OPT_CHOICE, .value = &state,
 		  .arg = "S", .choices = states,
 		  .help = "ACTIVE (default), ACCEPTED, WAITING_FOR_RESOURCES, "
 			  "PROVISIONING, SUSPENDED or FAILED" },
 	};
+	struct opt opts[OPT_COUNT(own) + TPU_OPTIONS_COUNT + 1] = { 0 };
 
 	strlist_init(&pos);
 	err_init(&e);
-	tpu_options_table(&to, &opts[1], TPU_WITH_FORMAT | TPU_WITH_TIMEOUT);
+	memcpy(opts, own, sizeof(own));
+	tpu_options_table(&to, opt_end(opts), TPU_WITH_FORMAT | TPU_WITH_TIMEOUT);
 	status = tpu_command_start(opts, argc, argv, usage, &pos, 1, &to, &c);
 	if (status >= 0)
 		goto out;

@@ -18,7 +18,9 @@
  * supervisor or of this process (never a recycled pid).
  */
 #include "cloud/cloud.h"
+#include "launcher/launcher.h"
 #include "launcher/local.h"
+#include "launcher/tpu_options.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -273,28 +274,6 @@ static pid_t trainer_group(struct lrun *r, struct lworker *w)
 	return 0;
 }
 
-static int write_text(const char *path, const char *text, size_t len,
-		      mode_t mode, struct err *e)
-{
-	char tmp[PATH_LEN + 128];
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0)
-		return err_errno(e, COMMON_EIO, errno, "cannot write %s", tmp);
-	if (write(fd, text, len) != (ssize_t)len || close(fd)) {
-		int saved = errno;
-
-		unlink(tmp);
-		return err_errno(e, COMMON_EIO, saved, "writing %s", tmp);
-	}
-	if (rename(tmp, path))
-		return err_errno(e, COMMON_EIO, errno, "cannot rename %s",
-				 tmp);
-	return 0;
-}
-
 /* A fresh boot id for w, as a reboot gives the VM. */
 static int new_boot(struct lrun *r, struct lworker *w, struct err *e)
 {
@@ -303,27 +282,7 @@ static int new_boot(struct lrun *r, struct lworker *w, struct err *e)
 	w->boots++;
 	snprintf(id, sizeof(id), "local-%d-%llu-%u-%u\n", (int)getpid(),
 		 (unsigned long long)r->t0, w->process, w->boots);
-	return write_text(w->boot, id, strlen(id), 0644, e);
-}
-
-static int mkdirs(const char *path, struct err *e)
-{
-	char tmp[PATH_LEN + 64];
-
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) && errno != EEXIST)
-			return err_errno(e, COMMON_EIO, errno,
-					 "cannot create %s", tmp);
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) && errno != EEXIST)
-		return err_errno(e, COMMON_EIO, errno, "cannot create %s",
-				 tmp);
-	return 0;
+	return fs_write_atomic(w->boot, id, strlen(id), 0644, true, e);
 }
 
 static void start_worker(struct lrun *r, struct lworker *w)
@@ -808,10 +767,8 @@ static void wait_workers(struct lrun *r, uint64_t ms)
 	uint64_t until = mono_ms() + ms;
 
 	while (any_running(r) && mono_ms() < until) {
-		struct timespec ts = { 0, 50 * 1000000L };
-
 		reap(r);
-		nanosleep(&ts, NULL);
+		proc_sleep_ms(50, true);
 	}
 	reap(r);
 }
@@ -855,7 +812,6 @@ static void sweep(struct lrun *r)
 		}
 	}
 	for (int t = 0; t < 40; t++) {
-		struct timespec ts = { 0, 50 * 1000000L };
 		siginfo_t si;
 
 		reap(r);
@@ -863,7 +819,7 @@ static void sweep(struct lrun *r)
 		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) &&
 		    errno == ECHILD)
 			break;
-		nanosleep(&ts, NULL);
+		proc_sleep_ms(50, true);
 	}
 }
 
@@ -943,19 +899,17 @@ static int setup(struct lrun *r, struct err *e)
 	if (r->o->dir) {
 		snprintf(r->dir, sizeof(r->dir), "%s", r->o->dir);
 	} else {
-		const char *home = getenv("SLICECTL_HOME");
-		const char *h = getenv("HOME");
+		struct buf b;
 
-		if (home && *home)
-			snprintf(r->dir, sizeof(r->dir), "%s/local/%s", home,
-				 j->name);
-		else if (h && *h)
-			snprintf(r->dir, sizeof(r->dir),
-				 "%s/.slicectl/local/%s", h, j->name);
-		else
-			return err_set(e, COMMON_EINVAL,
-				       "no directory for the workers: set "
-				       "HOME or SLICECTL_HOME");
+		buf_init(&b);
+		rc = slicectl_home_path(&b, "local", e);
+		if (!rc && buf_appendf(&b, "/%s", j->name))
+			rc = err_set(e, COMMON_ENOMEM, "out of memory");
+		if (!rc)
+			snprintf(r->dir, sizeof(r->dir), "%s", b.data);
+		buf_release(&b);
+		if (rc)
+			return rc;
 	}
 	if (!j->num_slices || !j->workers_per_slice)
 		return err_set(e, COMMON_EINVAL, "the job has no workers");
@@ -993,10 +947,10 @@ static int setup(struct lrun *r, struct err *e)
 		snprintf(w->log, sizeof(w->log), "%s/worker.log", w->root);
 		snprintf(w->state, sizeof(w->state),
 			 "%s/var/lib/slicectl/state.json", w->root);
-		rc = mkdirs(w->root, e);
+		rc = fs_mkdir_p(w->root, 0755, e);
 		if (!rc)
-			rc = write_text(w->script, r->run->startup_script,
-					r->run->startup_len, 0755, e);
+			rc = fs_write_atomic(w->script, r->run->startup_script,
+					     r->run->startup_len, 0755, true, e);
 		if (!rc)
 			rc = new_boot(r, w, e);
 	}
@@ -1040,7 +994,7 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 	if (setup(&r, &e)) {
 		log_error("local run %s: %s", run->job.name, e.msg);
 		teardown(&r);
-		return e.code == COMMON_EUSAGE ? 2 : 1;
+		return e.code == COMMON_EUSAGE ? EXIT_USAGE : 1;
 	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	memset(&sa, 0, sizeof(sa));
@@ -1060,7 +1014,6 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 	for (unsigned i = 0; i < r.n; i++)
 		start_worker(&r, &r.w[i]);
 	while (!interrupted) {
-		struct timespec ts = { 0, TICK_MS * 1000000L };
 		uint64_t now;
 		bool all_ended = true, pending = false;
 
@@ -1093,13 +1046,14 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 		if ((end_by && (now >= end_by || !any_running(&r))) ||
 		    (all_ended && !pending))
 			break;
-		nanosleep(&ts, NULL);
+		/* Not restarted: an interrupt ends the tick at once. */
+		proc_sleep_ms(TICK_MS, false);
 	}
 	if (interrupted) {
 		event(&r, "interrupted", NULL,
 		      "interrupted: stopping every worker");
 		how = "interrupted";
-		status = 130;
+		status = EXIT_INTERRUPT;
 	}
 	stop_all(&r);
 	sweep(&r);

@@ -1,7 +1,7 @@
 /*
  * slicectl.c: the command table and main. Shared set-up lives here once:
- * --help and --version, SIGPIPE, and an exit status that reflects a failed
- * write to stdout.
+ * --help and help COMMAND, --version, SIGPIPE, and an exit status that
+ * reflects a failed write to stdout.
  */
 #include "checkpoint/checkpoint.h"
 #include "common/common.h"
@@ -54,7 +54,43 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-11s %s\n", commands[i].name,
 			commands[i].summary);
-	fprintf(f, "\nslicectl COMMAND --help shows a command's options.\n");
+	fprintf(f, "\nslicectl help COMMAND (or slicectl COMMAND --help) shows "
+		   "a command's help.\n");
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+/* `slicectl help [COMMAND]`: the list, or what COMMAND --help prints, from
+ * the command itself so the two can never differ. */
+static int help(int argc, char **argv)
+{
+	char help_flag[] = "--help";
+	char *cmd_argv[] = { NULL, help_flag, NULL };
+	const struct command *cmd;
+
+	if (argc < 2) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc > 2) {
+		fprintf(stderr, "slicectl: help takes one command; see "
+				"slicectl help\n");
+		return EXIT_USAGE;
+	}
+	cmd = find_command(argv[1]);
+	if (!cmd) {
+		fprintf(stderr, "slicectl: '%s' is not a command; see "
+				"slicectl help\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	cmd_argv[0] = argv[1];
+	return cmd->fn(2, cmd_argv);
 }
 
 /* A full disk or a closed pipe on stdout must not end in exit status 0. */
@@ -71,6 +107,7 @@ static int finish(int status)
 
 int main(int argc, char **argv)
 {
+	const struct command *cmd;
 	const char *name;
 
 	log_setup("slicectl", LOG_INFO);
@@ -83,18 +120,17 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	name = argv[1];
+	/* As git: --help COMMAND is help COMMAND. */
 	if (!strcmp(name, "--help") || !strcmp(name, "-h") ||
-	    !strcmp(name, "help")) {
-		usage(stdout);
-		return finish(0);
-	}
+	    !strcmp(name, "help"))
+		return finish(help(argc - 1, argv + 1));
 	if (!strcmp(name, "--version")) {
 		printf("slicectl %s\n", SLICECTL_VERSION);
 		return finish(0);
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(commands[i].name, name))
-			return finish(commands[i].fn(argc - 1, argv + 1));
+	cmd = find_command(name);
+	if (cmd)
+		return finish(cmd->fn(argc - 1, argv + 1));
 	fprintf(stderr, "slicectl: '%s' is not a command; see slicectl --help\n",
 		name);
 	return EXIT_USAGE;
