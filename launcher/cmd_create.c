@@ -3,14 +3,13 @@
  * with a startup script and slicectl's SSH key in the nodes' metadata.
  */
 #include "launcher/launcher.h"
+#include "launcher/qr_spec.h"
 #include "launcher/tpu_options.h"
-#include "ssh/fanout.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* GCE's limit on one metadata value. */
 #define METADATA_VALUE_MAX (256u * 1024)
@@ -38,13 +37,9 @@ static const char usage[] =
 struct create_options {
 	struct tpu_options to;
 	struct tpu_qr_spec spec;
-	const char *user;
-	const char *identity;
+	struct qr_flags qf;
 	const char *startup_script;
 	struct strlist scopes, tags, labels, metadata_files;
-	const char *provisioning_model;
-	unsigned valid_until_ms, valid_after_ms, max_run_ms;
-	bool spot, reserved, best_effort, no_ssh_key;
 };
 
 static int split_commas(const struct strlist *in, struct strlist *out,
@@ -117,57 +112,14 @@ static int read_small(const char *path, const char *what, char **out,
 static int add_metadata_file(struct tpu_qr_spec *s, const char *key,
 			     const char *path, struct err *e)
 {
-	struct buf kv;
 	char *text;
 	int rc;
 
 	rc = read_small(path, key, &text, e);
 	if (rc)
 		return rc;
-	buf_init(&kv);
-	rc = buf_appendf(&kv, "%s=%s", key, text) ||
-	     strlist_push(&s->metadata, kv.data);
+	rc = qr_spec_metadata(s, key, text, e);
 	free(text);
-	buf_release(&kv);
-	return rc ? err_set(e, COMMON_ENOMEM, "out of memory") : 0;
-}
-
-/* ssh-keys gets "USER:KEY", after any value the user gave it. */
-static int add_ssh_key(struct create_options *co, struct err *e)
-{
-	const char *given = NULL;
-	struct buf path, kv;
-	char *pub = NULL;
-	int rc;
-
-	buf_init(&path);
-	buf_init(&kv);
-	if (co->identity) {
-		if (access(co->identity, R_OK))
-			return err_errno(e, COMMON_EUSAGE, errno,
-					 "cannot read --identity %s",
-					 co->identity);
-		rc = buf_appends(&path, co->identity) ? COMMON_ENOMEM : 0;
-	} else {
-		rc = slicectl_home_path(&path, "id_ed25519", e);
-	}
-	if (!rc)
-		rc = fanout_key_ensure(path.data, "slicectl", &pub, e);
-	if (!rc && !strncmp(pub, "ssh-rsa ", 8))
-		log_warn("%s is an RSA key: this libssh2 signs RSA only with "
-			 "SHA-1, which the workers' sshd refuses; use an "
-			 "ed25519 key (or none: slicectl makes one)",
-			 path.data);
-	for (size_t i = 0; !rc && i < co->spec.metadata.n; i++)
-		if (!strncmp(co->spec.metadata.v[i], "ssh-keys=", 9))
-			given = co->spec.metadata.v[i] + 9;
-	if (!rc && (buf_appendf(&kv, "ssh-keys=%s%s%s:%s", given ? given : "",
-				given && *given ? "\n" : "", co->user, pub) ||
-		    strlist_push(&co->spec.metadata, kv.data)))
-		rc = err_set(e, COMMON_ENOMEM, "out of memory");
-	free(pub);
-	buf_release(&path);
-	buf_release(&kv);
 	return rc;
 }
 
@@ -176,7 +128,8 @@ static int build_spec(struct create_options *co, const char *name,
 		      struct err *e)
 {
 	struct tpu_qr_spec *s = &co->spec;
-	int rc = 0, modes = co->spot + co->reserved + co->best_effort;
+	char *script = NULL;
+	int rc;
 
 	s->id = name;
 	if (!s->accelerator_type)
@@ -187,36 +140,9 @@ static int build_spec(struct create_options *co, const char *name,
 		return err_set(e, COMMON_EUSAGE,
 			       "--runtime-version is required (for example "
 			       "tpu-ubuntu2204-base)");
-	if (modes > 1 || (co->spec.reservation && (co->spot || co->best_effort)))
-		return err_set(e, COMMON_EUSAGE,
-			       "choose one of --spot, --reserved (or "
-			       "--reservation) and --best-effort");
-	s->capacity = co->spot ? TPU_CAPACITY_SPOT
-		      : co->reserved || s->reservation ? TPU_CAPACITY_RESERVED
-		      : co->best_effort ? TPU_CAPACITY_BEST_EFFORT
-					: TPU_CAPACITY_ON_DEMAND;
-	rc = tpu_capacity_choose(co->provisioning_model, s->capacity,
-				 co->spot		? "--spot"
-				 : s->reservation	? "--reservation"
-				 : co->reserved		? "--reserved"
-				 : co->best_effort	? "--best-effort"
-							: NULL,
-				 &s->capacity, e);
-	if (rc)
-		return rc;
-	if (co->valid_until_ms % 1000 || co->valid_after_ms % 1000 ||
-	    co->max_run_ms % 1000)
-		return err_set(e, COMMON_EUSAGE,
-			       "--valid-until-duration, --valid-after-duration "
-			       "and --max-run-duration take whole seconds");
-	s->valid_until_s = co->valid_until_ms / 1000;
-	s->valid_after_s = co->valid_after_ms / 1000;
-	s->max_run_duration_s = co->max_run_ms / 1000;
-	/* Its CLOUD_EINVAL is a usage error like the others here. */
-	rc = tpu_qr_spec_check(s, e);
-	if (rc)
-		return rc;
-	rc = split_commas(&co->scopes, &s->scopes, e);
+	rc = qr_spec_capacity(s, &co->qf, e);
+	if (!rc)
+		rc = split_commas(&co->scopes, &s->scopes, e);
 	if (!rc)
 		rc = split_commas(&co->tags, &s->tags, e);
 	if (!rc)
@@ -237,10 +163,13 @@ static int build_spec(struct create_options *co, const char *name,
 		free(key);
 	}
 	if (!rc && co->startup_script)
-		rc = add_metadata_file(s, "startup-script", co->startup_script,
-				       e);
-	if (!rc && !co->no_ssh_key)
-		rc = add_ssh_key(co, e);
+		rc = read_small(co->startup_script, "startup-script", &script,
+				e);
+	co->qf.startup_script = script;
+	if (!rc)
+		rc = qr_spec_build(s, &co->qf, e);
+	co->qf.startup_script = NULL;
+	free(script);
 	return rc;
 }
 
@@ -285,7 +214,6 @@ static int finish(struct create_options *co, struct tpu_client *c,
 int cmd_create(int argc, char **argv)
 {
 	struct create_options co = { 0 };
-	char me[USER_NAME_MAX];
 	struct tpu_qr_spec *s = &co.spec;
 	struct tpu_client *c = NULL;
 	struct strlist pos;
@@ -294,6 +222,7 @@ int cmd_create(int argc, char **argv)
 
 	tpu_qr_spec_init(s);
 	s->node_count = 1;
+	co.qf.reservation_flag = true;
 	struct opt opts[] = {
 		{ .name = "accelerator-type", .kind = OPT_STRING,
 		  .value = &s->accelerator_type, .arg = "T",
@@ -304,27 +233,27 @@ int cmd_create(int argc, char **argv)
 		{ .name = "node-count", .kind = OPT_UINT, .value = &s->node_count,
 		  .arg = "N", .min = 1, .max = 4096,
 		  .help = "slices (default 1); more than 1 is multislice" },
-		{ .name = "spot", .kind = OPT_FLAG, .value = &co.spot,
+		{ .name = "spot", .kind = OPT_FLAG, .value = &co.qf.spot,
 		  .help = "spot capacity: cheaper, may be preempted" },
-		{ .name = "reserved", .kind = OPT_FLAG, .value = &co.reserved,
+		{ .name = "reserved", .kind = OPT_FLAG, .value = &co.qf.reserved,
 		  .help = "the project's reserved capacity" },
 		{ .name = "reservation", .kind = OPT_STRING,
 		  .value = &s->reservation, .arg = "R",
 		  .help = "a named reservation (implies --reserved)" },
 		{ .name = "best-effort", .kind = OPT_FLAG,
-		  .value = &co.best_effort,
+		  .value = &co.qf.best_effort,
 		  .help = "best-effort capacity" },
 		{ .name = "provisioning-model", .kind = OPT_STRING,
-		  .value = &co.provisioning_model, .arg = "M",
+		  .value = &co.qf.provisioning_model, .arg = "M",
 		  .help = "standard, spot, reservation-bound or flex-start" },
 		{ .name = "max-run-duration", .kind = OPT_SECONDS,
-		  .value = &co.max_run_ms, .arg = "D",
+		  .value = &co.qf.max_run_ms, .arg = "D",
 		  .help = "flex-start: how long the slices run (up to 7d)" },
 		{ .name = "valid-until-duration", .kind = OPT_SECONDS,
-		  .value = &co.valid_until_ms, .arg = "D",
+		  .value = &co.qf.valid_until_ms, .arg = "D",
 		  .help = "give up queueing after D (like 6h)" },
 		{ .name = "valid-after-duration", .kind = OPT_SECONDS,
-		  .value = &co.valid_after_ms, .arg = "D",
+		  .value = &co.qf.valid_after_ms, .arg = "D",
 		  .help = "start no sooner than D from now" },
 		{ .name = "network", .kind = OPT_STRING, .value = &s->network,
 		  .arg = "N", .help = "VPC network" },
@@ -354,12 +283,12 @@ int cmd_create(int argc, char **argv)
 		  .value = &s->description, .arg = "TEXT",
 		  .help = "the nodes' description" },
 		{ .name = "user", .short_name = 'l', .kind = OPT_STRING,
-		  .value = &co.user, .arg = "USER",
+		  .value = &co.qf.user, .arg = "USER",
 		  .help = "login for the ssh key (default: you)" },
 		{ .name = "identity", .short_name = 'i', .kind = OPT_STRING,
-		  .value = &co.identity, .arg = "KEY",
+		  .value = &co.qf.identity, .arg = "KEY",
 		  .help = "put KEY's public half in ssh-keys instead" },
-		{ .name = "no-ssh-key", .kind = OPT_FLAG, .value = &co.no_ssh_key,
+		{ .name = "no-ssh-key", .kind = OPT_FLAG, .value = &co.qf.no_ssh_key,
 		  .help = "add no key to ssh-keys" },
 		{ 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 },
 	};
@@ -378,12 +307,6 @@ int cmd_create(int argc, char **argv)
 	if (status >= 0)
 		goto out;
 	status = 0;
-	if (!co.user) {
-		default_remote_user(me, sizeof(me));
-		co.user = me;
-	}
-	if (co.spec.reservation)
-		co.reserved = false;
 	if (build_spec(&co, pos.v[0], &e)) {
 		log_error("%s", e.msg);
 		status = e.code == COMMON_ENOMEM ? 1 : EXIT_USAGE;

@@ -12,10 +12,10 @@
 #include "launcher/job.h"
 #include "launcher/launcher.h"
 #include "launcher/local.h"
+#include "launcher/qr_spec.h"
 #include "launcher/slurm.h"
 #include "launcher/tpu_options.h"
 #include "launcher/watch_state.h"
-#include "ssh/fanout.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -117,7 +117,6 @@ struct job_options {
 	bool watch;
 	/* --max-run-duration is gke_options' max_run_ms, for both targets */
 	const char *provisioning_model;
-	enum tpu_capacity capacity;
 	int target;
 	struct gke_options gke;
 	struct slurm_options slurm;
@@ -161,38 +160,34 @@ static int prepare_status(const struct err *e)
 	}
 }
 
-/* The capacity flags, checked as slicectl create checks them. */
-static int check_capacity(struct job_options *o)
+/* The flags the queued resource's spec is finished from (qr_spec.h). */
+static struct qr_flags spec_flags(const struct job_options *o)
 {
-	const struct job_request *r = &o->r;
+	return (struct qr_flags){
+		.provisioning_model = o->provisioning_model,
+		.spot = o->r.spot,
+		.reserved = o->r.reserved,
+		.best_effort = o->r.best_effort,
+		.max_run_ms = o->gke.max_run_ms,
+	};
+}
+
+/* The capacity flags, checked as slicectl create checks them, before
+ * anything is written. */
+static int check_capacity(const struct job_options *o)
+{
+	const struct qr_flags f = spec_flags(o);
 	struct tpu_qr_spec t;
 	struct err e;
 	int rc;
 
 	err_init(&e);
-	rc = tpu_capacity_choose(o->provisioning_model,
-				 r->spot	  ? TPU_CAPACITY_SPOT
-				 : r->reserved	  ? TPU_CAPACITY_RESERVED
-				 : r->best_effort ? TPU_CAPACITY_BEST_EFFORT
-						  : TPU_CAPACITY_ON_DEMAND,
-				 r->spot	  ? "--spot"
-				 : r->reserved	  ? "--reserved"
-				 : r->best_effort ? "--best-effort"
-						  : NULL,
-				 &o->capacity, &e);
-	if (!rc && o->gke.max_run_ms % 1000)
-		rc = err_set(&e, COMMON_EUSAGE,
-			     "--max-run-duration takes whole seconds");
-	if (!rc) {
-		tpu_qr_spec_init(&t);
-		t.id = r->name;
-		t.accelerator_type = r->accelerator_type;
-		t.node_count = r->num_slices;
-		t.capacity = o->capacity;
-		t.max_run_duration_s = o->gke.max_run_ms / 1000;
-		rc = tpu_qr_spec_check(&t, &e);
-		tpu_qr_spec_release(&t);
-	}
+	tpu_qr_spec_init(&t);
+	t.id = o->r.name;
+	t.accelerator_type = o->r.accelerator_type;
+	t.node_count = o->r.num_slices;
+	rc = qr_spec_capacity(&t, &f, &e);
+	tpu_qr_spec_release(&t);
 	return rc ? usage_error("%.400s", e.msg) : 0;
 }
 
@@ -200,7 +195,6 @@ static int check_capacity(struct job_options *o)
 static int check_cloud(struct job_options *o)
 {
 	struct job_request *r = &o->r;
-	int modes = r->spot + r->reserved + r->best_effort;
 	struct err e;
 
 	if (!r->accelerator_type)
@@ -214,9 +208,6 @@ static int check_cloud(struct job_options *o)
 	if (!r->runtime_version)
 		return usage_error("no default runtime for '%s': give "
 				   "--runtime-version", r->accelerator_type);
-	if (modes > 1)
-		return usage_error("choose one of --spot, --reserved and "
-				   "--best-effort%s", NULL);
 	err_init(&e);
 	if (gcloud_default(o->to.project, "core", "project",
 			   o->to.project_buf, sizeof(o->to.project_buf),
@@ -243,35 +234,12 @@ static int check_cloud(struct job_options *o)
 	return check_capacity(o);
 }
 
-/* ssh-keys gets "USER:KEY" for slicectl's own key, as create does, with
- * the user the TPU targets log in as. */
-static int add_ssh_key(struct tpu_qr_spec *s, struct err *e)
-{
-	char user[USER_NAME_MAX];
-	struct buf path, kv;
-	char *pub = NULL;
-	int rc;
-
-	default_remote_user(user, sizeof(user));
-	buf_init(&path);
-	buf_init(&kv);
-	rc = slicectl_home_path(&path, "id_ed25519", e);
-	if (!rc)
-		rc = fanout_key_ensure(path.data, "slicectl", &pub, e);
-	if (!rc && (buf_appendf(&kv, "ssh-keys=%s:%s", user, pub) ||
-		    strlist_push(&s->metadata, kv.data)))
-		rc = err_set(e, COMMON_ENOMEM, "out of memory");
-	free(pub);
-	buf_release(&path);
-	buf_release(&kv);
-	return rc;
-}
-
 static int build_spec(const struct job_options *o,
 		      const struct prepared_run *run, struct tpu_qr_spec *s,
 		      struct err *e)
 {
 	const struct job_request *r = &o->r;
+	struct qr_flags f = spec_flags(o);
 	struct buf kv;
 	int rc = 0;
 
@@ -279,19 +247,14 @@ static int build_spec(const struct job_options *o,
 	s->accelerator_type = r->accelerator_type;
 	s->runtime_version = r->runtime_version;
 	s->node_count = r->num_slices;
-	s->capacity = o->capacity;
-	s->max_run_duration_s = o->gke.max_run_ms / 1000;
+	f.startup_script = run->startup_script;
 	buf_init(&kv);
-	if (buf_appendf(&kv, "startup-script=%s", run->startup_script) ||
-	    strlist_push(&s->metadata, kv.data))
-		rc = err_set(e, COMMON_ENOMEM, "out of memory");
-	buf_reset(&kv);
-	if (!rc && (buf_appendf(&kv, "slicectl-run=%s", r->name) ||
-		    strlist_push(&s->labels, kv.data)))
+	if (buf_appendf(&kv, "slicectl-run=%s", r->name) ||
+	    strlist_push(&s->labels, kv.data))
 		rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	buf_release(&kv);
 	if (!rc)
-		rc = add_ssh_key(s, e);
+		rc = qr_spec_build(s, &f, e);
 	return rc;
 }
 
