@@ -34,22 +34,27 @@
 #define WATCH_MAX_ERRORS 30
 
 static const char usage[] =
-	"usage: slicectl job --name RUN --bucket gs://BUCKET[/PREFIX] "
-	"--accelerator-type T --command CMD [options]\n"
-	"       slicectl job --local --workers-per-slice W --bucket file:///DIR "
-	"--name RUN --command CMD [options]\n"
-	"       slicectl job --target gke --cluster C --location L --queue LQ "
-	"--image IMG\n"
-	"                    --name RUN --bucket URL --accelerator-type T "
-	"--command CMD [options]\n"
-	"       slicectl job --target slurm --partition P --nodes N "
-	"--name RUN --bucket URL\n"
+	"usage: slicectl job RUN --bucket gs://BUCKET[/PREFIX] "
+	"--accelerator-type T\n"
 	"                    --command CMD [options]\n"
+	"       slicectl job RUN --local --workers-per-slice W "
+	"--bucket file:///DIR\n"
+	"                    --command CMD [options]\n"
+	"       slicectl job RUN --target gke --cluster C --location L "
+	"--queue LQ\n"
+	"                    --image IMG --bucket URL --accelerator-type T\n"
+	"                    --command CMD [options]\n"
+	"       slicectl job RUN --target slurm --partition P --nodes N "
+	"--bucket URL\n"
+	"                    --command CMD [options]\n"
+	"\n"
+	"RUN may be given as --name RUN too, and --node-count as --num-slices\n"
+	"(the older spellings).\n"
 	"\n"
 	"Hands a training job to slice-supervisor on every worker. Checks\n"
 	"everything first, then uploads to BUCKET/RUN the code bundle (the\n"
 	"--script-dir, as bundle.tar.zst), the supervisor binary, job.json and\n"
-	"control.json, and creates the queued resource RUN (--num-slices\n"
+	"control.json, and creates the queued resource RUN (--node-count\n"
 	"slices) whose startup script installs and starts the supervisor on\n"
 	"each worker. The supervisors run --command, ship checkpoints, and\n"
 	"restart the whole group from the newest committed step after a\n"
@@ -76,7 +81,7 @@ static const char usage[] =
 	"\n"
 	"--target gke runs the job on Google Kubernetes Engine instead: one\n"
 	"JobSet (jobset.x-k8s.io) admitted by Kueue through LocalQueue --queue,\n"
-	"--num-slices slices each on its own TPU node pool, one pod per host\n"
+	"--node-count slices each on its own TPU node pool, one pod per host\n"
 	"running --image with slice-supervisor (fetched from the bucket by an\n"
 	"init container) as its entry point. The cluster is found through the\n"
 	"GKE API (--cluster, --location, --project) or a kubeconfig\n"
@@ -704,10 +709,30 @@ static int check_target_flags(const struct job_options *o)
 	return 0;
 }
 
+/* RUN, as the argument every run command takes or as --name (the older
+ * spelling); both given must agree. */
+static int run_name(struct job_request *r, const char *name,
+		    const struct strlist *pos)
+{
+	if (pos->n > 1)
+		return usage_error("unexpected argument '%s': the run's name "
+				   "is the only argument", pos->v[1]);
+	if (pos->n && name && strcmp(name, pos->v[0])) {
+		log_error("the run is named twice: '%s' and --name '%s' (see "
+			  "slicectl job --help)", pos->v[0], name);
+		return EXIT_USAGE;
+	}
+	r->name = pos->n ? pos->v[0] : name;
+	if (!r->name || !*r->name)
+		return usage_error("no run name: slicectl job RUN ...%s", NULL);
+	return 0;
+}
+
 int cmd_job(int argc, char **argv)
 {
 	struct job_options o = { 0 };
 	struct job_request *r = &o.r;
+	const char *name = NULL;
 	struct strlist pos;
 	int status;
 
@@ -716,9 +741,10 @@ int cmd_job(int argc, char **argv)
 	o.hang_timeout_ms = r->hang_timeout_s * 1000u;
 	o.grace_ms = r->grace_s * 1000u;
 	const struct opt own[] = {
-		{ .name = "name", .kind = OPT_STRING, .value = &r->name,
-		  .arg = "RUN", .help = "the run's name, also the queued "
-		  "resource's (lowercase letters, digits, '-')" },
+		{ .name = "name", .kind = OPT_STRING, .value = &name,
+		  .arg = "RUN", .help = "the run's name, as the argument RUN: "
+		  "also the queued resource's (lowercase letters, digits, "
+		  "'-')" },
 		{ .name = "bucket", .kind = OPT_STRING, .value = &r->bucket,
 		  .arg = "URL", .help = "where runs live: gs://BUCKET[/PREFIX] "
 		  "(or file:///DIR; default: $SLICECTL_BUCKET)" },
@@ -729,9 +755,11 @@ int cmd_job(int argc, char **argv)
 		{ .name = "runtime-version", .kind = OPT_STRING,
 		  .value = &r->runtime_version, .arg = "V",
 		  .help = "the TPU VM image (default: the type's usual one)" },
-		{ .name = "num-slices", .kind = OPT_UINT, .value = &r->num_slices,
+		{ .name = "node-count", .kind = OPT_UINT, .value = &r->num_slices,
 		  .arg = "N", .min = 1, .max = 4096,
 		  .help = "slices (default 1); more than 1 is multislice" },
+		{ .name = "num-slices", .kind = OPT_UINT, .value = &r->num_slices,
+		  .arg = "N", .min = 1, .max = 4096, .help = "as --node-count" },
 		{ .name = "script-dir", .kind = OPT_STRING,
 		  .value = &r->script_dir, .arg = "DIR",
 		  .help = "your code, unpacked on every worker as the "
@@ -802,30 +830,31 @@ int cmd_job(int argc, char **argv)
 		  .arg = "text|json", .choices = format_names,
 		  .help = "--local: json prints the timeline and summary as "
 			  "NDJSON; --render: a v1 List" },
+		{ 0 },
 	};
-	/* The command's own options, then the targets' and --project and
-	 * --zone, then the end: sized from the tables, so an option added
-	 * to one of them can never overwrite another. */
-	const size_t nown = sizeof(own) / sizeof(own[0]);
-	struct opt opts[sizeof(own) / sizeof(own[0]) + GKE_OPTIONS_COUNT +
-			SLURM_OPTIONS_COUNT + 2 + 1];
+	struct opt gke[GKE_OPTIONS_COUNT + 1] = { 0 };
+	struct opt slurm[SLURM_OPTIONS_COUNT + 1] = { 0 };
+	struct opt tpu[TPU_OPTIONS_COUNT + 1] = { 0 };
+	struct opt *opts;
 
-	memset(opts, 0, sizeof(opts));
-	memcpy(opts, own, sizeof(own));
 	strlist_init(&pos);
-	gke_options_table(&o.gke, &opts[nown]);
-	slurm_options_table(&o.slurm, &opts[nown + GKE_OPTIONS_COUNT]);
-	tpu_options_table(&o.to, &opts[nown + GKE_OPTIONS_COUNT +
-				       SLURM_OPTIONS_COUNT], 0);
+	gke_options_table(&o.gke, gke);
+	slurm_options_table(&o.slurm, slurm);
+	tpu_options_table(&o.to, tpu, 0);
+	opts = opt_tables_join((const struct opt *const[]){ own, gke, slurm,
+							    tpu }, 4);
+	if (!opts) {
+		log_error("out of memory");
+		status = 1;
+		goto out;
+	}
 	status = opt_parse_command(opts, argc, argv, "slicectl job", usage,
 				   false, &pos);
 	if (status >= 0)
 		goto out;
-	if (pos.n) {
-		status = usage_error("unexpected argument '%s': every value "
-				     "is given by a flag", pos.v[0]);
+	status = run_name(r, name, &pos);
+	if (status)
 		goto out;
-	}
 	if (o.hang_timeout_ms % 1000 || o.grace_ms % 1000) {
 		status = usage_error("--hang-timeout and --grace take whole "
 				     "seconds%s", NULL);
@@ -853,6 +882,7 @@ int cmd_job(int argc, char **argv)
 	else
 		status = run_cloud(&o);
 out:
+	free(opts);
 	strlist_release(&pos);
 	job_request_release(r);
 	return status;
