@@ -30,6 +30,12 @@ static const char usage[] =
 	"(~/.slicectl/id_ed25519, made on first use; or --identity's) goes into\n"
 	"the nodes' ssh-keys metadata, so `slicectl run --tpu NAME` can log in.\n"
 	"\n"
+	"As in gcloud, --labels, --metadata and --metadata-from-file take\n"
+	"KEY=VALUE,KEY2=VALUE2 and may be repeated. A comma starts a new entry\n"
+	"only where KEY= follows it, so a value may hold commas; gcloud's\n"
+	"escape ^D^KEY=VALUE...DKEY2=VALUE2 splits at D instead. --num-slices\n"
+	"is --node-count; --internal-ips is the default (no enableExternalIps).\n"
+	"\n"
 	"Exit status: 0 created (and ACTIVE with --wait); 1 the API refused or\n"
 	"could not be reached; 2 bad arguments; 3 the queued resource ended\n"
 	"FAILED or SUSPENDED while waiting; 124 --timeout ran out.";
@@ -39,7 +45,8 @@ struct create_options {
 	struct tpu_qr_spec spec;
 	struct qr_flags qf;
 	const char *startup_script;
-	struct strlist scopes, tags, labels, metadata_files;
+	struct strlist scopes, tags, labels, metadata, metadata_files;
+	bool internal_ips;
 };
 
 static int split_commas(const struct strlist *in, struct strlist *out,
@@ -57,6 +64,62 @@ static int split_commas(const struct strlist *in, struct strlist *out,
 			if (rc)
 				return err_set(e, COMMON_ENOMEM, "out of memory");
 			p += len + (p[len] == ',');
+		}
+	}
+	return 0;
+}
+
+/* Whether p starts "KEY=", KEY a metadata key's letters, digits, '-'
+ * and '_'. */
+static bool starts_key(const char *p)
+{
+	size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz"
+			     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_");
+
+	return n && p[n] == '=';
+}
+
+/* Where the entry at p ends: at the next delimiter; a plain comma ends
+ * it only where KEY= follows. */
+static const char *entry_end(const char *p, const char *delim, bool escaped)
+{
+	const char *cut = strstr(p, delim);
+
+	while (cut && !escaped && !starts_key(cut + 1))
+		cut = strstr(cut + 1, delim);
+	return cut ? cut : p + strlen(p);
+}
+
+/* gcloud's KEY=VALUE,KEY2=VALUE2 (--metadata, --metadata-from-file), one
+ * entry per KEY=VALUE. A comma starts a new entry only where KEY= follows
+ * it, so a value that holds commas (an ssh-keys comment, a script line)
+ * stays whole as the older repeated --metadata K=V kept it. gcloud's
+ * escape works too: a leading ^D^ makes D the delimiter, commas and all. */
+static int split_key_values(const struct strlist *in, struct strlist *out,
+			    struct err *e)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		const char *p = in->v[i];
+		const char *caret = p[0] == '^' ? strchr(p + 1, '^') : NULL;
+		char delim[16] = ",";
+		bool escaped = caret && caret > p + 1 &&
+			       (size_t)(caret - p) <= sizeof(delim);
+
+		if (escaped) {
+			snprintf(delim, sizeof(delim), "%.*s",
+				 (int)(caret - p - 1), p + 1);
+			p = caret + 1;
+		}
+		while (*p) {
+			const char *cut = entry_end(p, delim, escaped);
+			char *item = strndup(p, (size_t)(cut - p));
+			int rc = !item || (cut > p && strlist_push(out, item));
+
+			free(item);
+			if (rc)
+				return err_set(e, COMMON_ENOMEM,
+					       "out of memory");
+			p = *cut ? cut + strlen(delim) : cut;
 		}
 	}
 	return 0;
@@ -123,6 +186,35 @@ static int add_metadata_file(struct tpu_qr_spec *s, const char *key,
 	return rc;
 }
 
+/* --metadata-from-file's KEY=FILE,...: each FILE's text as KEY's value. */
+static int add_metadata_files(struct tpu_qr_spec *s,
+			      const struct strlist *given, struct err *e)
+{
+	struct strlist files;
+	int rc;
+
+	strlist_init(&files);
+	rc = split_key_values(given, &files, e);
+	for (size_t i = 0; !rc && i < files.n; i++) {
+		const char *kv = files.v[i];
+		const char *eq = strchr(kv, '=');
+		char *key;
+
+		if (!eq || eq == kv || !eq[1]) {
+			rc = err_set(e, COMMON_EUSAGE,
+				     "--metadata-from-file wants KEY=FILE, "
+				     "not '%s'", kv);
+			break;
+		}
+		key = strndup(kv, (size_t)(eq - kv));
+		rc = key ? add_metadata_file(s, key, eq + 1, e)
+			 : err_set(e, COMMON_ENOMEM, "out of memory");
+		free(key);
+	}
+	strlist_release(&files);
+	return rc;
+}
+
 /* From flags to the request; every check that needs no server. */
 static int build_spec(struct create_options *co, const char *name,
 		      struct err *e)
@@ -140,6 +232,10 @@ static int build_spec(struct create_options *co, const char *name,
 		return err_set(e, COMMON_EUSAGE,
 			       "--runtime-version is required (for example "
 			       "tpu-ubuntu2204-base)");
+	if (co->internal_ips && s->external_ips)
+		return err_set(e, COMMON_EUSAGE,
+			       "choose one of --internal-ips and "
+			       "--external-ips");
 	rc = qr_spec_capacity(s, &co->qf, e);
 	if (!rc)
 		rc = split_commas(&co->scopes, &s->scopes, e);
@@ -147,21 +243,10 @@ static int build_spec(struct create_options *co, const char *name,
 		rc = split_commas(&co->tags, &s->tags, e);
 	if (!rc)
 		rc = split_commas(&co->labels, &s->labels, e);
-	for (size_t i = 0; !rc && i < co->metadata_files.n; i++) {
-		const char *kv = co->metadata_files.v[i];
-		const char *eq = strchr(kv, '=');
-		char *key;
-
-		if (!eq || eq == kv || !eq[1])
-			return err_set(e, COMMON_EUSAGE,
-				       "--metadata-from-file wants KEY=FILE, "
-				       "not '%s'", kv);
-		key = strndup(kv, (size_t)(eq - kv));
-		if (!key)
-			return err_set(e, COMMON_ENOMEM, "out of memory");
-		rc = add_metadata_file(s, key, eq + 1, e);
-		free(key);
-	}
+	if (!rc)
+		rc = split_key_values(&co->metadata, &s->metadata, e);
+	if (!rc)
+		rc = add_metadata_files(s, &co->metadata_files, e);
 	if (!rc && co->startup_script)
 		rc = read_small(co->startup_script, "startup-script", &script,
 				e);
@@ -179,6 +264,7 @@ static void options_release(struct create_options *co)
 	strlist_release(&co->scopes);
 	strlist_release(&co->tags);
 	strlist_release(&co->labels);
+	strlist_release(&co->metadata);
 	strlist_release(&co->metadata_files);
 }
 
@@ -223,7 +309,7 @@ int cmd_create(int argc, char **argv)
 	tpu_qr_spec_init(s);
 	s->node_count = 1;
 	co.qf.reservation_flag = true;
-	struct opt opts[] = {
+	const struct opt own[] = {
 		{ .name = "accelerator-type", .kind = OPT_STRING,
 		  .value = &s->accelerator_type, .arg = "T",
 		  .help = "each slice's type, for example v4-32 or v5litepod-16" },
@@ -233,6 +319,8 @@ int cmd_create(int argc, char **argv)
 		{ .name = "node-count", .kind = OPT_UINT, .value = &s->node_count,
 		  .arg = "N", .min = 1, .max = 4096,
 		  .help = "slices (default 1); more than 1 is multislice" },
+		{ .name = "num-slices", .kind = OPT_UINT, .value = &s->node_count,
+		  .arg = "N", .min = 1, .max = 4096, .help = "as --node-count" },
 		{ .name = "spot", .kind = OPT_FLAG, .value = &co.qf.spot,
 		  .help = "spot capacity: cheaper, may be preempted" },
 		{ .name = "reserved", .kind = OPT_FLAG, .value = &co.qf.reserved,
@@ -259,9 +347,13 @@ int cmd_create(int argc, char **argv)
 		  .arg = "N", .help = "VPC network" },
 		{ .name = "subnetwork", .kind = OPT_STRING,
 		  .value = &s->subnetwork, .arg = "S", .help = "subnetwork" },
+		{ .name = "internal-ips", .kind = OPT_FLAG,
+		  .value = &co.internal_ips,
+		  .help = "internal IPs only (the default here)" },
 		{ .name = "external-ips", .kind = OPT_FLAG,
 		  .value = &s->external_ips,
-		  .help = "give every worker an external IP" },
+		  .help = "give every worker an external IP (gcloud's "
+			  "default)" },
 		{ .name = "service-account", .kind = OPT_STRING,
 		  .value = &s->service_account, .arg = "EMAIL",
 		  .help = "the workers' service account" },
@@ -270,12 +362,13 @@ int cmd_create(int argc, char **argv)
 		{ .name = "tags", .kind = OPT_LIST, .value = &co.tags,
 		  .arg = "T,...", .help = "network tags" },
 		{ .name = "labels", .kind = OPT_LIST, .value = &co.labels,
-		  .arg = "K=V,...", .help = "labels" },
-		{ .name = "metadata", .kind = OPT_LIST, .value = &s->metadata,
-		  .arg = "K=V", .help = "a metadata entry (repeatable)" },
+		  .arg = "K=V,...", .help = "labels (repeatable)" },
+		{ .name = "metadata", .kind = OPT_LIST, .value = &co.metadata,
+		  .arg = "K=V,...", .help = "metadata entries (repeatable)" },
 		{ .name = "metadata-from-file", .kind = OPT_LIST,
-		  .value = &co.metadata_files, .arg = "K=FILE",
-		  .help = "a metadata entry read from FILE (repeatable)" },
+		  .value = &co.metadata_files, .arg = "K=FILE,...",
+		  .help = "metadata entries, each read from FILE "
+			  "(repeatable)" },
 		{ .name = "startup-script", .kind = OPT_STRING,
 		  .value = &co.startup_script, .arg = "FILE",
 		  .help = "run FILE on every worker at every boot" },
@@ -290,18 +383,26 @@ int cmd_create(int argc, char **argv)
 		  .help = "put KEY's public half in ssh-keys instead" },
 		{ .name = "no-ssh-key", .kind = OPT_FLAG, .value = &co.qf.no_ssh_key,
 		  .help = "add no key to ssh-keys" },
-		{ 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 },
+		{ 0 },
 	};
-	size_t nopts = sizeof(opts) / sizeof(opts[0]) - 1 - TPU_OPTIONS_COUNT;
+	struct opt tpu[TPU_OPTIONS_COUNT + 1] = { 0 };
+	struct opt *opts;
 
 	strlist_init(&pos);
 	strlist_init(&co.scopes);
 	strlist_init(&co.tags);
 	strlist_init(&co.labels);
+	strlist_init(&co.metadata);
 	strlist_init(&co.metadata_files);
-	tpu_options_table(&co.to, &opts[nopts],
+	tpu_options_table(&co.to, tpu,
 			  TPU_WITH_FORMAT | TPU_WITH_WAIT | TPU_WITH_TIMEOUT);
+	opts = opt_tables_join((const struct opt *const[]){ own, tpu }, 2);
 	err_init(&e);
+	if (!opts) {
+		log_error("out of memory");
+		status = 1;
+		goto out;
+	}
 	status = tpu_command_start(opts, argc, argv, usage, &pos, 1, &co.to,
 				   &c);
 	if (status >= 0)
@@ -320,6 +421,7 @@ int cmd_create(int argc, char **argv)
 	else
 		status = finish(&co, c, pos.v[0]);
 out:
+	free(opts);
 	tpu_close(c);
 	options_release(&co);
 	strlist_release(&pos);
