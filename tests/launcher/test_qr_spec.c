@@ -93,9 +93,10 @@ Test(qr_spec, gives_the_body_create_sent)
 	cr_assert_eq(qr_spec_build(&s, &f, &e), 0, "%s", e.msg);
 	snprintf(want, sizeof(want),
 		 "{\"spot\": {}, \"tpu\": {\"nodeSpec\": [{\"parent\": \""
-		 PARENT "\", \"nodeId\": \"c1\", \"node\": {\"acceleratorType\": "
-		 "\"v4-8\", \"runtimeVersion\": \"rt\", \"metadata\": {\"foo\": "
-		 "\"a=b\", \"startup-script\": \"#!/bin/sh\\necho hi\\n\", "
+		 PARENT "\", \"nodeId\": \"c1\", \"node\": "
+		 "{\"acceleratorType\": \"v4-8\", \"runtimeVersion\": \"rt\", "
+		 "\"metadata\": {\"foo\": \"a=b\", "
+		 "\"startup-script\": \"#!/bin/sh\\necho hi\\n\", "
 		 "\"ssh-keys\": \"alice:%s\"}}}]}}", pub);
 	assert_body(&s, want);
 	tpu_qr_spec_release(&s);
