@@ -22,6 +22,16 @@
 static char tmp[HARNESS_PATH];
 static char pub[1024];
 
+/* A one-slice v4-8 spec named id, as the commands start one. */
+static void spec_init(struct tpu_qr_spec *s, const char *id)
+{
+	tpu_qr_spec_init(s);
+	s->id = id;
+	s->accelerator_type = "v4-8";
+	s->runtime_version = "rt";
+	s->node_count = 1;
+}
+
 static void up(void)
 {
 	char path[HARNESS_PATH + 32], *text;
@@ -32,9 +42,7 @@ static void up(void)
 	cr_assert_eq(make_temp_dir(tmp, sizeof(tmp), "qrspec"), 0);
 	cr_assert_eq(setenv("SLICECTL_HOME", tmp, 1), 0);
 	/* slicectl's own key, made by a first build. */
-	tpu_qr_spec_init(&s);
-	s.id = "k0";
-	s.node_count = 1;
+	spec_init(&s, "k0");
 	err_init(&e);
 	cr_assert_eq(qr_spec_build(&s, &f, &e), 0, "%s", e.msg);
 	tpu_qr_spec_release(&s);
@@ -83,11 +91,7 @@ Test(qr_spec, gives_the_body_create_sent)
 	struct err e;
 	char want[4096];
 
-	tpu_qr_spec_init(&s);
-	s.id = "c1";
-	s.accelerator_type = "v4-8";
-	s.runtime_version = "rt";
-	s.node_count = 1;
+	spec_init(&s, "c1");
 	cr_assert_eq(strlist_push(&s.metadata, "foo=a=b"), 0);
 	err_init(&e);
 	cr_assert_eq(qr_spec_build(&s, &f, &e), 0, "%s", e.msg);
@@ -170,11 +174,7 @@ Test(qr_spec, merges_the_users_ssh_keys_after_the_last_given)
 	char want[2048], *keys;
 	struct err e;
 
-	tpu_qr_spec_init(&s);
-	s.id = "m1";
-	s.accelerator_type = "v4-8";
-	s.runtime_version = "rt";
-	s.node_count = 1;
+	spec_init(&s, "m1");
 	for (size_t i = 0; i < 2; i++)
 		cr_assert_eq(strlist_push(&s.metadata, given[i]), 0);
 	err_init(&e);
@@ -186,11 +186,7 @@ Test(qr_spec, merges_the_users_ssh_keys_after_the_last_given)
 	tpu_qr_spec_release(&s);
 
 	/* An empty value given: no empty line before ours. */
-	tpu_qr_spec_init(&s);
-	s.id = "m2";
-	s.accelerator_type = "v4-8";
-	s.runtime_version = "rt";
-	s.node_count = 1;
+	spec_init(&s, "m2");
 	cr_assert_eq(strlist_push(&s.metadata, "ssh-keys="), 0);
 	cr_assert_eq(qr_spec_build(&s, &f, &e), 0, "%s", e.msg);
 	keys = ssh_keys(&s);
@@ -218,11 +214,7 @@ static char *build_says(const char *identity, int *rc)
 	cr_assert(saved >= 0);
 	dup2(fd, 2);
 	close(fd);
-	tpu_qr_spec_init(&s);
-	s.id = "k1";
-	s.accelerator_type = "v4-8";
-	s.runtime_version = "rt";
-	s.node_count = 1;
+	spec_init(&s, "k1");
 	err_init(&e);
 	*rc = qr_spec_build(&s, &f, &e);
 	tpu_qr_spec_release(&s);
@@ -259,9 +251,7 @@ Test(qr_spec, refuses_an_unreadable_identity)
 	struct qr_flags f = { .identity = "/nonexistent/key" };
 	struct err e;
 
-	tpu_qr_spec_init(&s);
-	s.id = "i1";
-	s.node_count = 1;
+	spec_init(&s, "i1");
 	err_init(&e);
 	cr_assert_eq(qr_spec_build(&s, &f, &e), COMMON_EUSAGE);
 	ASSERT_HAS(e.msg, "--identity /nonexistent/key");
@@ -314,9 +304,7 @@ Test(qr_spec, chooses_or_refuses_the_capacity)
 		struct err e;
 		int rc;
 
-		tpu_qr_spec_init(&s);
-		s.id = "c";
-		s.node_count = 1;
+		spec_init(&s, "c");
 		s.reservation = c->reservation;
 		err_init(&e);
 		rc = qr_spec_capacity(&s, &c->f, &e);
