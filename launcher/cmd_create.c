@@ -3,14 +3,13 @@
  * with a startup script and slicectl's SSH key in the nodes' metadata.
  */
 #include "launcher/launcher.h"
+#include "launcher/qr_spec.h"
 #include "launcher/tpu_options.h"
-#include "ssh/fanout.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* GCE's limit on one metadata value. */
 #define METADATA_VALUE_MAX (256u * 1024)
@@ -31,6 +30,12 @@ static const char usage[] =
 	"(~/.slicectl/id_ed25519, made on first use; or --identity's) goes into\n"
 	"the nodes' ssh-keys metadata, so `slicectl run --tpu NAME` can log in.\n"
 	"\n"
+	"As in gcloud, --labels, --metadata and --metadata-from-file take\n"
+	"KEY=VALUE,KEY2=VALUE2 and may be repeated. A comma starts a new entry\n"
+	"only where KEY= follows it, so a value may hold commas; gcloud's\n"
+	"escape ^D^KEY=VALUE...DKEY2=VALUE2 splits at D instead. --num-slices\n"
+	"is --node-count; --internal-ips is the default (no enableExternalIps).\n"
+	"\n"
 	"Exit status: 0 created (and ACTIVE with --wait); 1 the API refused or\n"
 	"could not be reached; 2 bad arguments; 3 the queued resource ended\n"
 	"FAILED or SUSPENDED while waiting; 124 --timeout ran out.";
@@ -38,13 +43,10 @@ static const char usage[] =
 struct create_options {
 	struct tpu_options to;
 	struct tpu_qr_spec spec;
-	const char *user;
-	const char *identity;
+	struct qr_flags qf;
 	const char *startup_script;
-	struct strlist scopes, tags, labels, metadata_files;
-	const char *provisioning_model;
-	unsigned valid_until_ms, valid_after_ms, max_run_ms;
-	bool spot, reserved, best_effort, no_ssh_key;
+	struct strlist scopes, tags, labels, metadata, metadata_files;
+	bool internal_ips;
 };
 
 static int split_commas(const struct strlist *in, struct strlist *out,
@@ -62,6 +64,62 @@ static int split_commas(const struct strlist *in, struct strlist *out,
 			if (rc)
 				return err_set(e, COMMON_ENOMEM, "out of memory");
 			p += len + (p[len] == ',');
+		}
+	}
+	return 0;
+}
+
+/* Whether p starts "KEY=", KEY a metadata key's letters, digits, '-'
+ * and '_'. */
+static bool starts_key(const char *p)
+{
+	size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz"
+			     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_");
+
+	return n && p[n] == '=';
+}
+
+/* Where the entry at p ends: at the next delimiter; a plain comma ends
+ * it only where KEY= follows. */
+static const char *entry_end(const char *p, const char *delim, bool escaped)
+{
+	const char *cut = strstr(p, delim);
+
+	while (cut && !escaped && !starts_key(cut + 1))
+		cut = strstr(cut + 1, delim);
+	return cut ? cut : p + strlen(p);
+}
+
+/* gcloud's KEY=VALUE,KEY2=VALUE2 (--metadata, --metadata-from-file), one
+ * entry per KEY=VALUE. A comma starts a new entry only where KEY= follows
+ * it, so a value that holds commas (an ssh-keys comment, a script line)
+ * stays whole as the older repeated --metadata K=V kept it. gcloud's
+ * escape works too: a leading ^D^ makes D the delimiter, commas and all. */
+static int split_key_values(const struct strlist *in, struct strlist *out,
+			    struct err *e)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		const char *p = in->v[i];
+		const char *caret = p[0] == '^' ? strchr(p + 1, '^') : NULL;
+		char delim[16] = ",";
+		bool escaped = caret && caret > p + 1 &&
+			       (size_t)(caret - p) <= sizeof(delim);
+
+		if (escaped) {
+			snprintf(delim, sizeof(delim), "%.*s",
+				 (int)(caret - p - 1), p + 1);
+			p = caret + 1;
+		}
+		while (*p) {
+			const char *cut = entry_end(p, delim, escaped);
+			char *item = strndup(p, (size_t)(cut - p));
+			int rc = !item || (cut > p && strlist_push(out, item));
+
+			free(item);
+			if (rc)
+				return err_set(e, COMMON_ENOMEM,
+					       "out of memory");
+			p = *cut ? cut + strlen(delim) : cut;
 		}
 	}
 	return 0;
@@ -117,57 +175,43 @@ static int read_small(const char *path, const char *what, char **out,
 static int add_metadata_file(struct tpu_qr_spec *s, const char *key,
 			     const char *path, struct err *e)
 {
-	struct buf kv;
 	char *text;
 	int rc;
 
 	rc = read_small(path, key, &text, e);
 	if (rc)
 		return rc;
-	buf_init(&kv);
-	rc = buf_appendf(&kv, "%s=%s", key, text) ||
-	     strlist_push(&s->metadata, kv.data);
+	rc = qr_spec_metadata(s, key, text, e);
 	free(text);
-	buf_release(&kv);
-	return rc ? err_set(e, COMMON_ENOMEM, "out of memory") : 0;
+	return rc;
 }
 
-/* ssh-keys gets "USER:KEY", after any value the user gave it. */
-static int add_ssh_key(struct create_options *co, struct err *e)
+/* --metadata-from-file's KEY=FILE,...: each FILE's text as KEY's value. */
+static int add_metadata_files(struct tpu_qr_spec *s,
+			      const struct strlist *given, struct err *e)
 {
-	const char *given = NULL;
-	struct buf path, kv;
-	char *pub = NULL;
+	struct strlist files;
 	int rc;
 
-	buf_init(&path);
-	buf_init(&kv);
-	if (co->identity) {
-		if (access(co->identity, R_OK))
-			return err_errno(e, COMMON_EUSAGE, errno,
-					 "cannot read --identity %s",
-					 co->identity);
-		rc = buf_appends(&path, co->identity) ? COMMON_ENOMEM : 0;
-	} else {
-		rc = slicectl_home_path(&path, "id_ed25519", e);
+	strlist_init(&files);
+	rc = split_key_values(given, &files, e);
+	for (size_t i = 0; !rc && i < files.n; i++) {
+		const char *kv = files.v[i];
+		const char *eq = strchr(kv, '=');
+		char *key;
+
+		if (!eq || eq == kv || !eq[1]) {
+			rc = err_set(e, COMMON_EUSAGE,
+				     "--metadata-from-file wants KEY=FILE, "
+				     "not '%s'", kv);
+			break;
+		}
+		key = strndup(kv, (size_t)(eq - kv));
+		rc = key ? add_metadata_file(s, key, eq + 1, e)
+			 : err_set(e, COMMON_ENOMEM, "out of memory");
+		free(key);
 	}
-	if (!rc)
-		rc = fanout_key_ensure(path.data, "slicectl", &pub, e);
-	if (!rc && !strncmp(pub, "ssh-rsa ", 8))
-		log_warn("%s is an RSA key: this libssh2 signs RSA only with "
-			 "SHA-1, which the workers' sshd refuses; use an "
-			 "ed25519 key (or none: slicectl makes one)",
-			 path.data);
-	for (size_t i = 0; !rc && i < co->spec.metadata.n; i++)
-		if (!strncmp(co->spec.metadata.v[i], "ssh-keys=", 9))
-			given = co->spec.metadata.v[i] + 9;
-	if (!rc && (buf_appendf(&kv, "ssh-keys=%s%s%s:%s", given ? given : "",
-				given && *given ? "\n" : "", co->user, pub) ||
-		    strlist_push(&co->spec.metadata, kv.data)))
-		rc = err_set(e, COMMON_ENOMEM, "out of memory");
-	free(pub);
-	buf_release(&path);
-	buf_release(&kv);
+	strlist_release(&files);
 	return rc;
 }
 
@@ -176,7 +220,8 @@ static int build_spec(struct create_options *co, const char *name,
 		      struct err *e)
 {
 	struct tpu_qr_spec *s = &co->spec;
-	int rc = 0, modes = co->spot + co->reserved + co->best_effort;
+	char *script = NULL;
+	int rc;
 
 	s->id = name;
 	if (!s->accelerator_type)
@@ -187,60 +232,29 @@ static int build_spec(struct create_options *co, const char *name,
 		return err_set(e, COMMON_EUSAGE,
 			       "--runtime-version is required (for example "
 			       "tpu-ubuntu2204-base)");
-	if (modes > 1 || (co->spec.reservation && (co->spot || co->best_effort)))
+	if (co->internal_ips && s->external_ips)
 		return err_set(e, COMMON_EUSAGE,
-			       "choose one of --spot, --reserved (or "
-			       "--reservation) and --best-effort");
-	s->capacity = co->spot ? TPU_CAPACITY_SPOT
-		      : co->reserved || s->reservation ? TPU_CAPACITY_RESERVED
-		      : co->best_effort ? TPU_CAPACITY_BEST_EFFORT
-					: TPU_CAPACITY_ON_DEMAND;
-	rc = tpu_capacity_choose(co->provisioning_model, s->capacity,
-				 co->spot		? "--spot"
-				 : s->reservation	? "--reservation"
-				 : co->reserved		? "--reserved"
-				 : co->best_effort	? "--best-effort"
-							: NULL,
-				 &s->capacity, e);
-	if (rc)
-		return rc;
-	if (co->valid_until_ms % 1000 || co->valid_after_ms % 1000 ||
-	    co->max_run_ms % 1000)
-		return err_set(e, COMMON_EUSAGE,
-			       "--valid-until-duration, --valid-after-duration "
-			       "and --max-run-duration take whole seconds");
-	s->valid_until_s = co->valid_until_ms / 1000;
-	s->valid_after_s = co->valid_after_ms / 1000;
-	s->max_run_duration_s = co->max_run_ms / 1000;
-	/* Its CLOUD_EINVAL is a usage error like the others here. */
-	rc = tpu_qr_spec_check(s, e);
-	if (rc)
-		return rc;
-	rc = split_commas(&co->scopes, &s->scopes, e);
+			       "choose one of --internal-ips and "
+			       "--external-ips");
+	rc = qr_spec_capacity(s, &co->qf, e);
+	if (!rc)
+		rc = split_commas(&co->scopes, &s->scopes, e);
 	if (!rc)
 		rc = split_commas(&co->tags, &s->tags, e);
 	if (!rc)
 		rc = split_commas(&co->labels, &s->labels, e);
-	for (size_t i = 0; !rc && i < co->metadata_files.n; i++) {
-		const char *kv = co->metadata_files.v[i];
-		const char *eq = strchr(kv, '=');
-		char *key;
-
-		if (!eq || eq == kv || !eq[1])
-			return err_set(e, COMMON_EUSAGE,
-				       "--metadata-from-file wants KEY=FILE, "
-				       "not '%s'", kv);
-		key = strndup(kv, (size_t)(eq - kv));
-		if (!key)
-			return err_set(e, COMMON_ENOMEM, "out of memory");
-		rc = add_metadata_file(s, key, eq + 1, e);
-		free(key);
-	}
+	if (!rc)
+		rc = split_key_values(&co->metadata, &s->metadata, e);
+	if (!rc)
+		rc = add_metadata_files(s, &co->metadata_files, e);
 	if (!rc && co->startup_script)
-		rc = add_metadata_file(s, "startup-script", co->startup_script,
-				       e);
-	if (!rc && !co->no_ssh_key)
-		rc = add_ssh_key(co, e);
+		rc = read_small(co->startup_script, "startup-script", &script,
+				e);
+	co->qf.startup_script = script;
+	if (!rc)
+		rc = qr_spec_build(s, &co->qf, e);
+	co->qf.startup_script = NULL;
+	free(script);
 	return rc;
 }
 
@@ -250,6 +264,7 @@ static void options_release(struct create_options *co)
 	strlist_release(&co->scopes);
 	strlist_release(&co->tags);
 	strlist_release(&co->labels);
+	strlist_release(&co->metadata);
 	strlist_release(&co->metadata_files);
 }
 
@@ -285,7 +300,6 @@ static int finish(struct create_options *co, struct tpu_client *c,
 int cmd_create(int argc, char **argv)
 {
 	struct create_options co = { 0 };
-	char me[USER_NAME_MAX];
 	struct tpu_qr_spec *s = &co.spec;
 	struct tpu_client *c = NULL;
 	struct strlist pos;
@@ -294,7 +308,8 @@ int cmd_create(int argc, char **argv)
 
 	tpu_qr_spec_init(s);
 	s->node_count = 1;
-	struct opt opts[] = {
+	co.qf.reservation_flag = true;
+	const struct opt own[] = {
 		{ .name = "accelerator-type", .kind = OPT_STRING,
 		  .value = &s->accelerator_type, .arg = "T",
 		  .help = "each slice's type, for example v4-32 or v5litepod-16" },
@@ -304,35 +319,41 @@ int cmd_create(int argc, char **argv)
 		{ .name = "node-count", .kind = OPT_UINT, .value = &s->node_count,
 		  .arg = "N", .min = 1, .max = 4096,
 		  .help = "slices (default 1); more than 1 is multislice" },
-		{ .name = "spot", .kind = OPT_FLAG, .value = &co.spot,
+		{ .name = "num-slices", .kind = OPT_UINT, .value = &s->node_count,
+		  .arg = "N", .min = 1, .max = 4096, .help = "as --node-count" },
+		{ .name = "spot", .kind = OPT_FLAG, .value = &co.qf.spot,
 		  .help = "spot capacity: cheaper, may be preempted" },
-		{ .name = "reserved", .kind = OPT_FLAG, .value = &co.reserved,
+		{ .name = "reserved", .kind = OPT_FLAG, .value = &co.qf.reserved,
 		  .help = "the project's reserved capacity" },
 		{ .name = "reservation", .kind = OPT_STRING,
 		  .value = &s->reservation, .arg = "R",
 		  .help = "a named reservation (implies --reserved)" },
 		{ .name = "best-effort", .kind = OPT_FLAG,
-		  .value = &co.best_effort,
+		  .value = &co.qf.best_effort,
 		  .help = "best-effort capacity" },
 		{ .name = "provisioning-model", .kind = OPT_STRING,
-		  .value = &co.provisioning_model, .arg = "M",
+		  .value = &co.qf.provisioning_model, .arg = "M",
 		  .help = "standard, spot, reservation-bound or flex-start" },
 		{ .name = "max-run-duration", .kind = OPT_SECONDS,
-		  .value = &co.max_run_ms, .arg = "D",
+		  .value = &co.qf.max_run_ms, .arg = "D",
 		  .help = "flex-start: how long the slices run (up to 7d)" },
 		{ .name = "valid-until-duration", .kind = OPT_SECONDS,
-		  .value = &co.valid_until_ms, .arg = "D",
+		  .value = &co.qf.valid_until_ms, .arg = "D",
 		  .help = "give up queueing after D (like 6h)" },
 		{ .name = "valid-after-duration", .kind = OPT_SECONDS,
-		  .value = &co.valid_after_ms, .arg = "D",
+		  .value = &co.qf.valid_after_ms, .arg = "D",
 		  .help = "start no sooner than D from now" },
 		{ .name = "network", .kind = OPT_STRING, .value = &s->network,
 		  .arg = "N", .help = "VPC network" },
 		{ .name = "subnetwork", .kind = OPT_STRING,
 		  .value = &s->subnetwork, .arg = "S", .help = "subnetwork" },
+		{ .name = "internal-ips", .kind = OPT_FLAG,
+		  .value = &co.internal_ips,
+		  .help = "internal IPs only (the default here)" },
 		{ .name = "external-ips", .kind = OPT_FLAG,
 		  .value = &s->external_ips,
-		  .help = "give every worker an external IP" },
+		  .help = "give every worker an external IP (gcloud's "
+			  "default)" },
 		{ .name = "service-account", .kind = OPT_STRING,
 		  .value = &s->service_account, .arg = "EMAIL",
 		  .help = "the workers' service account" },
@@ -341,12 +362,13 @@ int cmd_create(int argc, char **argv)
 		{ .name = "tags", .kind = OPT_LIST, .value = &co.tags,
 		  .arg = "T,...", .help = "network tags" },
 		{ .name = "labels", .kind = OPT_LIST, .value = &co.labels,
-		  .arg = "K=V,...", .help = "labels" },
-		{ .name = "metadata", .kind = OPT_LIST, .value = &s->metadata,
-		  .arg = "K=V", .help = "a metadata entry (repeatable)" },
+		  .arg = "K=V,...", .help = "labels (repeatable)" },
+		{ .name = "metadata", .kind = OPT_LIST, .value = &co.metadata,
+		  .arg = "K=V,...", .help = "metadata entries (repeatable)" },
 		{ .name = "metadata-from-file", .kind = OPT_LIST,
-		  .value = &co.metadata_files, .arg = "K=FILE",
-		  .help = "a metadata entry read from FILE (repeatable)" },
+		  .value = &co.metadata_files, .arg = "K=FILE,...",
+		  .help = "metadata entries, each read from FILE "
+			  "(repeatable)" },
 		{ .name = "startup-script", .kind = OPT_STRING,
 		  .value = &co.startup_script, .arg = "FILE",
 		  .help = "run FILE on every worker at every boot" },
@@ -354,36 +376,38 @@ int cmd_create(int argc, char **argv)
 		  .value = &s->description, .arg = "TEXT",
 		  .help = "the nodes' description" },
 		{ .name = "user", .short_name = 'l', .kind = OPT_STRING,
-		  .value = &co.user, .arg = "USER",
+		  .value = &co.qf.user, .arg = "USER",
 		  .help = "login for the ssh key (default: you)" },
 		{ .name = "identity", .short_name = 'i', .kind = OPT_STRING,
-		  .value = &co.identity, .arg = "KEY",
+		  .value = &co.qf.identity, .arg = "KEY",
 		  .help = "put KEY's public half in ssh-keys instead" },
-		{ .name = "no-ssh-key", .kind = OPT_FLAG, .value = &co.no_ssh_key,
+		{ .name = "no-ssh-key", .kind = OPT_FLAG, .value = &co.qf.no_ssh_key,
 		  .help = "add no key to ssh-keys" },
-		{ 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 },
+		{ 0 },
 	};
-	size_t nopts = sizeof(opts) / sizeof(opts[0]) - 1 - TPU_OPTIONS_COUNT;
+	struct opt tpu[TPU_OPTIONS_COUNT + 1] = { 0 };
+	struct opt *opts;
 
 	strlist_init(&pos);
 	strlist_init(&co.scopes);
 	strlist_init(&co.tags);
 	strlist_init(&co.labels);
+	strlist_init(&co.metadata);
 	strlist_init(&co.metadata_files);
-	tpu_options_table(&co.to, &opts[nopts],
+	tpu_options_table(&co.to, tpu,
 			  TPU_WITH_FORMAT | TPU_WITH_WAIT | TPU_WITH_TIMEOUT);
+	opts = opt_tables_join((const struct opt *const[]){ own, tpu }, 2);
 	err_init(&e);
+	if (!opts) {
+		log_error("out of memory");
+		status = 1;
+		goto out;
+	}
 	status = tpu_command_start(opts, argc, argv, usage, &pos, 1, &co.to,
 				   &c);
 	if (status >= 0)
 		goto out;
 	status = 0;
-	if (!co.user) {
-		default_remote_user(me, sizeof(me));
-		co.user = me;
-	}
-	if (co.spec.reservation)
-		co.reserved = false;
 	if (build_spec(&co, pos.v[0], &e)) {
 		log_error("%s", e.msg);
 		status = e.code == COMMON_ENOMEM ? 1 : EXIT_USAGE;
@@ -397,6 +421,7 @@ int cmd_create(int argc, char **argv)
 	else
 		status = finish(&co, c, pos.v[0]);
 out:
+	free(opts);
 	tpu_close(c);
 	options_release(&co);
 	strlist_release(&pos);

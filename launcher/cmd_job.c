@@ -12,10 +12,10 @@
 #include "launcher/job.h"
 #include "launcher/launcher.h"
 #include "launcher/local.h"
+#include "launcher/qr_spec.h"
 #include "launcher/slurm.h"
 #include "launcher/tpu_options.h"
 #include "launcher/watch_state.h"
-#include "ssh/fanout.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -34,22 +34,27 @@
 #define WATCH_MAX_ERRORS 30
 
 static const char usage[] =
-	"usage: slicectl job --name RUN --bucket gs://BUCKET[/PREFIX] "
-	"--accelerator-type T --command CMD [options]\n"
-	"       slicectl job --local --workers-per-slice W --bucket file:///DIR "
-	"--name RUN --command CMD [options]\n"
-	"       slicectl job --target gke --cluster C --location L --queue LQ "
-	"--image IMG\n"
-	"                    --name RUN --bucket URL --accelerator-type T "
-	"--command CMD [options]\n"
-	"       slicectl job --target slurm --partition P --nodes N "
-	"--name RUN --bucket URL\n"
+	"usage: slicectl job RUN --bucket gs://BUCKET[/PREFIX] "
+	"--accelerator-type T\n"
 	"                    --command CMD [options]\n"
+	"       slicectl job RUN --local --workers-per-slice W "
+	"--bucket file:///DIR\n"
+	"                    --command CMD [options]\n"
+	"       slicectl job RUN --target gke --cluster C --location L "
+	"--queue LQ\n"
+	"                    --image IMG --bucket URL --accelerator-type T\n"
+	"                    --command CMD [options]\n"
+	"       slicectl job RUN --target slurm --partition P --nodes N "
+	"--bucket URL\n"
+	"                    --command CMD [options]\n"
+	"\n"
+	"RUN may be given as --name RUN too, and --node-count as --num-slices\n"
+	"(the older spellings).\n"
 	"\n"
 	"Hands a training job to slice-supervisor on every worker. Checks\n"
 	"everything first, then uploads to BUCKET/RUN the code bundle (the\n"
 	"--script-dir, as bundle.tar.zst), the supervisor binary, job.json and\n"
-	"control.json, and creates the queued resource RUN (--num-slices\n"
+	"control.json, and creates the queued resource RUN (--node-count\n"
 	"slices) whose startup script installs and starts the supervisor on\n"
 	"each worker. The supervisors run --command, ship checkpoints, and\n"
 	"restart the whole group from the newest committed step after a\n"
@@ -76,7 +81,7 @@ static const char usage[] =
 	"\n"
 	"--target gke runs the job on Google Kubernetes Engine instead: one\n"
 	"JobSet (jobset.x-k8s.io) admitted by Kueue through LocalQueue --queue,\n"
-	"--num-slices slices each on its own TPU node pool, one pod per host\n"
+	"--node-count slices each on its own TPU node pool, one pod per host\n"
 	"running --image with slice-supervisor (fetched from the bucket by an\n"
 	"init container) as its entry point. The cluster is found through the\n"
 	"GKE API (--cluster, --location, --project) or a kubeconfig\n"
@@ -117,7 +122,6 @@ struct job_options {
 	bool watch;
 	/* --max-run-duration is gke_options' max_run_ms, for both targets */
 	const char *provisioning_model;
-	enum tpu_capacity capacity;
 	int target;
 	struct gke_options gke;
 	struct slurm_options slurm;
@@ -161,38 +165,34 @@ static int prepare_status(const struct err *e)
 	}
 }
 
-/* The capacity flags, checked as slicectl create checks them. */
-static int check_capacity(struct job_options *o)
+/* The flags the queued resource's spec is finished from (qr_spec.h). */
+static struct qr_flags spec_flags(const struct job_options *o)
 {
-	const struct job_request *r = &o->r;
+	return (struct qr_flags){
+		.provisioning_model = o->provisioning_model,
+		.spot = o->r.spot,
+		.reserved = o->r.reserved,
+		.best_effort = o->r.best_effort,
+		.max_run_ms = o->gke.max_run_ms,
+	};
+}
+
+/* The capacity flags, checked as slicectl create checks them, before
+ * anything is written. */
+static int check_capacity(const struct job_options *o)
+{
+	const struct qr_flags f = spec_flags(o);
 	struct tpu_qr_spec t;
 	struct err e;
 	int rc;
 
 	err_init(&e);
-	rc = tpu_capacity_choose(o->provisioning_model,
-				 r->spot	  ? TPU_CAPACITY_SPOT
-				 : r->reserved	  ? TPU_CAPACITY_RESERVED
-				 : r->best_effort ? TPU_CAPACITY_BEST_EFFORT
-						  : TPU_CAPACITY_ON_DEMAND,
-				 r->spot	  ? "--spot"
-				 : r->reserved	  ? "--reserved"
-				 : r->best_effort ? "--best-effort"
-						  : NULL,
-				 &o->capacity, &e);
-	if (!rc && o->gke.max_run_ms % 1000)
-		rc = err_set(&e, COMMON_EUSAGE,
-			     "--max-run-duration takes whole seconds");
-	if (!rc) {
-		tpu_qr_spec_init(&t);
-		t.id = r->name;
-		t.accelerator_type = r->accelerator_type;
-		t.node_count = r->num_slices;
-		t.capacity = o->capacity;
-		t.max_run_duration_s = o->gke.max_run_ms / 1000;
-		rc = tpu_qr_spec_check(&t, &e);
-		tpu_qr_spec_release(&t);
-	}
+	tpu_qr_spec_init(&t);
+	t.id = o->r.name;
+	t.accelerator_type = o->r.accelerator_type;
+	t.node_count = o->r.num_slices;
+	rc = qr_spec_capacity(&t, &f, &e);
+	tpu_qr_spec_release(&t);
 	return rc ? usage_error("%.400s", e.msg) : 0;
 }
 
@@ -200,7 +200,6 @@ static int check_capacity(struct job_options *o)
 static int check_cloud(struct job_options *o)
 {
 	struct job_request *r = &o->r;
-	int modes = r->spot + r->reserved + r->best_effort;
 	struct err e;
 
 	if (!r->accelerator_type)
@@ -214,9 +213,6 @@ static int check_cloud(struct job_options *o)
 	if (!r->runtime_version)
 		return usage_error("no default runtime for '%s': give "
 				   "--runtime-version", r->accelerator_type);
-	if (modes > 1)
-		return usage_error("choose one of --spot, --reserved and "
-				   "--best-effort%s", NULL);
 	err_init(&e);
 	if (gcloud_default(o->to.project, "core", "project",
 			   o->to.project_buf, sizeof(o->to.project_buf),
@@ -243,35 +239,12 @@ static int check_cloud(struct job_options *o)
 	return check_capacity(o);
 }
 
-/* ssh-keys gets "USER:KEY" for slicectl's own key, as create does, with
- * the user the TPU targets log in as. */
-static int add_ssh_key(struct tpu_qr_spec *s, struct err *e)
-{
-	char user[USER_NAME_MAX];
-	struct buf path, kv;
-	char *pub = NULL;
-	int rc;
-
-	default_remote_user(user, sizeof(user));
-	buf_init(&path);
-	buf_init(&kv);
-	rc = slicectl_home_path(&path, "id_ed25519", e);
-	if (!rc)
-		rc = fanout_key_ensure(path.data, "slicectl", &pub, e);
-	if (!rc && (buf_appendf(&kv, "ssh-keys=%s:%s", user, pub) ||
-		    strlist_push(&s->metadata, kv.data)))
-		rc = err_set(e, COMMON_ENOMEM, "out of memory");
-	free(pub);
-	buf_release(&path);
-	buf_release(&kv);
-	return rc;
-}
-
 static int build_spec(const struct job_options *o,
 		      const struct prepared_run *run, struct tpu_qr_spec *s,
 		      struct err *e)
 {
 	const struct job_request *r = &o->r;
+	struct qr_flags f = spec_flags(o);
 	struct buf kv;
 	int rc = 0;
 
@@ -279,19 +252,14 @@ static int build_spec(const struct job_options *o,
 	s->accelerator_type = r->accelerator_type;
 	s->runtime_version = r->runtime_version;
 	s->node_count = r->num_slices;
-	s->capacity = o->capacity;
-	s->max_run_duration_s = o->gke.max_run_ms / 1000;
+	f.startup_script = run->startup_script;
 	buf_init(&kv);
-	if (buf_appendf(&kv, "startup-script=%s", run->startup_script) ||
-	    strlist_push(&s->metadata, kv.data))
-		rc = err_set(e, COMMON_ENOMEM, "out of memory");
-	buf_reset(&kv);
-	if (!rc && (buf_appendf(&kv, "slicectl-run=%s", r->name) ||
-		    strlist_push(&s->labels, kv.data)))
+	if (buf_appendf(&kv, "slicectl-run=%s", r->name) ||
+	    strlist_push(&s->labels, kv.data))
 		rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	buf_release(&kv);
 	if (!rc)
-		rc = add_ssh_key(s, e);
+		rc = qr_spec_build(s, &f, e);
 	return rc;
 }
 
@@ -741,10 +709,30 @@ static int check_target_flags(const struct job_options *o)
 	return 0;
 }
 
+/* RUN, as the argument every run command takes or as --name (the older
+ * spelling); both given must agree. */
+static int run_name(struct job_request *r, const char *name,
+		    const struct strlist *pos)
+{
+	if (pos->n > 1)
+		return usage_error("unexpected argument '%s': the run's name "
+				   "is the only argument", pos->v[1]);
+	if (pos->n && name && strcmp(name, pos->v[0])) {
+		log_error("the run is named twice: '%s' and --name '%s' (see "
+			  "slicectl job --help)", pos->v[0], name);
+		return EXIT_USAGE;
+	}
+	r->name = pos->n ? pos->v[0] : name;
+	if (!r->name || !*r->name)
+		return usage_error("no run name: slicectl job RUN ...%s", NULL);
+	return 0;
+}
+
 int cmd_job(int argc, char **argv)
 {
 	struct job_options o = { 0 };
 	struct job_request *r = &o.r;
+	const char *name = NULL;
 	struct strlist pos;
 	int status;
 
@@ -753,9 +741,10 @@ int cmd_job(int argc, char **argv)
 	o.hang_timeout_ms = r->hang_timeout_s * 1000u;
 	o.grace_ms = r->grace_s * 1000u;
 	const struct opt own[] = {
-		{ .name = "name", .kind = OPT_STRING, .value = &r->name,
-		  .arg = "RUN", .help = "the run's name, also the queued "
-		  "resource's (lowercase letters, digits, '-')" },
+		{ .name = "name", .kind = OPT_STRING, .value = &name,
+		  .arg = "RUN", .help = "the run's name, as the argument RUN: "
+		  "also the queued resource's (lowercase letters, digits, "
+		  "'-')" },
 		{ .name = "bucket", .kind = OPT_STRING, .value = &r->bucket,
 		  .arg = "URL", .help = "where runs live: gs://BUCKET[/PREFIX] "
 		  "(or file:///DIR; default: $SLICECTL_BUCKET)" },
@@ -766,9 +755,11 @@ int cmd_job(int argc, char **argv)
 		{ .name = "runtime-version", .kind = OPT_STRING,
 		  .value = &r->runtime_version, .arg = "V",
 		  .help = "the TPU VM image (default: the type's usual one)" },
-		{ .name = "num-slices", .kind = OPT_UINT, .value = &r->num_slices,
+		{ .name = "node-count", .kind = OPT_UINT, .value = &r->num_slices,
 		  .arg = "N", .min = 1, .max = 4096,
 		  .help = "slices (default 1); more than 1 is multislice" },
+		{ .name = "num-slices", .kind = OPT_UINT, .value = &r->num_slices,
+		  .arg = "N", .min = 1, .max = 4096, .help = "as --node-count" },
 		{ .name = "script-dir", .kind = OPT_STRING,
 		  .value = &r->script_dir, .arg = "DIR",
 		  .help = "your code, unpacked on every worker as the "
@@ -839,30 +830,31 @@ int cmd_job(int argc, char **argv)
 		  .arg = "text|json", .choices = format_names,
 		  .help = "--local: json prints the timeline and summary as "
 			  "NDJSON; --render: a v1 List" },
+		{ 0 },
 	};
-	/* The command's own options, then the targets' and --project and
-	 * --zone, then the end: sized from the tables, so an option added
-	 * to one of them can never overwrite another. */
-	const size_t nown = sizeof(own) / sizeof(own[0]);
-	struct opt opts[sizeof(own) / sizeof(own[0]) + GKE_OPTIONS_COUNT +
-			SLURM_OPTIONS_COUNT + 2 + 1];
+	struct opt gke[GKE_OPTIONS_COUNT + 1] = { 0 };
+	struct opt slurm[SLURM_OPTIONS_COUNT + 1] = { 0 };
+	struct opt tpu[TPU_OPTIONS_COUNT + 1] = { 0 };
+	struct opt *opts;
 
-	memset(opts, 0, sizeof(opts));
-	memcpy(opts, own, sizeof(own));
 	strlist_init(&pos);
-	gke_options_table(&o.gke, &opts[nown]);
-	slurm_options_table(&o.slurm, &opts[nown + GKE_OPTIONS_COUNT]);
-	tpu_options_table(&o.to, &opts[nown + GKE_OPTIONS_COUNT +
-				       SLURM_OPTIONS_COUNT], 0);
+	gke_options_table(&o.gke, gke);
+	slurm_options_table(&o.slurm, slurm);
+	tpu_options_table(&o.to, tpu, 0);
+	opts = opt_tables_join((const struct opt *const[]){ own, gke, slurm,
+							    tpu }, 4);
+	if (!opts) {
+		log_error("out of memory");
+		status = 1;
+		goto out;
+	}
 	status = opt_parse_command(opts, argc, argv, "slicectl job", usage,
 				   false, &pos);
 	if (status >= 0)
 		goto out;
-	if (pos.n) {
-		status = usage_error("unexpected argument '%s': every value "
-				     "is given by a flag", pos.v[0]);
+	status = run_name(r, name, &pos);
+	if (status)
 		goto out;
-	}
 	if (o.hang_timeout_ms % 1000 || o.grace_ms % 1000) {
 		status = usage_error("--hang-timeout and --grace take whole "
 				     "seconds%s", NULL);
@@ -890,6 +882,7 @@ int cmd_job(int argc, char **argv)
 	else
 		status = run_cloud(&o);
 out:
+	free(opts);
 	strlist_release(&pos);
 	job_request_release(r);
 	return status;
