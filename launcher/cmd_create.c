@@ -383,10 +383,8 @@ int cmd_create(int argc, char **argv)
 		  .help = "put KEY's public half in ssh-keys instead" },
 		{ .name = "no-ssh-key", .kind = OPT_FLAG, .value = &co.qf.no_ssh_key,
 		  .help = "add no key to ssh-keys" },
-		{ 0 },
 	};
-	struct opt tpu[TPU_OPTIONS_COUNT + 1] = { 0 };
-	struct opt *opts;
+	struct opt opts[OPT_COUNT(own) + TPU_OPTIONS_COUNT + 1] = { 0 };
 
 	strlist_init(&pos);
 	strlist_init(&co.scopes);
@@ -394,15 +392,10 @@ int cmd_create(int argc, char **argv)
 	strlist_init(&co.labels);
 	strlist_init(&co.metadata);
 	strlist_init(&co.metadata_files);
-	tpu_options_table(&co.to, tpu,
+	memcpy(opts, own, sizeof(own));
+	tpu_options_table(&co.to, opt_end(opts),
 			  TPU_WITH_FORMAT | TPU_WITH_WAIT | TPU_WITH_TIMEOUT);
-	opts = opt_tables_join((const struct opt *const[]){ own, tpu }, 2);
 	err_init(&e);
-	if (!opts) {
-		log_error("out of memory");
-		status = 1;
-		goto out;
-	}
 	status = tpu_command_start(opts, argc, argv, usage, &pos, 1, &co.to,
 				   &c);
 	if (status >= 0)
@@ -421,7 +414,6 @@ int cmd_create(int argc, char **argv)
 	else
 		status = finish(&co, c, pos.v[0]);
 out:
-	free(opts);
 	tpu_close(c);
 	options_release(&co);
 	strlist_release(&pos);

@@ -830,24 +830,15 @@ int cmd_job(int argc, char **argv)
 		  .arg = "text|json", .choices = format_names,
 		  .help = "--local: json prints the timeline and summary as "
 			  "NDJSON; --render: a v1 List" },
-		{ 0 },
 	};
-	struct opt gke[GKE_OPTIONS_COUNT + 1] = { 0 };
-	struct opt slurm[SLURM_OPTIONS_COUNT + 1] = { 0 };
-	struct opt tpu[TPU_OPTIONS_COUNT + 1] = { 0 };
-	struct opt *opts;
+	struct opt opts[OPT_COUNT(own) + GKE_OPTIONS_COUNT +
+			SLURM_OPTIONS_COUNT + TPU_OPTIONS_COUNT + 1] = { 0 };
 
 	strlist_init(&pos);
-	gke_options_table(&o.gke, gke);
-	slurm_options_table(&o.slurm, slurm);
-	tpu_options_table(&o.to, tpu, 0);
-	opts = opt_tables_join((const struct opt *const[]){ own, gke, slurm,
-							    tpu }, 4);
-	if (!opts) {
-		log_error("out of memory");
-		status = 1;
-		goto out;
-	}
+	memcpy(opts, own, sizeof(own));
+	gke_options_table(&o.gke, opt_end(opts));
+	slurm_options_table(&o.slurm, opt_end(opts));
+	tpu_options_table(&o.to, opt_end(opts), 0);
 	status = opt_parse_command(opts, argc, argv, "slicectl job", usage,
 				   false, &pos);
 	if (status >= 0)
@@ -882,7 +873,6 @@ int cmd_job(int argc, char **argv)
 	else
 		status = run_cloud(&o);
 out:
-	free(opts);
 	strlist_release(&pos);
 	job_request_release(r);
 	return status;

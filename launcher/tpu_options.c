@@ -40,34 +40,6 @@ void tpu_options_table(struct tpu_options *to, struct opt *opts, int with)
 			opts[n++] = table[i];
 }
 
-static size_t opt_count(const struct opt *t)
-{
-	size_t n = 0;
-
-	while (t[n].kind != OPT_END)
-		n++;
-	return n;
-}
-
-struct opt *opt_tables_join(const struct opt *const *tables, size_t n)
-{
-	size_t total = 1, at = 0;
-	struct opt *all;
-
-	for (size_t i = 0; i < n; i++)
-		total += opt_count(tables[i]);
-	all = calloc(total, sizeof(*all));
-	if (!all)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		size_t k = opt_count(tables[i]);
-
-		memcpy(all + at, tables[i], k * sizeof(*all));
-		at += k;
-	}
-	return all;
-}
-
 int tpu_options_open(struct tpu_options *to, struct tpu_client **c)
 {
 	struct err e;

@@ -33,14 +33,6 @@ enum {
 #define TPU_OPTIONS_COUNT 5
 void tpu_options_table(struct tpu_options *to, struct opt *opts, int with);
 
-/* One option table from n tables, each ending with { 0 }, in order,
- * ending with { 0 } (malloc'd; NULL when out of memory). A command's own
- * table and the shared ones (this file's, run_options.h's, gke.h's,
- * slurm.h's) are joined by it, so no table is placed by counting.
- * (Its place is common/opt.c; it is here while another change owns that
- * file.) */
-struct opt *opt_tables_join(const struct opt *const *tables, size_t n);
-
 /* Fills project and zone where the flags gave none, from
  * CLOUDSDK_CORE_PROJECT and CLOUDSDK_COMPUTE_ZONE, else from gcloud's
  * active configuration (cloud.h: gcloud_default), then opens the client.
