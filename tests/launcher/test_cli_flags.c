@@ -74,15 +74,9 @@ static void create(struct run_result *r, const char *name,
  * fake's record of requests (decref it). */
 static json_t *created_node(const char *name)
 {
-	char *out = NULL;
-	json_t *all, *q, *node = NULL;
+	json_t *all = fake_tpu_requests(&tpu), *q, *node = NULL;
 	size_t i;
 
-	cr_assert_eq(fake_tpu_call(&tpu, "GET", "/_fake/requests", NULL, &out),
-		     200);
-	all = json_loads(out, 0, NULL);
-	free(out);
-	cr_assert_not_null(all);
 	json_array_foreach(all, i, q) {
 		json_t *query = json_object_get(q, "query");
 		const char *id = json_string_value(
