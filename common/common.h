@@ -2,7 +2,8 @@
  * common: the few things every part of slicectl needs: an error value with a
  * printable message, growable buffers, monotonic time, backoff with jitter,
  * shell quoting, a table-driven option parser, logging, and the file and
- * process chores (atomic writes, mkdir -p, sleeping, a signal self-pipe).
+ * process chores (atomic writes, mkdir -p, sleeping, a signal self-pipe,
+ * helper threads that take no signals).
  *
  * Conventions: functions return 0 on success or a positive error code and,
  * when given a struct err, fill it with a message a user can act on.
@@ -10,6 +11,7 @@
 #ifndef SLICECTL_COMMON_H
 #define SLICECTL_COMMON_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -212,6 +214,20 @@ void default_remote_user(char *out, size_t cap);
 /* The user's home: $HOME, else the effective uid's passwd entry (valid until
  * the next getpw* call); NULL when neither names one. */
 const char *home_dir(void);
+
+/* thread.c: starts fn(arg) on a new thread with every signal blocked in
+ * it (the caller's own mask is left as it was): helper threads never run
+ * a signal handler, the thread with the signal loop does. Returns 0 or
+ * pthread_create's error. */
+int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+/* A condition variable whose timed waits run on mono_ms's clock. Returns 0
+ * or an errno value. */
+int mono_cond_init(pthread_cond_t *cv);
+/* Waits on cv (mu held) until woken or mono_ms() reaches deadline_ms;
+ * UINT64_MAX waits without a limit. Returns 0 or ETIMEDOUT. cv must come
+ * from mono_cond_init. */
+int mono_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+			 uint64_t deadline_ms);
 
 /* log.c: leveled logging to stderr, prefixed with the program name. */
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };

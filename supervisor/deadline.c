@@ -207,7 +207,7 @@ int deadline_poller_start(struct deadline_poller **out, const char *run_url,
 	}
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	p->started = !pthread_create(&p->thread, NULL, poller_main, p);
+	p->started = !thread_start(&p->thread, poller_main, p);
 	if (!p->started) {
 		deadline_poller_stop(p);
 		return err_set(e, COMMON_EIO, "cannot start a thread");

@@ -354,7 +354,7 @@ int events_start(const char *run_url, const char *writer,
 	pthread_cond_init(&w->cv, NULL);
 	if (*w->spool)
 		spool_load(w);
-	if (pthread_create(&w->thread, NULL, writer_main, w)) {
+	if (thread_start(&w->thread, writer_main, w)) {
 		pthread_cond_destroy(&w->cv);
 		pthread_mutex_destroy(&w->mu);
 		store_close(w->store);

@@ -25,7 +25,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -980,7 +979,6 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 		  struct err *e)
 {
 	pthread_condattr_t ca;
-	sigset_t all, old;
 	struct shipper *s;
 	unsigned base = BACKOFF_BASE_MS, max = BACKOFF_MAX_MS;
 	const char *v;
@@ -1065,10 +1063,8 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 	clear_spool(s);
 
 	/* The threads take no signals: the supervisor's loop does. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	s->uploader_done = false;
-	r = pthread_create(&s->uploader, NULL, uploader_main, s);
+	r = thread_start(&s->uploader, uploader_main, s);
 	if (r)
 		s->uploader_done = true;
 	if (!r) {
@@ -1081,7 +1077,6 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 			*e = s->open_err;
 		pthread_mutex_unlock(&s->mu);
 		if (rc) {
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
 			pthread_join(s->uploader, NULL);
 			err_prefix(e, "checkpoint shipper");
 			free_shipper(s);
@@ -1090,7 +1085,7 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 		pthread_mutex_lock(&s->mu);
 		s->scanner_done = false;
 		pthread_mutex_unlock(&s->mu);
-		r = pthread_create(&s->scanner, NULL, scanner_main, s);
+		r = thread_start(&s->scanner, scanner_main, s);
 		if (!r)
 			s->scanner_started = true;
 		else {
@@ -1099,7 +1094,6 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 			pthread_mutex_unlock(&s->mu);
 		}
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
 		rc = err_errno(e, COMMON_EIO, r, "cannot start the checkpoint "
 			       "shipper's threads");

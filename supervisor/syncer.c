@@ -555,7 +555,7 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	if (pthread_create(&s->thread, NULL, thread_main, s)) {
+	if (thread_start(&s->thread, thread_main, s)) {
 		store_close(s->store);
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->cv);
