@@ -250,16 +250,7 @@ static void spool_load(struct writer *w)
 
 static void wait_ms(struct writer *w, uint64_t ms)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+	mono_cond_wait_until(&w->cv, &w->mu, mono_ms() + ms);
 }
 
 /* One write of everything queued (called with mu held; drops it while
@@ -351,7 +342,7 @@ int events_start(const char *run_url, const char *writer,
 		snprintf(w->spool, sizeof(w->spool), "%s/events.spool",
 			 spool_dir);
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->cv, NULL);
+	mono_cond_init(&w->cv);
 	if (*w->spool)
 		spool_load(w);
 	if (thread_start(&w->thread, writer_main, w)) {

@@ -110,21 +110,6 @@ struct shipper {
 	struct err open_err;
 };
 
-/* ---------------------------------------------------------------- time */
-
-static void wait_until(struct shipper *s, uint64_t deadline_ms)
-{
-	struct timespec ts;
-
-	if (deadline_ms == UINT64_MAX) {
-		pthread_cond_wait(&s->cv, &s->mu);
-		return;
-	}
-	ts.tv_sec = (time_t)(deadline_ms / 1000u);
-	ts.tv_nsec = (long)(deadline_ms % 1000u) * 1000000L;
-	pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-}
-
 /* ---------------------------------------------------------------- files */
 
 /* "step-N" with N decimal, no sign, no leading zero, within int64. */
@@ -688,7 +673,7 @@ static void *scanner_main(void *arg)
 		until = mono_ms() + s->poll_ms;
 		while (!s->stop && !s->kick && !s->trash.n &&
 		       mono_ms() < until)
-			wait_until(s, until);
+			mono_cond_wait_until(&s->cv, &s->mu, until);
 	}
 	pthread_mutex_unlock(&s->mu);
 	empty_trash(s);
@@ -922,7 +907,7 @@ static void *uploader_main(void *arg)
 			until = s->retry_at_ms;
 		if (pass_due && s->next_pass_ms < until)
 			until = s->next_pass_ms;
-		wait_until(s, until);
+		mono_cond_wait_until(&s->cv, &s->mu, until);
 	}
 	pthread_mutex_unlock(&s->mu);
 	store_close(store);
@@ -978,7 +963,6 @@ static void clear_spool(struct shipper *s)
 int shipper_start(struct shipper **out, const struct shipper_config *c,
 		  struct err *e)
 {
-	pthread_condattr_t ca;
 	struct shipper *s;
 	unsigned base = BACKOFF_BASE_MS, max = BACKOFF_MAX_MS;
 	const char *v;
@@ -1014,10 +998,7 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 	atomic_init(&s->cancel, 0);
 	pthread_mutex_init(&s->scan_mu, NULL);
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	mono_cond_init(&s->cv);
 	s->scanner_done = s->uploader_done = true;
 	if (!ok) {
 		free_shipper(s);
@@ -1206,7 +1187,7 @@ int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e)
 				     s->st.failures ? s->st.last_error : "");
 			break;
 		}
-		wait_until(s, deadline_ms);
+		mono_cond_wait_until(&s->cv, &s->mu, deadline_ms);
 	}
 out:
 	s->flushers--;
@@ -1282,7 +1263,7 @@ void shipper_stop(struct shipper *s)
 	until = mono_ms() + STOP_WAIT_MS;
 	while ((!s->scanner_done || !s->uploader_done || s->flushers) &&
 	       mono_ms() < until)
-		wait_until(s, until);
+		mono_cond_wait_until(&s->cv, &s->mu, until);
 	while (s->flushers) /* they leave at once on stop */
 		pthread_cond_wait(&s->cv, &s->mu);
 	scanner = s->scanner;

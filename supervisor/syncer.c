@@ -437,7 +437,6 @@ static void *thread_main(void *arg)
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
 		uint64_t now = mono_ms(), next;
-		struct timespec ts;
 
 		/* The heartbeat first: a task may read it (every worker
 		 * finished?). */
@@ -476,14 +475,7 @@ static void *thread_main(void *arg)
 		if (s->status_dirty &&
 		    s->last_status_ms + OBJECT_WRITE_GAP_MS < next)
 			next = s->last_status_ms + OBJECT_WRITE_GAP_MS;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)((next - now) / 1000);
-		ts.tv_nsec += (long)((next - now) % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+		mono_cond_wait_until(&s->cv, &s->mu, next);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -554,7 +546,7 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 		return rc;
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
+	mono_cond_init(&s->cv);
 	if (thread_start(&s->thread, thread_main, s)) {
 		store_close(s->store);
 		pthread_mutex_destroy(&s->mu);
