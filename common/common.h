@@ -215,6 +215,21 @@ void default_remote_user(char *out, size_t cap);
  * the next getpw* call); NULL when neither names one. */
 const char *home_dir(void);
 
+/* http_words.c: what HTTP answers say, read one way by cloud/ and kube/. */
+
+/* "Not Found" for 404; "" for a status without one here. */
+const char *http_reason_phrase(long status);
+/* The wait a Retry-After header's value asks for, in ms: delay-seconds
+ * (capped at an hour), or an HTTP-date less than an hour after now; 0
+ * when it says neither. Whitespace around the value is fine. */
+unsigned http_retry_after_ms(const char *value, time_t now);
+/* SLICECTL_HTTP_RETRY_BASE_MS, the first retry's pause that tests and
+ * slow links set for every client's backoff (HTTP, Kubernetes, the
+ * checkpoint shipper): a number of ms from 1 to below
+ * HTTP_RETRY_BASE_MAX_MS; 0 when unset or not one. */
+#define HTTP_RETRY_BASE_MAX_MS 60000u
+unsigned http_retry_base_ms(void);
+
 /* thread.c: starts fn(arg) on a new thread with every signal blocked in
  * it (the caller's own mask is left as it was): helper threads never run
  * a signal handler, the thread with the signal loop does. Returns 0 or

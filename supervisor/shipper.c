@@ -964,8 +964,7 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 		  struct err *e)
 {
 	struct shipper *s;
-	unsigned base = BACKOFF_BASE_MS, max = BACKOFF_MAX_MS;
-	const char *v;
+	unsigned base = BACKOFF_BASE_MS, max = BACKOFF_MAX_MS, ms;
 	bool ok = true;
 	int r, rc;
 
@@ -1007,14 +1006,10 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 
 	/* Backoff between attempts: 1 s to 30 s, scaled down the way the
 	 * HTTP retry policy is by SLICECTL_HTTP_RETRY_BASE_MS. */
-	v = getenv("SLICECTL_HTTP_RETRY_BASE_MS");
-	if (v && *v) {
-		unsigned long ms = strtoul(v, NULL, 10);
-
-		if (ms > 0 && ms < BACKOFF_BASE_MS) {
-			base = (unsigned)ms;
-			max = (unsigned)(BACKOFF_MAX_MS / BACKOFF_BASE_MS * ms);
-		}
+	ms = http_retry_base_ms();
+	if (ms && ms < BACKOFF_BASE_MS) {
+		base = ms;
+		max = BACKOFF_MAX_MS / BACKOFF_BASE_MS * ms;
 	}
 	backoff_init(&s->backoff, base, max,
 		     mono_us() ^ ((uint64_t)getpid() << 32) ^
