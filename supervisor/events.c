@@ -204,24 +204,24 @@ static void spool_append(const char *path, const struct event *ev)
 /* The spool holds exactly the queue (after a write took some of it). */
 static void spool_rewrite(struct writer *w)
 {
-	char tmp[1200];
-	FILE *f;
+	struct buf b;
+	bool ok = true;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", w->spool);
-	f = fopen(tmp, "we");
-	if (!f)
-		return;
-	for (size_t i = 0; i < w->nq; i++) {
+	buf_init(&b);
+	for (size_t i = 0; i < w->nq && ok; i++) {
 		json_t *o = event_json(&w->q[i]);
 		char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 		if (line)
-			fprintf(f, "%s\n", line);
+			ok = !buf_appendf(&b, "%s\n", line);
 		free(line);
 		json_decref(o);
 	}
-	if (fclose(f) == 0)
-		rename(tmp, w->spool);
+	/* Best effort, as appending is: the old spool stays on failure. */
+	if (ok)
+		fs_write_atomic(w->spool, b.data ? b.data : "", b.len, 0666,
+				true, NULL);
+	buf_release(&b);
 }
 
 /* What an earlier process of this worker could not write. */

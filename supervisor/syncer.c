@@ -236,32 +236,14 @@ static bool bundle_cached(struct syncer *s, const char *record)
 static int bundle_remember(struct syncer *s, const char *record,
 			   struct err *e)
 {
-	char path[1100], tmp[1120];
-	size_t len = strlen(record);
-	int fd;
+	char path[1100];
+	int r;
 
 	snprintf(path, sizeof(path), "%s.generation", s->c.code_dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return err_errno(e, COMMON_EIO, errno, "creating %s", tmp);
-	if (write(fd, record, len) != (ssize_t)len || fsync(fd)) {
-		int errnum = errno;
-
-		close(fd);
-		unlink(tmp);
-		return err_errno(e, errnum == ENOSPC ? CLOUD_ENOSPACE
-						     : COMMON_EIO,
-				 errnum, "writing %s", tmp);
-	}
-	close(fd);
-	if (rename(tmp, path)) {
-		int errnum = errno;
-
-		unlink(tmp);
-		return err_errno(e, COMMON_EIO, errnum, "renaming %s", tmp);
-	}
-	return 0;
+	r = fs_write_atomic(path, record, strlen(record), 0644, true, e);
+	if (r == ENOSPC)
+		e->code = CLOUD_ENOSPACE;
+	return r ? e->code : 0;
 }
 
 /* Unpacks the run's bundle.tar.zst into code_dir unless the generation
@@ -659,12 +641,8 @@ void syncer_stop(struct syncer *s, uint64_t deadline_ms)
 		uint64_t now = mono_ms(),
 			 ok = s->last_status_ms + OBJECT_WRITE_GAP_MS;
 
-		if (s->last_status_ms && now < ok && ok < deadline_ms) {
-			struct timespec ts = { 0, (long)(ok - now) * 1000000L };
-
-			while (nanosleep(&ts, &ts) && errno == EINTR)
-				;
-		}
+		if (s->last_status_ms && now < ok && ok < deadline_ms)
+			proc_sleep_ms(ok - now, true);
 		publish_status(s);
 	}
 	store_close(s->store);
