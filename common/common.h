@@ -1,9 +1,10 @@
 /*
  * common: the few things every part of slicectl needs: an error value with a
  * printable message, growable buffers, monotonic time, backoff with jitter,
- * shell quoting, a table-driven option parser, logging, and the file and
- * process chores (atomic writes, mkdir -p, sleeping, a signal self-pipe,
- * helper threads that take no signals).
+ * shell quoting, a table-driven option parser, logging, what HTTP answers
+ * say (reason phrases, Retry-After), and the file and process chores
+ * (atomic writes, mkdir -p, sleeping, a signal self-pipe, helper threads
+ * that take no signals).
  *
  * Conventions: functions return 0 on success or a positive error code and,
  * when given a struct err, fill it with a message a user can act on.
