@@ -29,6 +29,8 @@ static bool saw_commit(struct shipper *s, uint64_t step)
 	return s->prune;
 }
 
+/* Worker 0 prunes after a commit. Called and returns with mu held,
+ * dropped meanwhile. */
 static void prune(struct shipper *s, struct store *store)
 {
 	struct ckpt_prune_options po;
@@ -39,6 +41,7 @@ static void prune(struct shipper *s, struct store *store)
 	ckpt_prune_options_init(&po);
 	po.keep = s->keep ? s->keep : 1;
 	po.keep_every = s->keep_every;
+	pthread_mutex_unlock(&s->mu);
 	rc = ckpt_prune(store, &po, &pr, &e);
 	if (rc)
 		log_warn("pruning checkpoints: %s", e.msg);
@@ -46,6 +49,7 @@ static void prune(struct shipper *s, struct store *store)
 		log_info("pruned %zu checkpoint steps (%zu objects, %llu "
 			 "bytes)", pr.steps_deleted, pr.objects_deleted,
 			 (unsigned long long)pr.bytes_freed);
+	pthread_mutex_lock(&s->mu);
 }
 
 /* Worker 0's pass: commits its newest uploaded step if every part is
@@ -71,11 +75,8 @@ static void commit_pass(struct shipper *s, struct store *store)
 	else if (committed)
 		do_prune = saw_commit(s, step);
 	spool_publish(s);
-	if (do_prune) {
-		pthread_mutex_unlock(&s->mu);
+	if (do_prune)
 		prune(s, store);
-		pthread_mutex_lock(&s->mu);
-	}
 }
 
 /* The unlocked part of an attempt: ckpt_save of the spool's step, its
@@ -238,11 +239,8 @@ static void upload_newest(struct shipper *s, struct store *store)
 	/* The step that was in flight may be dropped now if over bound. */
 	spool_enforce_bound(s);
 	spool_publish(s);
-	if (do_prune) {
-		pthread_mutex_unlock(&s->mu);
+	if (do_prune)
 		prune(s, store);
-		pthread_mutex_lock(&s->mu);
-	}
 }
 
 void *shipper_uploader_main(void *arg)
