@@ -669,7 +669,7 @@ static int unpack_stream(struct store *s, struct unpack_source *src,
 	b.name = name;
 	b.generation = src->generation;
 	b.fd = sv[1];
-	r = pthread_create(&thread, NULL, bridge_main, &b);
+	r = thread_start(&thread, bridge_main, &b);
 	if (r) {
 		close(sv[0]);
 		close(sv[1]);

@@ -22,6 +22,7 @@
 void http_policy_default(struct http_policy *p)
 {
 	const char *v;
+	unsigned base;
 
 	p->max_attempts = 8;
 	p->max_total_ms = 10 * 60 * 1000;
@@ -36,15 +37,11 @@ void http_policy_default(struct http_policy *p)
 		if (s > 0 && s < 3600)
 			p->stall_ms = (unsigned)s * 1000;
 	}
-	v = getenv("SLICECTL_HTTP_RETRY_BASE_MS");
-	if (v && *v) {
-		unsigned long ms = strtoul(v, NULL, 10);
-
-		if (ms > 0 && ms < 60000) {
-			p->backoff_base_ms = (unsigned)ms;
-			if (p->backoff_max_ms > ms * 64)
-				p->backoff_max_ms = (unsigned)ms * 64;
-		}
+	base = http_retry_base_ms();
+	if (base) {
+		p->backoff_base_ms = base;
+		if (p->backoff_max_ms > base * 64)
+			p->backoff_max_ms = base * 64;
 	}
 }
 
@@ -584,44 +581,10 @@ static void url_for_message(const char *url, char *out, size_t len)
 static unsigned parse_retry_after(const struct http_response *resp)
 {
 	char v[64];
-	char *end;
-	unsigned long s;
 
 	if (!http_response_header(resp, "retry-after", v, sizeof(v)))
 		return 0;
-	s = strtoul(v, &end, 10);
-	if (end != v && *end == '\0')
-		return s > 3600 ? 3600u * 1000 : (unsigned)s * 1000;
-	{
-		time_t when = curl_getdate(v, NULL);
-		time_t now = time(NULL);
-
-		if (when > now && when - now < 3600)
-			return (unsigned)(when - now) * 1000;
-	}
-	return 0;
-}
-
-static const char *reason(long status)
-{
-	switch (status) {
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 410: return "Gone";
-	case 412: return "Precondition Failed";
-	case 413: return "Payload Too Large";
-	case 416: return "Range Not Satisfiable";
-	case 429: return "Too Many Requests";
-	case 500: return "Internal Server Error";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "";
-	}
+	return http_retry_after_ms(v, time(NULL));
 }
 
 static int status_error(long status)
@@ -681,7 +644,7 @@ static int failure(struct http_client *c, const struct http_request *req,
 		hint = status_hint(resp->status);
 	return err_set(e, status_error(resp->status),
 		       "%s %s: HTTP %ld %s%s%s%s%s", req->method, url,
-		       resp->status, reason(resp->status),
+		       resp->status, http_reason_phrase(resp->status),
 		       msg[0] ? ": " : "", msg,
 		       resp->attempts > 1 ? " (after retries)" : "", hint);
 }

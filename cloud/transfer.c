@@ -138,7 +138,7 @@ static int pool_start(struct pool *p, struct threads *t, void *(*fn)(void *),
 	for (; t->n < p->n; t->n++) {
 		t->jobs[t->n].ud = ud;
 		t->jobs[t->n].c = &p->wc[t->n];
-		if (pthread_create(&t->th[t->n], NULL, fn, &t->jobs[t->n]))
+		if (thread_start(&t->th[t->n], fn, &t->jobs[t->n]))
 			return err_set(e, CLOUD_ENOMEM, "cannot start a "
 				       "transfer thread");
 	}

@@ -1,8 +1,10 @@
 /*
  * common: the few things every part of slicectl needs: an error value with a
  * printable message, growable buffers, monotonic time, backoff with jitter,
- * shell quoting, a table-driven option parser, logging, and the file and
- * process chores (atomic writes, mkdir -p, sleeping, a signal self-pipe).
+ * shell quoting, a table-driven option parser, logging, what HTTP answers
+ * say (reason phrases, Retry-After), and the file and process chores
+ * (atomic writes, mkdir -p, sleeping, a signal self-pipe, helper threads
+ * that take no signals).
  *
  * Conventions: functions return 0 on success or a positive error code and,
  * when given a struct err, fill it with a message a user can act on.
@@ -10,6 +12,7 @@
 #ifndef SLICECTL_COMMON_H
 #define SLICECTL_COMMON_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -219,6 +222,35 @@ void default_remote_user(char *out, size_t cap);
 /* The user's home: $HOME, else the effective uid's passwd entry (valid until
  * the next getpw* call); NULL when neither names one. */
 const char *home_dir(void);
+
+/* http_words.c: what HTTP answers say, read one way by cloud/ and kube/. */
+
+/* "Not Found" for 404; "" for a status without one here. */
+const char *http_reason_phrase(long status);
+/* The wait a Retry-After header's value asks for, in ms: delay-seconds
+ * (capped at an hour), or an HTTP-date less than an hour after now; 0
+ * when it says neither. Whitespace around the value is fine. */
+unsigned http_retry_after_ms(const char *value, time_t now);
+/* SLICECTL_HTTP_RETRY_BASE_MS, the first retry's pause that tests and
+ * slow links set for every client's backoff (HTTP, Kubernetes, the
+ * checkpoint shipper): a number of ms from 1 to below
+ * HTTP_RETRY_BASE_MAX_MS; 0 when unset or not one. */
+#define HTTP_RETRY_BASE_MAX_MS 60000u
+unsigned http_retry_base_ms(void);
+
+/* thread.c: starts fn(arg) on a new thread with every signal blocked in
+ * it (the caller's own mask is left as it was): helper threads never run
+ * a signal handler, the thread with the signal loop does. Returns 0 or
+ * pthread_create's error. */
+int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+/* A condition variable whose timed waits run on mono_ms's clock. Returns 0
+ * or an errno value. */
+int mono_cond_init(pthread_cond_t *cv);
+/* Waits on cv (mu held) until woken or mono_ms() reaches deadline_ms;
+ * UINT64_MAX waits without a limit. Returns 0 or ETIMEDOUT. cv must come
+ * from mono_cond_init. */
+int mono_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+			 uint64_t deadline_ms);
 
 /* log.c: leveled logging to stderr, prefixed with the program name. */
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };

@@ -48,8 +48,9 @@ static void policy_default(struct kube_policy *p)
 {
 	p->max_attempts = 8;
 	p->max_total_ms = 2 * 60 * 1000;
-	p->backoff_base_ms = env_uint("SLICECTL_HTTP_RETRY_BASE_MS", 250,
-				      60000);
+	p->backoff_base_ms = http_retry_base_ms();
+	if (!p->backoff_base_ms)
+		p->backoff_base_ms = 250;
 	p->backoff_max_ms = p->backoff_base_ms * 64 < 16000
 				    ? p->backoff_base_ms * 64 : 16000;
 	p->retry_after_max_ms = 60 * 1000;
@@ -140,24 +141,12 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 	if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
 		char v[64];
 		size_t vl = len - 12;
-		char *end;
-		unsigned long s;
 
 		if (vl >= sizeof(v))
 			vl = sizeof(v) - 1;
 		memcpy(v, data + 12, vl);
 		v[vl] = '\0';
-		s = strtoul(v, &end, 10);
-		if (end != v && strspn(end, " \t\r\n") == strlen(end)) {
-			t->a->retry_after_ms = s > 3600 ? 3600u * 1000
-							: (unsigned)s * 1000;
-		} else {
-			time_t when = curl_getdate(v, NULL), now = time(NULL);
-
-			if (when > now && when - now < 3600)
-				t->a->retry_after_ms =
-					(unsigned)(when - now) * 1000;
-		}
+		t->a->retry_after_ms = http_retry_after_ms(v, time(NULL));
 	}
 	return len;
 }

@@ -241,7 +241,6 @@ static void collect(struct run *r)
 	close_fd(&r->err_fd);
 	/* A plugin may close its output and linger: the limit holds. */
 	for (;;) {
-		struct timespec pause = { 0, 10 * 1000000L };
 		pid_t w = r->killed ? 0 : waitpid(r->pid, &r->status, WNOHANG);
 
 		if (r->killed || w == r->pid || (w == -1 && errno != EINTR))
@@ -250,7 +249,7 @@ static void collect(struct run *r)
 			kill(r->pid, SIGKILL);
 			r->killed = true;
 		} else {
-			nanosleep(&pause, NULL);
+			proc_sleep_ms(10, false);
 		}
 	}
 	if (r->killed)

@@ -93,28 +93,6 @@ static void read_status(json_t *root, struct status *st)
 		st->causes = NULL;
 }
 
-static const char *reason_phrase(long status)
-{
-	switch (status) {
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	case 410: return "Gone";
-	case 413: return "Request Entity Too Large";
-	case 415: return "Unsupported Media Type";
-	case 422: return "Unprocessable Entity";
-	case 429: return "Too Many Requests";
-	case 500: return "Internal Server Error";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "";
-	}
-}
-
 static int status_error(long status)
 {
 	switch (status) {
@@ -403,7 +381,7 @@ int kube_failure(const struct kube_client *k, const struct kube_call *c,
 		clean(&msg);
 	code = status_error(a->status);
 	err_set(e, code, "%s %.*s: %ld %s%s%s%s%s", c->method, path_len,
-		c->path, a->status, reason_phrase(a->status),
+		c->path, a->status, http_reason_phrase(a->status),
 		msg.len ? ": " : "", msg.len ? msg.data : "",
 		retried && (a->status == 429 || a->status >= 500)
 			? " (after retries)" : "",

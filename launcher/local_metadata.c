@@ -543,7 +543,7 @@ int local_metadata_start(struct local_metadata **out, unsigned num_slices,
 		if (!rc && fill_values(m, i, num_slices, workers_per_slice))
 			rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	}
-	if (!rc && pthread_create(&m->thread, NULL, serve, m))
+	if (!rc && thread_start(&m->thread, serve, m))
 		rc = err_set(e, COMMON_EIO, "cannot start a thread");
 	if (rc) {
 		local_metadata_stop(m);

@@ -36,11 +36,7 @@ static bool state_known(const char *s)
 
 static void pause_before_retry(struct backoff *b)
 {
-	unsigned ms = backoff_next_ms(b);
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
+	proc_sleep_ms(backoff_next_ms(b), true);
 }
 
 static void retry_init(struct backoff *b)

@@ -138,7 +138,7 @@ static void *poller_main(void *arg)
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
-		struct timespec ts;
+		uint64_t until;
 		struct err e;
 		int rc;
 
@@ -152,15 +152,9 @@ static void *poller_main(void *arg)
 		snprintf(p->last_error, sizeof(p->last_error), "%s",
 			 rc ? e.msg : "");
 		pthread_mutex_lock(&p->mu);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)(p->poll_ms / 1000);
-		ts.tv_nsec += (long)(p->poll_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		until = mono_ms() + p->poll_ms;
 		while (!p->stop &&
-		       pthread_cond_timedwait(&p->cv, &p->mu, &ts) != ETIMEDOUT)
+		       mono_cond_wait_until(&p->cv, &p->mu, until) != ETIMEDOUT)
 			;
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -206,8 +200,8 @@ int deadline_poller_start(struct deadline_poller **out, const char *run_url,
 		return rc;
 	}
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
-	p->started = !pthread_create(&p->thread, NULL, poller_main, p);
+	mono_cond_init(&p->cv);
+	p->started = !thread_start(&p->thread, poller_main, p);
 	if (!p->started) {
 		deadline_poller_stop(p);
 		return err_set(e, COMMON_EIO, "cannot start a thread");

@@ -204,24 +204,24 @@ static void spool_append(const char *path, const struct event *ev)
 /* The spool holds exactly the queue (after a write took some of it). */
 static void spool_rewrite(struct writer *w)
 {
-	char tmp[1200];
-	FILE *f;
+	struct buf b;
+	bool ok = true;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", w->spool);
-	f = fopen(tmp, "we");
-	if (!f)
-		return;
-	for (size_t i = 0; i < w->nq; i++) {
+	buf_init(&b);
+	for (size_t i = 0; i < w->nq && ok; i++) {
 		json_t *o = event_json(&w->q[i]);
 		char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 		if (line)
-			fprintf(f, "%s\n", line);
+			ok = !buf_appendf(&b, "%s\n", line);
 		free(line);
 		json_decref(o);
 	}
-	if (fclose(f) == 0)
-		rename(tmp, w->spool);
+	/* Best effort, as appending is: the old spool stays on failure. */
+	if (ok)
+		fs_write_atomic(w->spool, b.data ? b.data : "", b.len, 0666,
+				true, NULL);
+	buf_release(&b);
 }
 
 /* What an earlier process of this worker could not write. */
@@ -250,16 +250,7 @@ static void spool_load(struct writer *w)
 
 static void wait_ms(struct writer *w, uint64_t ms)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+	mono_cond_wait_until(&w->cv, &w->mu, mono_ms() + ms);
 }
 
 /* One write of everything queued (called with mu held; drops it while
@@ -351,10 +342,10 @@ int events_start(const char *run_url, const char *writer,
 		snprintf(w->spool, sizeof(w->spool), "%s/events.spool",
 			 spool_dir);
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->cv, NULL);
+	mono_cond_init(&w->cv);
 	if (*w->spool)
 		spool_load(w);
-	if (pthread_create(&w->thread, NULL, writer_main, w)) {
+	if (thread_start(&w->thread, writer_main, w)) {
 		pthread_cond_destroy(&w->cv);
 		pthread_mutex_destroy(&w->mu);
 		store_close(w->store);

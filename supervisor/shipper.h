@@ -2,19 +2,21 @@
  * shipper.h (private to supervisor/): moves the trainer's completed steps
  * to the bucket in the background, never blocking the trainer.
  *
- * A thread of its own (with its own store handle) watches the checkpoint
- * directory for step-N.done. It moves step-N/ into a spool directory at
- * once (a rename: the trainer's directory only ever holds steps in
- * progress), then packs and uploads it as this worker's part of step N
- * (ckpt_save), committing the step when every part is there. "Newest"
+ * Two threads of its own, sharing one state under one mutex: the scanner
+ * watches the checkpoint directory for step-N.done and moves step-N/ into
+ * a spool directory at once (a rename: the trainer's directory only ever
+ * holds steps in progress); the uploader, with its own store handle,
+ * packs and uploads it as this worker's part of step N (ckpt_save),
+ * committing the step when every part is there. So steps keep leaving
+ * the trainer's directory while an upload is slow or failing. "Newest"
  * means the step whose .done marker appeared last, whatever its number.
  * When steps come faster than uploads, only the newest waiting step is
  * uploaded and older waiting ones are dropped (coalescing); a step being
- * uploaded is finished first. Uploads that fail (a bucket answering 503 for minutes)
- * are retried with backoff while the spool holds them; the spool is
- * bounded (job spool_mb): when full, the oldest waiting steps go first,
- * never the newest. After each commit worker 0 prunes per keep and
- * keep_every.
+ * uploaded is finished first. Uploads that fail (a bucket answering 503
+ * for minutes) are retried with backoff while the spool holds them; the
+ * spool is bounded (job spool_mb): when full, the oldest waiting steps go
+ * first, never the newest. After each commit worker 0 prunes per keep and
+ * keep_every. The threads take no signals: the supervisor's loop does.
  */
 #ifndef SLICECTL_SUPERVISOR_SHIPPER_H
 #define SLICECTL_SUPERVISOR_SHIPPER_H
@@ -25,7 +27,7 @@
 struct shipper;
 
 struct shipper_config {
-	const char *run_url;      /* store_open'd by the thread itself */
+	const char *run_url;      /* store_open'd by the uploader itself */
 	const char *ckpt_dir;     /* $SLICE_CHECKPOINT_DIR */
 	const char *spool_dir;    /* same filesystem as ckpt_dir */
 	const char *part;         /* "slice-S-worker-W" */
@@ -70,7 +72,7 @@ int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e);
  * generation: steps of the old one must not be committed late); an
  * upload in flight is aborted. */
 void shipper_reset(struct shipper *s);
-/* Stops the thread (aborting an upload in flight) and frees s. */
+/* Stops the threads (aborting an upload in flight) and frees s. */
 void shipper_stop(struct shipper *s);
 
 #endif

@@ -236,32 +236,14 @@ static bool bundle_cached(struct syncer *s, const char *record)
 static int bundle_remember(struct syncer *s, const char *record,
 			   struct err *e)
 {
-	char path[1100], tmp[1120];
-	size_t len = strlen(record);
-	int fd;
+	char path[1100];
+	int r;
 
 	snprintf(path, sizeof(path), "%s.generation", s->c.code_dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return err_errno(e, COMMON_EIO, errno, "creating %s", tmp);
-	if (write(fd, record, len) != (ssize_t)len || fsync(fd)) {
-		int errnum = errno;
-
-		close(fd);
-		unlink(tmp);
-		return err_errno(e, errnum == ENOSPC ? CLOUD_ENOSPACE
-						     : COMMON_EIO,
-				 errnum, "writing %s", tmp);
-	}
-	close(fd);
-	if (rename(tmp, path)) {
-		int errnum = errno;
-
-		unlink(tmp);
-		return err_errno(e, COMMON_EIO, errnum, "renaming %s", tmp);
-	}
-	return 0;
+	r = fs_write_atomic(path, record, strlen(record), 0644, true, e);
+	if (r == ENOSPC)
+		e->code = CLOUD_ENOSPACE;
+	return r ? e->code : 0;
 }
 
 /* Unpacks the run's bundle.tar.zst into code_dir unless the generation
@@ -437,7 +419,6 @@ static void *thread_main(void *arg)
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
 		uint64_t now = mono_ms(), next;
-		struct timespec ts;
 
 		/* The heartbeat first: a task may read it (every worker
 		 * finished?). */
@@ -476,14 +457,7 @@ static void *thread_main(void *arg)
 		if (s->status_dirty &&
 		    s->last_status_ms + OBJECT_WRITE_GAP_MS < next)
 			next = s->last_status_ms + OBJECT_WRITE_GAP_MS;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)((next - now) / 1000);
-		ts.tv_nsec += (long)((next - now) % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+		mono_cond_wait_until(&s->cv, &s->mu, next);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -554,8 +528,8 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 		return rc;
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
-	if (pthread_create(&s->thread, NULL, thread_main, s)) {
+	mono_cond_init(&s->cv);
+	if (thread_start(&s->thread, thread_main, s)) {
 		store_close(s->store);
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->cv);
@@ -667,12 +641,8 @@ void syncer_stop(struct syncer *s, uint64_t deadline_ms)
 		uint64_t now = mono_ms(),
 			 ok = s->last_status_ms + OBJECT_WRITE_GAP_MS;
 
-		if (s->last_status_ms && now < ok && ok < deadline_ms) {
-			struct timespec ts = { 0, (long)(ok - now) * 1000000L };
-
-			while (nanosleep(&ts, &ts) && errno == EINTR)
-				;
-		}
+		if (s->last_status_ms && now < ok && ok < deadline_ms)
+			proc_sleep_ms(ok - now, true);
 		publish_status(s);
 	}
 	store_close(s->store);

@@ -123,7 +123,7 @@ int watch_start(struct watch **out, int notify_fd, struct err *e)
 		wr->path = paths[i];
 		wr->event = i ? WATCH_MAINTENANCE : WATCH_PREEMPTED;
 		rc = metadata_open(&wr->m, e);
-		if (!rc && pthread_create(&wr->thread, NULL, run, wr))
+		if (!rc && thread_start(&wr->thread, run, wr))
 			rc = err_set(e, COMMON_EIO, "cannot start a thread");
 		wr->started = !rc;
 	}

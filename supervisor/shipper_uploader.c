@@ -1,0 +1,283 @@
+/*
+ * shipper_uploader.c: the checkpoint shipper's uploader thread. It owns
+ * the store: it uploads the newest waiting step (ckpt_save), retries
+ * failures with backoff, and, on worker 0, commits and prunes.
+ */
+#include "supervisor/shipper_spool.h"
+
+#include "checkpoint/checkpoint.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool permanent(int rc)
+{
+	/* The step itself is unusable (its spool directory is gone or
+	 * unreadable) or the request is: retrying cannot help. */
+	return rc == CKPT_ESOURCE || rc == CKPT_EINVAL || rc == CKPT_EUNSAFE;
+}
+
+/* Under mu: step was seen committed. Returns whether to prune. */
+static bool saw_commit(struct shipper *s, uint64_t step)
+{
+	if (s->pending_commit >= 0 && (uint64_t)s->pending_commit <= step)
+		s->pending_commit = -1;
+	if ((int64_t)step <= s->st.newest_committed)
+		return false;
+	s->st.newest_committed = (int64_t)step;
+	log_info("step %llu is committed", (unsigned long long)step);
+	return s->prune;
+}
+
+/* Worker 0 prunes after a commit. Called and returns with mu held,
+ * dropped meanwhile. */
+static void prune(struct shipper *s, struct store *store)
+{
+	struct ckpt_prune_options po;
+	struct ckpt_prune_result pr;
+	struct err e;
+	int rc;
+
+	ckpt_prune_options_init(&po);
+	po.keep = s->keep ? s->keep : 1;
+	po.keep_every = s->keep_every;
+	pthread_mutex_unlock(&s->mu);
+	rc = ckpt_prune(store, &po, &pr, &e);
+	if (rc)
+		log_warn("pruning checkpoints: %s", e.msg);
+	else if (pr.steps_deleted)
+		log_info("pruned %zu checkpoint steps (%zu objects, %llu "
+			 "bytes)", pr.steps_deleted, pr.objects_deleted,
+			 (unsigned long long)pr.bytes_freed);
+	pthread_mutex_lock(&s->mu);
+}
+
+/* Worker 0's pass: commits its newest uploaded step if every part is
+ * there now (the writer of the last part may have died before it could
+ * commit). Called and returns with mu held. */
+static void commit_pass(struct shipper *s, struct store *store)
+{
+	uint64_t step = (uint64_t)s->pending_commit;
+	unsigned epoch = s->epoch;
+	bool committed = false, do_prune = false;
+	struct err e;
+	int rc;
+
+	pthread_mutex_unlock(&s->mu);
+	rc = ckpt_commit(store, step, s->parts_expected, &committed, &e);
+	pthread_mutex_lock(&s->mu);
+	s->next_pass_ms = mono_ms() + s->poll_ms;
+	if (epoch != s->epoch)
+		return;
+	if (rc)
+		log_debug("committing step %llu: %s",
+			  (unsigned long long)step, e.msg);
+	else if (committed)
+		do_prune = saw_commit(s, step);
+	spool_publish(s);
+	if (do_prune)
+		prune(s, store);
+}
+
+/* The unlocked part of an attempt: ckpt_save of the spool's step, its
+ * time in *us. */
+static int save(struct shipper *s, struct store *store, uint64_t step,
+		struct ckpt_save_result *res, uint64_t *us, struct err *e)
+{
+	struct ckpt_save_options o;
+	char path[SPOOL_PATH];
+	int rc;
+
+	ckpt_save_options_init(&o);
+	o.part = s->part;
+	o.parts_expected = s->parts_expected;
+	o.cancel = &s->cancel;
+	*us = mono_us();
+	if (!spool_step_path(path, s->spool_dir, step, ""))
+		rc = err_set(e, CKPT_EINVAL, "spool path too long");
+	else
+		rc = ckpt_save(store, path, step, &o, res, e);
+	*us = mono_us() - *us;
+	return rc;
+}
+
+/* What an operator needs to know whether a step of this size fits in a
+ * preemption notice. */
+static void note_speed(struct shipper *s, uint64_t step, uint64_t bytes,
+		       uint64_t us)
+{
+	s->st.upload_bps = bytes * 1000000 / (us ? us : 1);
+	log_info("step %llu: %.1f MiB uploaded in %.2f s (%.1f MiB/s)",
+		 (unsigned long long)step, bytes / 1048576.0, us / 1e6,
+		 s->st.upload_bps / 1048576.0);
+}
+
+/* Coalescing, once the arrival seq (step, its marker made at made) is
+ * uploaded: the older waiting steps are not needed, but for a flush's
+ * those whose order is a guess. */
+static void drop_older(struct shipper *s, uint64_t step, uint64_t seq,
+		       const struct timespec *made)
+{
+	for (size_t i = 0; i < s->nw;) {
+		const struct spool_entry *o = &s->w[i];
+
+		if (o->seq > seq || o->in_flight ||
+		    (s->draining && spool_same_time(&o->made, made))) {
+			i++;
+			continue;
+		}
+		log_info("step %llu dropped: step %llu is uploaded",
+			 (unsigned long long)o->step, (unsigned long long)step);
+		spool_drop(s, i);
+		s->st.dropped++;
+	}
+}
+
+/* Entry at (arrival seq) is uploaded, or was committed already (rc
+ * CKPT_ECOMMITTED). Returns whether to prune. */
+static bool uploaded(struct shipper *s, size_t at, uint64_t seq, int rc,
+		     bool committed)
+{
+	uint64_t step = s->w[at].step;
+	struct timespec made = s->w[at].made;
+
+	log_info("step %llu uploaded as %s%s", (unsigned long long)step,
+		 s->part, rc == CKPT_ECOMMITTED ? " (it was already committed)"
+			  : committed ? "; committed" : "");
+	if (seq > s->uploaded_seq) {
+		s->uploaded_seq = seq;
+		s->st.newest_uploaded = (int64_t)step;
+	}
+	spool_drop(s, at);
+	drop_older(s, step, seq, &made);
+	s->st.failures = 0;
+	s->backoff.attempt = 0;
+	s->retry_at_ms = 0;
+	if (committed)
+		return saw_commit(s, step);
+	if (s->prune && seq == s->uploaded_seq) {
+		s->pending_commit = (int64_t)step;
+		s->next_pass_ms = mono_ms() + s->poll_ms;
+	}
+	return false;
+}
+
+/* The attempt of entry at (arrival seq) failed with rc: aborted for a
+ * stop or a flush, dropped when retrying cannot help, else retried
+ * after a backoff. */
+static void failed(struct shipper *s, size_t at, uint64_t seq, int rc,
+		   const struct err *e)
+{
+	uint64_t step = s->w[at].step;
+	unsigned delay;
+
+	if (rc == CLOUD_EABORTED && (s->stop || s->preempted)) {
+		log_info("upload of step %llu aborted%s",
+			 (unsigned long long)step,
+			 s->stop ? "" : ": a newer step goes first");
+		s->retry_at_ms = 0;
+		return;
+	}
+	s->st.failures++;
+	spool_set_error(s, e->msg);
+	if (permanent(rc)) {
+		log_error("step %llu cannot be uploaded, dropped: %s",
+			  (unsigned long long)step, e->msg);
+		s->error_step = (int64_t)step;
+		s->error_seq = seq;
+		s->error_code = rc;
+		spool_drop(s, at);
+		s->st.dropped++;
+		return;
+	}
+	delay = backoff_next_ms(&s->backoff);
+	log_warn("uploading step %llu failed (%u in a row), next try in %u "
+		 "ms: %s", (unsigned long long)step, s->st.failures, delay,
+		 e->msg);
+	s->retry_at_ms = mono_ms() + delay;
+}
+
+/* One upload attempt of the newest waiting step. Called and returns
+ * with mu held. */
+static void upload_newest(struct shipper *s, struct store *store)
+{
+	struct spool_entry *ent = &s->w[s->nw - 1];
+	uint64_t step = ent->step, seq = ent->seq, us;
+	unsigned epoch = s->epoch;
+	struct ckpt_save_result res;
+	bool committed, do_prune = false;
+	struct err e;
+	ssize_t at;
+	int rc;
+
+	ent->in_flight = true;
+	s->preempted = false;
+	atomic_store(&s->cancel, s->stop ? 1 : 0);
+	pthread_mutex_unlock(&s->mu);
+	rc = save(s, store, step, &res, &us, &e);
+	committed = rc == CKPT_ECOMMITTED || (!rc && res.committed);
+	pthread_mutex_lock(&s->mu);
+	at = spool_find(s, step);
+	if (at < 0) /* cannot happen: in-flight entries stay */
+		return;
+	s->w[at].in_flight = false;
+	if (s->w[at].doomed || epoch != s->epoch) {
+		log_info("step %llu belongs to an earlier generation: "
+			 "dropped%s", (unsigned long long)step,
+			 rc == CLOUD_EABORTED ? " (its upload was aborted)"
+					       : "");
+		spool_drop(s, (size_t)at);
+		spool_publish(s);
+		return;
+	}
+	if (!rc && res.bytes)
+		note_speed(s, step, res.bytes, us);
+	if (!rc || rc == CKPT_ECOMMITTED)
+		do_prune = uploaded(s, (size_t)at, seq, rc, committed);
+	else
+		failed(s, (size_t)at, seq, rc, &e);
+	/* The step that was in flight may be dropped now if over bound. */
+	spool_enforce_bound(s);
+	spool_publish(s);
+	if (do_prune)
+		prune(s, store);
+}
+
+void *shipper_uploader_main(void *arg)
+{
+	struct shipper *s = arg;
+	struct store *store = NULL;
+	struct err e;
+	int rc;
+
+	rc = store_open(&store, s->run_url, &e);
+	pthread_mutex_lock(&s->mu);
+	s->open_rc = rc;
+	s->open_err = e;
+	s->opened = true;
+	pthread_cond_broadcast(&s->cv);
+	while (!rc && !s->stop) {
+		uint64_t now = mono_ms(), until = UINT64_MAX;
+		bool pass_due = s->prune && s->pending_commit >= 0;
+
+		if (s->nw && now >= s->retry_at_ms) {
+			upload_newest(s, store);
+			continue;
+		}
+		/* Worker 0's commit pass, unless a flush is in a hurry. */
+		if (pass_due && now >= s->next_pass_ms && !s->flushers) {
+			commit_pass(s, store);
+			continue;
+		}
+		if (s->nw)
+			until = s->retry_at_ms;
+		if (pass_due && s->next_pass_ms < until)
+			until = s->next_pass_ms;
+		mono_cond_wait_until(&s->cv, &s->mu, until);
+	}
+	pthread_mutex_unlock(&s->mu);
+	store_close(store);
+	pthread_mutex_lock(&s->mu);
+	shipper_thread_done(s, &s->uploader_done);
+	return NULL;
+}
