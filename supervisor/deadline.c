@@ -200,8 +200,8 @@ int deadline_poller_start(struct deadline_poller **out, const char *run_url,
 		return rc;
 	}
 	pthread_mutex_init(&p->mu, NULL);
-	mono_cond_init(&p->cv);
-	p->started = !thread_start(&p->thread, poller_main, p);
+	p->started = !mono_cond_init(&p->cv) &&
+		     !thread_start(&p->thread, poller_main, p);
 	if (!p->started) {
 		deadline_poller_stop(p);
 		return err_set(e, COMMON_EIO, "cannot start a thread");

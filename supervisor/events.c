@@ -342,7 +342,12 @@ int events_start(const char *run_url, const char *writer,
 		snprintf(w->spool, sizeof(w->spool), "%s/events.spool",
 			 spool_dir);
 	pthread_mutex_init(&w->mu, NULL);
-	mono_cond_init(&w->cv);
+	if (mono_cond_init(&w->cv)) {
+		pthread_mutex_destroy(&w->mu);
+		store_close(w->store);
+		free(w);
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	}
 	if (*w->spool)
 		spool_load(w);
 	if (thread_start(&w->thread, writer_main, w)) {

@@ -63,7 +63,8 @@ static struct shipper *shipper_new(const struct shipper_config *c)
 	atomic_init(&s->cancel, 0);
 	pthread_mutex_init(&s->scan_mu, NULL);
 	pthread_mutex_init(&s->mu, NULL);
-	mono_cond_init(&s->cv);
+	if (mono_cond_init(&s->cv))
+		ok = false;
 	s->scanner_done = s->uploader_done = true;
 	if (!ok) {
 		shipper_free(s);

@@ -528,7 +528,12 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 		return rc;
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	mono_cond_init(&s->cv);
+	if (mono_cond_init(&s->cv)) {
+		store_close(s->store);
+		pthread_mutex_destroy(&s->mu);
+		free(s);
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	}
 	if (thread_start(&s->thread, thread_main, s)) {
 		store_close(s->store);
 		pthread_mutex_destroy(&s->mu);
