@@ -2,8 +2,10 @@
  * supervise.c: one worker's supervision as a small state machine driven by
  * one poll loop, in the manner of s6-supervise. Signals, the threads
  * (syncer, shipper, metadata watch) and the trainer's output all wake the
- * loop through file descriptors; every phase is left only by the events
- * named in its step function, and every state change is logged by name
+ * loop through file descriptors, and it sleeps until the nearest time an
+ * action waits for. A table of phases by events (supervise_table.h) names
+ * the action for each; every phase is left only through an action, which
+ * returns the phase it leads to, and every state change is logged by name
  * and published in the heartbeat.
  *
  * The loop never touches the bucket itself: the syncer does, in its
@@ -12,6 +14,7 @@
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "supervisor/supervise.h"
+#include "supervisor/supervise_table.h"
 #include "checkpoint/checkpoint.h"
 #include "supervisor/deadline.h"
 #include "supervisor/identity.h"
@@ -24,6 +27,7 @@
 #include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,26 +57,6 @@ extern char **environ;
  * report's step rate): 720 events an hour, from one worker. */
 #define PROGRESS_EVENT_MS 5000
 
-enum phase {
-	P_JOIN,      /* waiting for control.json */
-	P_RESTORE,   /* restoring the generation's step */
-	P_RUN,       /* the trainer runs */
-	P_STOP,      /* stopping the trainer for a new generation or the end */
-	P_WAIT_GEN,  /* the trainer failed; waiting for the next generation */
-	P_FINISHED,  /* the trainer exited 0; waiting for the others */
-	P_EMERGENCY, /* a notice or a deadline: final step, upload */
-	P_WAITING,   /* a flex-start run ended: waiting for capacity */
-	P_END,
-	P_COUNT,
-};
-
-static const char *const phase_names[P_COUNT] = {
-	[P_JOIN] = "join", [P_RESTORE] = "restore", [P_RUN] = "run",
-	[P_STOP] = "stop", [P_WAIT_GEN] = "wait-generation",
-	[P_FINISHED] = "finished", [P_EMERGENCY] = "emergency",
-	[P_WAITING] = "wait-capacity", [P_END] = "end",
-};
-
 struct sup {
 	const struct supervise_options *o;
 	struct job job;
@@ -91,8 +75,8 @@ struct sup {
 	struct deadline_poller *poller; /* worker 0 of a queued resource's */
 	struct trainer trainer;
 
-	enum phase phase;
-	enum phase after_stop;     /* P_STOP leads here (P_RESTORE or P_END) */
+	enum sup_phase phase;
+	enum sup_phase after_stop;     /* P_STOP leads here (P_RESTORE or P_END) */
 	int64_t generation;        /* being run, or being moved to */
 	int64_t restored;          /* step restored for it, 0 none */
 	bool have_code;            /* the bundle is unpacked in code_dir */
@@ -118,6 +102,9 @@ struct sup {
 	char why[256];             /* of the notice */
 	char message[256];         /* for the heartbeat */
 	struct syncer_request last_req;
+	struct syncer_result result; /* taken from the syncer, not yet acted
+					on (have_result) */
+	bool have_result;
 
 	/* The deadline the emergency path checkpoints for (kind "" for a
 	 * notice), its time on the mono clock, and the step saved. */
@@ -136,17 +123,20 @@ struct sup {
 	uint64_t noted_progress_ms; /* last progress event (worker 0) */
 };
 
-static void set_phase(struct sup *s, enum phase p, const char *why)
+/* Entering STOP or EMERGENCY starts the trainer's grace period. */
+static void set_phase(struct sup *s, enum sup_phase p, const char *why)
 {
 	if (s->phase != p)
-		log_info("%s -> %s%s%s", phase_names[s->phase], phase_names[p],
-			 why ? ": " : "", why ? why : "");
+		log_info("%s -> %s%s%s", sup_phase_names[s->phase],
+			 sup_phase_names[p], why ? ": " : "", why ? why : "");
 	s->phase = p;
 	if (p != P_RUN && s->sync) {
 		syncer_watch_closely(s->sync, false);
 		syncer_progressing(s->sync, false);
 	}
-	s->deadline_ms = 0;
+	s->deadline_ms = p == P_STOP || p == P_EMERGENCY
+				 ? mono_ms() + (uint64_t)s->job.grace_s * 1000
+				 : 0;
 	s->retry_ms = 0;
 	if (why)
 		snprintf(s->message, sizeof(s->message), "%s", why);
@@ -384,7 +374,7 @@ static void time_upload(struct sup *s, const struct shipper_state *ss,
 	}
 }
 
-static void start_trainer(struct sup *s)
+static enum sup_phase start_trainer(struct sup *s)
 {
 	struct strlist env;
 	struct err e;
@@ -395,7 +385,7 @@ static void start_trainer(struct sup *s)
 					 : s->o->state_dir;
 
 	if (run_ends_soon(s))
-		return;
+		return P_WAITING;
 	strlist_init(&env);
 	err_init(&e);
 	clear_dir(s->ckpt_dir);
@@ -411,7 +401,7 @@ static void start_trainer(struct sup *s)
 		log_error("out of memory");
 		s->broken = true;
 		set_phase(s, P_END, "out of memory");
-		return;
+		return P_END;
 	}
 	if (trainer_start(&s->trainer, s->job.command, dir, env.v,
 			  s->log_path, &e)) {
@@ -420,7 +410,7 @@ static void start_trainer(struct sup *s)
 		ask_bump(s, s->generation, -1, "cannot start the trainer: %s",
 			 e.msg);
 		set_phase(s, P_WAIT_GEN, "the trainer could not start");
-		return;
+		return P_WAIT_GEN;
 	}
 	strlist_release(&env);
 	s->starts++;
@@ -443,6 +433,7 @@ static void start_trainer(struct sup *s)
 		 (long long)s->generation,
 		 s->restored > 0 ? "a checkpoint" : "the start");
 	publish(s);
+	return P_RUN;
 }
 
 /* The step the trainer last said it finished in SLICE_STEP_FILE (the
@@ -489,16 +480,16 @@ static void trainer_gone(struct sup *s)
 	save_state(s);
 }
 
-static void begin_stop(struct sup *s, enum phase after, const char *why)
+static enum sup_phase begin_stop(struct sup *s, enum sup_phase after, const char *why)
 {
 	trainer_signal(&s->trainer, SIGTERM);
 	s->after_stop = after;
 	set_phase(s, P_STOP, why);
-	s->deadline_ms = mono_ms() + (uint64_t)s->job.grace_s * 1000;
 	publish(s);
+	return P_STOP;
 }
 
-static void begin_restore(struct sup *s, int64_t generation)
+static enum sup_phase begin_restore(struct sup *s, int64_t generation)
 {
 	struct syncer_request r = { .task = TASK_RESTORE,
 				    .generation = generation };
@@ -513,6 +504,7 @@ static void begin_restore(struct sup *s, int64_t generation)
 		 "restoring for generation %lld", (long long)generation);
 	publish(s);
 	ask(s, &r);
+	return P_RESTORE;
 }
 
 /* Steps the trainer completed still go out before the supervisor
@@ -521,7 +513,7 @@ static void begin_restore(struct sup *s, int64_t generation)
 
 static void note_last_commits(struct sup *s);
 
-static void end(struct sup *s, const char *why)
+static enum sup_phase end(struct sup *s, const char *why)
 {
 	char details[64];
 
@@ -544,61 +536,96 @@ static void end(struct sup *s, const char *why)
 	note(s, "end", -1, why, details);
 	set_phase(s, P_END, why);
 	publish(s);
+	return P_END;
 }
 
-/* ---- the phases ---- */
+/* ---- the actions: one per cell of the table below ---- */
 
-/* What every phase but the emergency heeds in control.json. Returns true
- * when it moved the machine. */
-static bool follow_control(struct sup *s, const struct control *c)
+static enum sup_phase begin_emergency(struct sup *s)
 {
-	bool trainer = s->trainer.pid && !s->trainer.exited;
-
-	if (!strcmp(c->state, "done") && s->phase == P_FINISHED &&
-	    s->id.process_id == 0 && s->job.delete_on_finish) {
-		struct syncer_request d = { .task = TASK_DELETE_QR };
-
-		if (!s->deleting && !s->task_pending) {
-			s->deleting = true;
-			ask(s, &d);
-		}
-		return true;
-	}
-	if (strcmp(c->state, "running")) {
-		char why[300];
-
-		snprintf(why, sizeof(why), "the run is %s: %s", c->state,
-			 c->reason);
-		if (trainer)
-			begin_stop(s, P_END, why);
-		else
-			end(s, why);
-		return true;
-	}
-	if (c->generation > s->generation && s->phase != P_RESTORE) {
-		if (trainer) {
-			char why[300];
-
-			snprintf(why, sizeof(why), "generation %lld: %s",
-				 (long long)c->generation, c->reason);
-			s->generation = c->generation;
-			begin_stop(s, P_RESTORE, why);
-		} else {
-			begin_restore(s, c->generation);
-		}
-		return true;
-	}
-	return false;
+	log_warn("emergency: %s; the trainer gets SIGTERM and %u s to save "
+		 "a final step", s->why, s->job.grace_s);
+	trainer_signal(&s->trainer, SIGTERM);
+	set_phase(s, P_EMERGENCY, s->why);
+	s->st.preempted = true;
+	save_state(s);
+	publish(s);
+	return P_EMERGENCY;
 }
 
-static void step_join(struct sup *s, const struct control *c)
+/* Each takes control.json as last read (NULL before the first read) and
+ * returns the phase it leaves the machine in. */
+typedef enum sup_phase action_fn(struct sup *s, const struct control *c);
+
+static bool trainer_alive(const struct sup *s)
+{
+	return s->trainer.pid && !s->trainer.exited;
+}
+
+/* SIGTERM or a metadata notice: the trainer's final step, or the end. */
+static enum sup_phase act_notice(struct sup *s, const struct control *c)
+{
+	(void)c;
+	note(s, "notice", s->trained, s->why, NULL);
+	if (trainer_alive(s))
+		return begin_emergency(s);
+	s->st.preempted = true;
+	save_state(s);
+	return end(s, s->why);
+}
+
+/* The run stopped, failed or is done. */
+static enum sup_phase act_run_ended(struct sup *s, const struct control *c)
+{
+	char why[300];
+
+	snprintf(why, sizeof(why), "the run is %s: %s", c->state, c->reason);
+	if (trainer_alive(s))
+		return begin_stop(s, P_END, why);
+	return end(s, why);
+}
+
+/* Worker 0 of a finished run deletes its queued resource when the job
+ * says so; the end then follows the deletion's result. */
+static bool deletes_qr(const struct sup *s, const struct control *c)
+{
+	return !strcmp(c->state, "done") && s->id.process_id == 0 &&
+	       s->job.delete_on_finish;
+}
+
+static enum sup_phase act_finished_ended(struct sup *s,
+					 const struct control *c)
+{
+	struct syncer_request d = { .task = TASK_DELETE_QR };
+
+	if (!deletes_qr(s, c))
+		return act_run_ended(s, c);
+	if (!s->deleting && !s->task_pending) {
+		s->deleting = true;
+		ask(s, &d);
+	}
+	return s->phase;
+}
+
+static enum sup_phase act_new_generation(struct sup *s,
+					 const struct control *c)
+{
+	char why[300];
+
+	if (!trainer_alive(s))
+		return begin_restore(s, c->generation);
+	snprintf(why, sizeof(why), "generation %lld: %s",
+		 (long long)c->generation, c->reason);
+	s->generation = c->generation;
+	return begin_stop(s, P_RESTORE, why);
+}
+
+static enum sup_phase act_join(struct sup *s, const struct control *c)
 {
 	bool same_run = s->st_found && !strcmp(s->st.run, s->o->run_url);
 
-	if (strcmp(c->state, "running")) {
-		end(s, "the run is not running");
-		return;
-	}
+	if (strcmp(c->state, "running"))
+		return end(s, "the run is not running");
 	/* A reboot or reset of this host, or its own preemption, while
 	 * the group still runs the generation it was part of: the others
 	 * must restart with it from the newest checkpoint. */
@@ -620,7 +647,7 @@ static void step_join(struct sup *s, const struct control *c)
 		ask_bump(s, c->generation, -1, "%s", why);
 		set_phase(s, P_WAIT_GEN, why);
 		publish(s);
-		return;
+		return P_WAIT_GEN;
 	}
 	s->st.preempted = false;
 	if (s->o->pod && s->id.restart_attempt > c->jobset_restart) {
@@ -642,7 +669,7 @@ static void step_join(struct sup *s, const struct control *c)
 		ask(s, &r);
 		set_phase(s, P_WAIT_GEN, r.reason);
 		publish(s);
-		return;
+		return P_WAIT_GEN;
 	}
 	if (s->o->pod && s->earlier_pod_gen == c->generation) {
 		/* This worker's pod was replaced without a new restart
@@ -654,14 +681,15 @@ static void step_join(struct sup *s, const struct control *c)
 			 (long long)c->generation);
 		set_phase(s, P_WAIT_GEN, "a new pod rejoins");
 		publish(s);
-		return;
+		return P_WAIT_GEN;
 	}
-	begin_restore(s, c->generation);
+	return begin_restore(s, c->generation);
 }
 
-static void step_restore_result(struct sup *s, const struct syncer_result *r,
-				const struct control *c)
+static enum sup_phase act_restored(struct sup *s, const struct control *c)
 {
+	const struct syncer_result *r = &s->result;
+
 	if (r->rc == 0) {
 		s->restored = r->step;
 		s->have_code = r->code;
@@ -669,15 +697,13 @@ static void step_restore_result(struct sup *s, const struct syncer_result *r,
 			log_info("restored step %lld", (long long)r->step);
 		note(s, "restore", r->step, NULL, NULL);
 		if (c->generation > s->generation)
-			begin_restore(s, c->generation);
-		else
-			start_trainer(s);
-		return;
+			return begin_restore(s, c->generation);
+		return start_trainer(s);
 	}
 	if (r->rc == CLOUD_EPRECONDITION) {
 		/* The generation moved on while we asked: follow it. */
 		set_phase(s, P_WAIT_GEN, "the generation moved on");
-		return;
+		return P_WAIT_GEN;
 	}
 	if (r->bundle_failed &&
 	    (r->rc == CLOUD_ECORRUPT || r->rc == CKPT_EUNSAFE)) {
@@ -692,7 +718,7 @@ static void step_restore_result(struct sup *s, const struct syncer_result *r,
 		ask(s, &f);
 		set_phase(s, P_WAIT_GEN, "the code bundle cannot be unpacked");
 		publish(s);
-		return;
+		return P_WAIT_GEN;
 	}
 	if (!r->bundle_failed && r->fallback_step >= 0 &&
 	    (r->rc == CLOUD_ECORRUPT || r->rc == CLOUD_ENOTFOUND ||
@@ -703,12 +729,61 @@ static void step_restore_result(struct sup *s, const struct syncer_result *r,
 			 "from step %lld", r->error,
 			 (long long)r->fallback_step);
 		set_phase(s, P_WAIT_GEN, "a bad checkpoint part");
-		return;
+		return P_WAIT_GEN;
 	}
 	log_warn("restore failed, retrying: %s", r->error);
 	snprintf(s->message, sizeof(s->message), "restore failing: %.200s",
 		 r->error);
 	s->retry_ms = mono_ms() + RETRY_MS;
+	return P_RESTORE;
+}
+
+static enum sup_phase act_written(struct sup *s, const struct control *c)
+{
+	(void)c;
+	if (s->result.rc) {
+		log_warn("control.json: %s (retrying)", s->result.error);
+		s->retry_ms = mono_ms() + RETRY_MS;
+	}
+	return s->phase;
+}
+
+static enum sup_phase act_checked(struct sup *s, const struct control *c)
+{
+	(void)c;
+	if (s->result.rc)
+		log_warn("checking whether the run is done: %s",
+			 s->result.error);
+	if (!s->result.done)
+		s->retry_ms = mono_ms() + RETRY_MS;
+	return s->phase;
+}
+
+static enum sup_phase act_deleted(struct sup *s, const struct control *c)
+{
+	(void)c;
+	if (s->result.rc)
+		log_error("deleting the queued resource: %s", s->result.error);
+	else
+		log_info("the run is done: queued resource %s deleted",
+			 s->job.tpu_name);
+	return end(s, "the run is done");
+}
+
+static enum sup_phase act_retry(struct sup *s, const struct control *c)
+{
+	(void)c;
+	s->retry_ms = 0;
+	ask(s, &s->last_req);
+	return s->phase;
+}
+
+/* While its queued resource is being deleted, a finished worker waits
+ * for that alone; its last commits are noted at the end. */
+static enum sup_phase act_finished_retry(struct sup *s,
+					 const struct control *c)
+{
+	return deletes_qr(s, c) ? s->phase : act_retry(s, c);
 }
 
 /* moved: the trainer's latest sign of progress. The gap from its start
@@ -735,13 +810,19 @@ static void watch_stall(struct sup *s, uint64_t moved, uint64_t now)
 					    now <= s->moved_ms + limit);
 }
 
+/* The step worker 0 last noted as the group's trained one, -1 none. */
+static int64_t progress_step(const struct sup *s)
+{
+	return s->trained >= 0 ? s->trained : s->newest_done;
+}
+
 /* A commit is noted by the worker that made it (the writer of a step's
  * last part, or worker 0 finishing the job); worker 0 speaks for the
  * group's trained step. */
 static void note_progress(struct sup *s, const struct shipper_state *ss,
 			  uint64_t now)
 {
-	int64_t step = s->trained >= 0 ? s->trained : s->newest_done;
+	int64_t step = progress_step(s);
 
 	if (ss->newest_committed > s->noted_commit) {
 		s->noted_commit = ss->newest_committed;
@@ -764,11 +845,22 @@ static void note_last_commits(struct sup *s)
 	note_progress(s, &ss, mono_ms());
 }
 
-static void step_run(struct sup *s)
+static enum sup_phase act_finished_look(struct sup *s,
+					const struct control *c)
+{
+	if (!deletes_qr(s, c))
+		note_last_commits(s);
+	return P_FINISHED;
+}
+
+/* The trainer's signs of progress: new steps, output, SLICE_STEP_FILE
+ * (every LOOK_MS), for the hang and stall clocks and the history. */
+static enum sup_phase act_look(struct sup *s, const struct control *c)
 {
 	struct shipper_state ss;
 	uint64_t now = mono_ms(), moved = s->trainer.last_output_ms;
 
+	(void)c;
 	shipper_get(s->ship, &ss);
 	time_upload(s, &ss, now);
 	if (ss.newest_done > s->newest_done) {
@@ -787,52 +879,63 @@ static void step_run(struct sup *s)
 		s->progress_ms = moved;
 	watch_stall(s, moved, now);
 	note_progress(s, &ss, now);
-	if (s->trainer.exited) {
-		char how[64];
-
-		trainer_describe_status(s->trainer.status, how, sizeof(how));
-		shipper_kick(s->ship);
-		if (WIFEXITED(s->trainer.status) &&
-		    WEXITSTATUS(s->trainer.status) == 0) {
-			struct syncer_request r = {
-				.task = TASK_CHECK_DONE,
-				.generation = s->generation,
-			};
-
-			trainer_gone(s);
-			note(s, "exit", s->trained, how, NULL);
-			set_phase(s, P_FINISHED, "the trainer finished");
-			publish(s);
-			ask(s, &r);
-			return;
-		}
-		trainer_gone(s);
-		note(s, "exit", s->trained, how, NULL);
-		ask_bump(s, s->generation, -1, "its trainer ended (%s)", how);
-		set_phase(s, P_WAIT_GEN, "the trainer failed");
-		snprintf(s->message, sizeof(s->message), "trainer %s", how);
-		publish(s);
-		return;
-	}
-	if (s->job.hang_timeout_s &&
-	    now > s->progress_ms &&
-	    now - s->progress_ms > (uint64_t)s->job.hang_timeout_s * 1000) {
-		log_error("the trainer printed nothing and wrote no step for "
-			  "%u s: ending it", s->job.hang_timeout_s);
-		trainer_gone(s);
-		note(s, "hang", s->trained, "no output and no step", NULL);
-		ask_bump(s, s->generation, -1,
-			 "its trainer hung (no output and no step for %u s)",
-			 s->job.hang_timeout_s);
-		set_phase(s, P_WAIT_GEN, "the trainer hung");
-		publish(s);
-	}
+	return P_RUN;
 }
 
-static void step_stop(struct sup *s, const struct control *c)
+static enum sup_phase act_exited(struct sup *s, const struct control *c)
 {
-	if (!s->trainer.exited && mono_ms() < s->deadline_ms)
-		return;
+	char how[64];
+
+	(void)c;
+	trainer_describe_status(s->trainer.status, how, sizeof(how));
+	shipper_kick(s->ship);
+	if (WIFEXITED(s->trainer.status) &&
+	    WEXITSTATUS(s->trainer.status) == 0) {
+		struct syncer_request r = {
+			.task = TASK_CHECK_DONE,
+			.generation = s->generation,
+		};
+
+		trainer_gone(s);
+		note(s, "exit", s->trained, how, NULL);
+		set_phase(s, P_FINISHED, "the trainer finished");
+		publish(s);
+		ask(s, &r);
+		return P_FINISHED;
+	}
+	trainer_gone(s);
+	note(s, "exit", s->trained, how, NULL);
+	ask_bump(s, s->generation, -1, "its trainer ended (%s)", how);
+	set_phase(s, P_WAIT_GEN, "the trainer failed");
+	snprintf(s->message, sizeof(s->message), "trainer %s", how);
+	publish(s);
+	return P_WAIT_GEN;
+}
+
+static bool hung(const struct sup *s, uint64_t now)
+{
+	return s->job.hang_timeout_s && now > s->progress_ms &&
+	       now - s->progress_ms > (uint64_t)s->job.hang_timeout_s * 1000;
+}
+
+static enum sup_phase act_hang(struct sup *s, const struct control *c)
+{
+	(void)c;
+	log_error("the trainer printed nothing and wrote no step for %u s: "
+		  "ending it", s->job.hang_timeout_s);
+	trainer_gone(s);
+	note(s, "hang", s->trained, "no output and no step", NULL);
+	ask_bump(s, s->generation, -1,
+		 "its trainer hung (no output and no step for %u s)",
+		 s->job.hang_timeout_s);
+	set_phase(s, P_WAIT_GEN, "the trainer hung");
+	publish(s);
+	return P_WAIT_GEN;
+}
+
+/* The trainer stopped, or outlived its grace period. */
+static enum sup_phase act_stopped(struct sup *s, const struct control *c)
+{
 	if (!s->trainer.exited)
 		log_warn("the trainer outlived the %u s grace period: killed",
 			 s->job.grace_s);
@@ -842,38 +945,26 @@ static void step_stop(struct sup *s, const struct control *c)
 	note_of(s, s->trainer_generation, "stop", s->trained, s->message,
 		NULL);
 	if (s->after_stop == P_RESTORE)
-		begin_restore(s, c->generation > s->generation ? c->generation
-							       : s->generation);
-	else
-		end(s, s->message);
-}
-
-static void begin_emergency(struct sup *s)
-{
-	log_warn("emergency: %s; the trainer gets SIGTERM and %u s to save "
-		 "a final step", s->why, s->job.grace_s);
-	trainer_signal(&s->trainer, SIGTERM);
-	set_phase(s, P_EMERGENCY, s->why);
-	s->deadline_ms = mono_ms() + (uint64_t)s->job.grace_s * 1000;
-	s->st.preempted = true;
-	save_state(s);
-	publish(s);
+		return begin_restore(s, c->generation > s->generation
+						? c->generation
+						: s->generation);
+	return end(s, s->message);
 }
 
 /* control.json's deadline is within its lead: the trainer saves a final
- * step now, while there is time to upload it. Returns whether it did. */
-static bool check_deadline(struct sup *s, const struct control *c)
+ * step now, while there is time to upload it. */
+static enum sup_phase act_deadline(struct sup *s, const struct control *c)
 {
 	uint64_t left = deadline_near(s, c), lead = lead_ms(s), now = mono_ms();
 
-	if (!left || !s->trainer.pid || s->trainer.exited)
-		return false;
+	if (!left || !trainer_alive(s))
+		return P_RUN;
 	/* A trainer started within the lead (the group just restored a
 	 * committed step) has nothing newer to save before maintenance;
 	 * before a run's end nothing else is left to do. */
 	if (!strcmp(c->deadline.kind, "maintenance") &&
 	    s->trainer_since_ms + (lead - left) > now)
-		return false;
+		return P_RUN;
 	s->deadline = c->deadline;
 	s->deadline_at_ms = now + left;
 	s->final_step = -1;
@@ -887,15 +978,14 @@ static bool check_deadline(struct sup *s, const struct control *c)
 		 (unsigned long long)s->upload_ms);
 	trainer_signal(&s->trainer, SIGTERM);
 	set_phase(s, P_EMERGENCY, s->why);
-	s->deadline_ms = now + (uint64_t)s->job.grace_s * 1000;
 	publish(s);
-	return true;
+	return P_EMERGENCY;
 }
 
 /* After the final step for a deadline: a run's end leaves the run
  * waiting for capacity; maintenance resumes the group from that step. */
-static void after_deadline(struct sup *s, const struct shipper_state *ss,
-			   int rc)
+static enum sup_phase after_deadline(struct sup *s,
+				     const struct shipper_state *ss, int rc)
 {
 	char what[64];
 
@@ -920,25 +1010,33 @@ static void after_deadline(struct sup *s, const struct shipper_state *ss,
 	}
 	log_info("%s", s->message);
 	publish(s);
+	return s->phase;
 }
 
-/* Maintenance checkpointed: once the final step is committed (worker 0
- * sees it, through its commit passes), or at the deadline itself should
- * worker 0 be gone, the next generation restores it and marks the
- * deadline done. */
-static void step_resume(struct sup *s)
+/* Maintenance checkpointed: the group resumes from the final step. */
+static bool resumes(const struct sup *s)
+{
+	return !strcmp(s->deadline.kind, "maintenance") && !s->resume_asked &&
+	       !s->task_pending;
+}
+
+/* Once the final step is committed (worker 0 sees it, through its
+ * commit passes), or at the deadline itself should worker 0 be gone,
+ * the next generation restores it and marks the deadline done. */
+static enum sup_phase act_resume(struct sup *s, const struct control *c)
 {
 	struct syncer_request r = { .task = TASK_BUMP, .restore_step = -1,
 				    .deadline = true };
 	struct shipper_state ss;
 
-	if (s->resume_asked || s->task_pending)
-		return;
+	(void)c;
+	if (!resumes(s))
+		return P_WAIT_GEN;
 	shipper_get(s->ship, &ss);
 	if (!(s->id.process_id == 0 && s->final_step >= 0 &&
 	      ss.newest_committed >= s->final_step) &&
 	    mono_ms() < s->deadline_at_ms)
-		return;
+		return P_WAIT_GEN;
 	r.generation = s->generation;
 	snprintf(r.reason, sizeof(r.reason),
 		 "%.40s: step %lld committed ahead of %.120s; resuming from it",
@@ -947,16 +1045,19 @@ static void step_resume(struct sup *s)
 	log_info("%s", r.reason);
 	s->resume_asked = true;
 	ask(s, &r);
+	return P_WAIT_GEN;
 }
 
 /* The trainer is gone or out of time: its last step goes first. */
-static void finish_emergency(struct sup *s)
+static enum sup_phase act_finish_emergency(struct sup *s,
+					   const struct control *c)
 {
 	uint64_t flush_deadline = s->deadline_ms + FLUSH_AFTER_GRACE_MS;
 	struct shipper_state ss;
 	struct err e;
 	int rc;
 
+	(void)c;
 	/* Before a deadline, the upload may take until the deadline. */
 	if (s->deadline.kind[0] && s->deadline_at_ms > flush_deadline)
 		flush_deadline = s->deadline_at_ms;
@@ -977,98 +1078,279 @@ static void finish_emergency(struct sup *s)
 				 ? " and committed"
 				 : "");
 	if (s->deadline.kind[0] && !s->notice)
-		after_deadline(s, &ss, rc);
-	else
-		end(s, s->why);
+		return after_deadline(s, &ss, rc);
+	return end(s, s->why);
 }
 
-static void handle_result(struct sup *s, const struct syncer_result *r,
-			  const struct control *c)
+/* ---- the table ---- */
+
+struct cell {
+	enum sup_cell kind;
+	action_fn *act;
+	const char *name;
+	unsigned next;   /* SUP_PHASE_BITs act may leave the machine in */
+};
+
+#define B(p) SUP_PHASE_BIT(p)
+#define DO(f, to) { SUP_CELL_ACTION, f, #f, to }
+#define IGNORED { SUP_CELL_IGNORED, NULL, NULL, 0 }
+#define DEFERRED { SUP_CELL_DEFERRED, NULL, NULL, 0 }
+#define IMPOSSIBLE { SUP_CELL_IMPOSSIBLE, NULL, NULL, 0 }
+
+/* The syncer's results: the same in every phase that takes them. */
+#define RESULTS(restored)                                                      \
+	[EV_RESTORED] = restored,                                              \
+	[EV_WRITTEN] = DO(act_written, 0),                                     \
+	[EV_CHECKED] = DO(act_checked, 0),                                     \
+	[EV_DELETED] = DO(act_deleted, B(P_END))
+
+/* What a phase without a trainer heeds in control.json. */
+#define FOLLOWS_CONTROL                                                        \
+	[EV_CONTROL] = IGNORED,                                                \
+	[EV_RUN_ENDED] = DO(act_run_ended, B(P_END)),                          \
+	[EV_NEW_GENERATION] = DO(act_new_generation, B(P_RESTORE))
+
+/* A phase the trainer has left: a trainer that exited but was not seen
+ * to (the run ended or moved on in the same pass) lingers unnoticed. */
+#define NO_TRAINER                                                             \
+	[EV_DEADLINE] = IGNORED, [EV_EXITED] = IGNORED, [EV_HANG] = IGNORED,  \
+	[EV_GRACE] = IMPOSSIBLE
+
+static const struct cell table[P_COUNT][EV_COUNT] = {
+	[P_JOIN] = {
+		[EV_NOTICE] = DO(act_notice, B(P_END)),
+		[EV_RESTORED] = IMPOSSIBLE, [EV_WRITTEN] = IMPOSSIBLE,
+		[EV_CHECKED] = IMPOSSIBLE, [EV_DELETED] = IMPOSSIBLE,
+		/* Joining decides on the run's state and generation. */
+		[EV_CONTROL] = DO(act_join,
+				  B(P_RESTORE) | B(P_WAIT_GEN) | B(P_END)),
+		[EV_RUN_ENDED] = IGNORED, [EV_NEW_GENERATION] = IGNORED,
+		[EV_RETRY] = IMPOSSIBLE, [EV_LOOK] = IGNORED,
+		[EV_DEADLINE] = IGNORED, [EV_EXITED] = IMPOSSIBLE,
+		[EV_HANG] = IGNORED, [EV_GRACE] = IMPOSSIBLE,
+	},
+	[P_RESTORE] = {
+		[EV_NOTICE] = DO(act_notice, B(P_END)),
+		RESULTS(DO(act_restored, B(P_RESTORE) | B(P_RUN) |
+					 B(P_WAIT_GEN) | B(P_WAITING) |
+					 B(P_END))),
+		/* The restore's result follows a newer generation. */
+		[EV_CONTROL] = IGNORED,
+		[EV_RUN_ENDED] = DO(act_run_ended, B(P_END)),
+		[EV_NEW_GENERATION] = IGNORED,
+		[EV_RETRY] = DO(act_retry, 0), [EV_LOOK] = IGNORED,
+		NO_TRAINER,
+	},
+	[P_RUN] = {
+		[EV_NOTICE] = DO(act_notice, B(P_EMERGENCY) | B(P_END)),
+		RESULTS(IGNORED),
+		[EV_CONTROL] = IGNORED,
+		[EV_RUN_ENDED] = DO(act_run_ended, B(P_STOP) | B(P_END)),
+		[EV_NEW_GENERATION] = DO(act_new_generation,
+					 B(P_STOP) | B(P_RESTORE)),
+		[EV_RETRY] = DO(act_retry, 0),
+		[EV_DEADLINE] = DO(act_deadline, B(P_EMERGENCY)),
+		[EV_LOOK] = DO(act_look, 0),
+		[EV_EXITED] = DO(act_exited, B(P_FINISHED) | B(P_WAIT_GEN)),
+		[EV_HANG] = DO(act_hang, B(P_WAIT_GEN)),
+		[EV_GRACE] = IMPOSSIBLE,
+	},
+	[P_STOP] = {
+		[EV_NOTICE] = DO(act_notice, B(P_EMERGENCY) | B(P_END)),
+		RESULTS(IGNORED),
+		/* Where it goes was decided when it began. */
+		[EV_CONTROL] = IGNORED, [EV_RUN_ENDED] = IGNORED,
+		[EV_NEW_GENERATION] = IGNORED, [EV_RETRY] = IGNORED,
+		[EV_DEADLINE] = IGNORED, [EV_LOOK] = IGNORED,
+		[EV_EXITED] = DO(act_stopped, B(P_RESTORE) | B(P_END)),
+		[EV_HANG] = IGNORED,
+		[EV_GRACE] = DO(act_stopped, B(P_RESTORE) | B(P_END)),
+	},
+	[P_WAIT_GEN] = {
+		[EV_NOTICE] = DO(act_notice, B(P_END)),
+		RESULTS(IGNORED),
+		FOLLOWS_CONTROL,
+		[EV_RETRY] = DO(act_retry, 0),
+		[EV_LOOK] = DO(act_resume, 0),
+		NO_TRAINER,
+	},
+	[P_FINISHED] = {
+		[EV_NOTICE] = DO(act_notice, B(P_END)),
+		RESULTS(IGNORED),
+		[EV_CONTROL] = IGNORED,
+		[EV_RUN_ENDED] = DO(act_finished_ended, B(P_END)),
+		[EV_NEW_GENERATION] = DO(act_new_generation, B(P_RESTORE)),
+		[EV_RETRY] = DO(act_finished_retry, 0),
+		[EV_LOOK] = DO(act_finished_look, 0),
+		NO_TRAINER,
+	},
+	/* Only the trainer's end counts; the syncer's results wait for
+	 * the phase after. */
+	[P_EMERGENCY] = {
+		[EV_NOTICE] = IGNORED,
+		[EV_RESTORED] = DEFERRED, [EV_WRITTEN] = DEFERRED,
+		[EV_CHECKED] = DEFERRED, [EV_DELETED] = DEFERRED,
+		[EV_CONTROL] = IGNORED, [EV_RUN_ENDED] = IGNORED,
+		[EV_NEW_GENERATION] = IGNORED, [EV_RETRY] = IGNORED,
+		[EV_DEADLINE] = IGNORED, [EV_LOOK] = IGNORED,
+		[EV_EXITED] = DO(act_finish_emergency,
+				 B(P_WAIT_GEN) | B(P_WAITING) | B(P_END)),
+		[EV_HANG] = IGNORED,
+		[EV_GRACE] = DO(act_finish_emergency,
+				B(P_WAIT_GEN) | B(P_WAITING) | B(P_END)),
+	},
+	[P_WAITING] = {
+		[EV_NOTICE] = DO(act_notice, B(P_END)),
+		RESULTS(IGNORED),
+		FOLLOWS_CONTROL,
+		[EV_RETRY] = DO(act_retry, 0),
+		[EV_LOOK] = IGNORED,
+		NO_TRAINER,
+	},
+	/* The loop ends with the pass that reaches it. */
+	[P_END] = {
+		[EV_NOTICE] = IMPOSSIBLE, [EV_RESTORED] = IMPOSSIBLE,
+		[EV_WRITTEN] = IMPOSSIBLE, [EV_CHECKED] = IMPOSSIBLE,
+		[EV_DELETED] = IMPOSSIBLE, [EV_CONTROL] = IMPOSSIBLE,
+		[EV_RUN_ENDED] = IMPOSSIBLE, [EV_NEW_GENERATION] = IMPOSSIBLE,
+		[EV_RETRY] = IMPOSSIBLE, [EV_DEADLINE] = IMPOSSIBLE,
+		[EV_LOOK] = IMPOSSIBLE, [EV_EXITED] = IMPOSSIBLE,
+		[EV_HANG] = IMPOSSIBLE, [EV_GRACE] = IMPOSSIBLE,
+	},
+};
+
+void sup_table_view(enum sup_phase p, enum sup_event ev,
+		    struct sup_cell_view *out)
 {
-	s->task_pending = false;
-	switch (r->task) {
-	case TASK_RESTORE:
-		if (s->phase == P_RESTORE)
-			step_restore_result(s, r, c);
-		break;
+	const struct cell *k = &table[p][ev];
+
+	out->kind = k->kind;
+	out->action = k->name;
+	out->next = k->kind == SUP_CELL_ACTION ? k->next | B(p) : 0;
+}
+
+static bool is_result(enum sup_event ev)
+{
+	return ev == EV_RESTORED || ev == EV_WRITTEN || ev == EV_CHECKED ||
+	       ev == EV_DELETED;
+}
+
+static enum sup_event result_event(enum syncer_task t)
+{
+	switch (t) {
+	case TASK_RESTORE: return EV_RESTORED;
 	case TASK_BUMP:
-	case TASK_SET_STATE:
-		if (r->rc) {
-			log_warn("control.json: %s (retrying)", r->error);
-			s->retry_ms = mono_ms() + RETRY_MS;
-		}
-		break;
-	case TASK_CHECK_DONE:
-		if (r->rc)
-			log_warn("checking whether the run is done: %s",
-				 r->error);
-		if (!r->done)
-			s->retry_ms = mono_ms() + RETRY_MS;
-		break;
-	case TASK_DELETE_QR:
-		if (r->rc)
-			log_error("deleting the queued resource: %s", r->error);
-		else
-			log_info("the run is done: queued resource %s deleted",
-				 s->job.tpu_name);
-		end(s, "the run is done");
-		break;
-	case TASK_NONE:
-		break;
+	case TASK_SET_STATE: return EV_WRITTEN;
+	case TASK_CHECK_DONE: return EV_CHECKED;
+	case TASK_DELETE_QR: return EV_DELETED;
+	case TASK_NONE: break;
 	}
+	return EV_COUNT;
 }
 
-/* One pass of the machine after events were gathered. */
-static void step(struct sup *s)
+/* Whether ev is raised now; c is control.json, NULL before it was read
+ * (nothing but a notice or the trainer's end counts then). */
+static bool raised(struct sup *s, enum sup_event ev, const struct control *c,
+		   uint64_t now)
 {
-	struct control c;
-	bool have = syncer_control(s->sync, &c);
-	struct syncer_result r;
+	if (is_result(ev) && c && !s->have_result)
+		s->have_result = syncer_result(s->sync, &s->result);
+	switch (ev) {
+	case EV_NOTICE: return s->notice;
+	case EV_RESTORED:
+	case EV_WRITTEN:
+	case EV_CHECKED:
+	case EV_DELETED:
+		return s->have_result && result_event(s->result.task) == ev;
+	case EV_CONTROL: return c;
+	case EV_RUN_ENDED: return c && strcmp(c->state, "running");
+	case EV_NEW_GENERATION:
+		return c && !strcmp(c->state, "running") &&
+		       c->generation > s->generation;
+	case EV_RETRY:
+		return c && s->retry_ms && now >= s->retry_ms &&
+		       !s->task_pending;
+	case EV_DEADLINE: return c && deadline_near(s, c);
+	case EV_LOOK: return c;
+	case EV_EXITED: return s->trainer.exited;
+	case EV_HANG: return hung(s, now);
+	case EV_GRACE: return s->deadline_ms && now >= s->deadline_ms;
+	case EV_COUNT: break;
+	}
+	return false;
+}
 
-	if (s->notice && s->phase != P_EMERGENCY && s->phase != P_END) {
-		note(s, "notice", s->trained, s->why, NULL);
-		if (s->trainer.pid && !s->trainer.exited) {
-			begin_emergency(s);
-		} else {
-			s->st.preempted = true;
-			save_state(s);
-			end(s, s->why);
+/* One pass over the events, in their order, until one moves the machine
+ * to another phase. Returns whether one did. */
+static bool pass(struct sup *s)
+{
+	struct control control;
+	const struct control *c =
+		syncer_control(s->sync, &control) ? &control : NULL;
+	enum sup_phase from = s->phase;
+
+	for (int ev = 0; ev < EV_COUNT && s->phase == from; ev++) {
+		const struct cell *k = &table[from][ev];
+		enum sup_phase to;
+
+		if (!raised(s, ev, c, mono_ms()) ||
+		    k->kind == SUP_CELL_DEFERRED)
+			continue;
+		if (is_result(ev)) {
+			s->have_result = false;
+			s->task_pending = false;
 		}
-		return;
+		if (k->kind != SUP_CELL_ACTION) {
+			if (k->kind != SUP_CELL_IGNORED)
+				log_error("%s in phase %s cannot happen",
+					  sup_event_names[ev],
+					  sup_phase_names[from]);
+			continue;
+		}
+		to = k->act(s, c);
+		if (to != s->phase || !((k->next | B(from)) & B(to)))
+			log_error("%s in phase %s led to %s, which the table "
+				  "does not say", sup_event_names[ev],
+				  sup_phase_names[from],
+				  sup_phase_names[s->phase]);
 	}
-	if (s->phase == P_EMERGENCY) {
-		if (s->trainer.exited || mono_ms() >= s->deadline_ms)
-			finish_emergency(s);
-		return;
-	}
-	if (!have)
-		return;
-	if (syncer_result(s->sync, &r))
-		handle_result(s, &r, &c);
-	switch (s->phase) {
-	case P_END:
-		return;
-	case P_JOIN:
-		step_join(s, &c);
-		return;
-	case P_STOP:
-		step_stop(s, &c);
-		return;
-	default:
-		break;
-	}
-	if (follow_control(s, &c))
-		return;
-	if (s->retry_ms && mono_ms() >= s->retry_ms && !s->task_pending) {
-		s->retry_ms = 0;
-		ask(s, &s->last_req);
-	}
-	if (s->phase == P_WAIT_GEN && !strcmp(s->deadline.kind, "maintenance"))
-		step_resume(s);
-	if (s->phase == P_RUN && !check_deadline(s, &c))
-		step_run(s);
-	if (s->phase == P_FINISHED)
-		note_last_commits(s);
+	return s->phase != from;
+}
+
+#undef B
+
+/* The milliseconds poll may sleep: until the nearest time one of the
+ * phase's actions waits for, -1 for none (the pipe and the trainer's
+ * output wake it). In the run phase the step file is read every LOOK_MS,
+ * which bounds the hang, stall, deadline and progress-event clocks the
+ * look feeds. */
+static int wait_ms(struct sup *s)
+{
+	uint64_t next = UINT64_MAX, now = mono_ms();
+	struct control c;
+	/* A finished worker deleting its queued resource waits for that. */
+	bool deleting = s->phase == P_FINISHED &&
+			syncer_control(s->sync, &c) && deletes_qr(s, &c);
+
+	if (s->deadline_ms)
+		next = s->deadline_ms;
+	if (s->retry_ms && !s->task_pending && !deleting &&
+	    table[s->phase][EV_RETRY].kind == SUP_CELL_ACTION &&
+	    s->retry_ms < next)
+		next = s->retry_ms;
+	if (s->phase == P_RUN && s->look_ms < next)
+		next = s->look_ms;
+	if (s->phase == P_WAIT_GEN && resumes(s) && s->deadline_at_ms < next)
+		next = s->deadline_at_ms;
+	if (s->phase == P_FINISHED && !deleting && s->id.process_id == 0 &&
+	    progress_step(s) >= 0 &&
+	    s->noted_progress_ms + PROGRESS_EVENT_MS < next)
+		next = s->noted_progress_ms + PROGRESS_EVENT_MS;
+	if (next == UINT64_MAX)
+		return -1;
+	if (next <= now)
+		return 0;
+	return next - now > INT_MAX ? INT_MAX : (int)(next - now);
 }
 
 /* ---- set-up and the loop ---- */
@@ -1259,15 +1541,18 @@ static void reap_orphans(struct sup *s)
 	}
 }
 
+/* A pass that moved the machine is followed by another at once: the new
+ * phase looks at what the old one left. */
 static void loop(struct sup *s)
 {
-	bool init = getpid() == 1;
+	bool init = getpid() == 1, moved = false;
 
 	while (s->phase != P_END) {
 		struct pollfd p[2] = { { s->pipe[0], POLLIN, 0 },
 				       { s->trainer.out_fd, POLLIN, 0 } };
 
-		if (poll(p, s->trainer.out_fd >= 0 ? 2 : 1, 200) < 0 &&
+		if (poll(p, s->trainer.out_fd >= 0 ? 2 : 1,
+			 moved ? 0 : wait_ms(s)) < 0 &&
 		    errno != EINTR)
 			break;
 		drain_pipe(s);
@@ -1277,7 +1562,7 @@ static void loop(struct sup *s)
 		}
 		if (init)
 			reap_orphans(s);
-		step(s);
+		moved = pass(s);
 	}
 }
 
