@@ -69,6 +69,7 @@ struct sup {
 	struct sup_state st;
 	bool st_found;
 	int pipe[2];
+	int lock_fd;               /* STATE_DIR/lock, held to the end */
 	struct syncer *sync;
 	struct shipper *ship;
 	struct watch *watch;
@@ -1412,6 +1413,9 @@ static int setup(struct sup *s, struct err *e)
 	struct syncer_config yc = { 0 };
 	int rc;
 
+	/* Before anything in the directory is touched. */
+	if ((rc = sup_lock(o->state_dir, &s->lock_fd, e)))
+		return rc;
 	snprintf(s->state_path, sizeof(s->state_path), "%s/state.json",
 		 o->state_dir);
 	snprintf(s->ckpt_dir, sizeof(s->ckpt_dir), "%s/checkpoints",
@@ -1583,6 +1587,7 @@ static int pod_status(struct sup *s)
 int supervise(const struct supervise_options *o)
 {
 	struct sup s = { .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
+			 .lock_fd = -1,
 			 .newest_done = -1, .trained = -1,
 			 .timed_step = -1 };
 	struct err e;
@@ -1615,5 +1620,7 @@ int supervise(const struct supervise_options *o)
 	self_pipe_release(s.pipe, caught, N_CAUGHT);
 	identity_release(&s.id);
 	job_release(&s.job);
+	if (s.lock_fd >= 0)
+		close(s.lock_fd);
 	return status;
 }
