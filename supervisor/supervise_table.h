@@ -1,7 +1,8 @@
 /*
  * supervise_table.h (private to supervisor/): the supervisor's phases, the
  * events it reacts to, and a read-only view of the phase x event table
- * supervise.c dispatches on, so a test can walk every cell.
+ * the loop dispatches on (supervise_table.c), so a test can walk every
+ * cell.
  */
 #ifndef SLICECTL_SUPERVISOR_SUPERVISE_TABLE_H
 #define SLICECTL_SUPERVISOR_SUPERVISE_TABLE_H
@@ -65,7 +66,7 @@ struct sup_cell_view {
 	unsigned next;      /* SUP_PHASE_BITs it may end in */
 };
 
-/* For tests: cell (p, ev) of the table supervise.c dispatches on. */
+/* For tests: cell (p, ev) of the table. */
 void sup_table_view(enum sup_phase p, enum sup_event ev,
 		    struct sup_cell_view *out);
 
