@@ -4,6 +4,7 @@
 #include "supervisor/state.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,52 @@ int sup_state_save(const char *path, const struct sup_state *st,
 		rc = e->code;
 	free(text);
 	buf_release(&out);
+	return rc;
+}
+
+/* The holder's pid as the kernel knows it: 0 when it lives in another
+ * pid namespace (a pod's supervisor seen from the host) or just let go. */
+static pid_t lock_holder(int fd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	if (fcntl(fd, F_GETLK, &fl) || fl.l_type == F_UNLCK)
+		return 0;
+	return fl.l_pid;
+}
+
+int sup_lock(const char *state_dir, int *fd, struct err *e)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char path[1100];
+	pid_t holder;
+	int rc;
+
+	*fd = -1;
+	if ((size_t)snprintf(path, sizeof(path), "%s/lock", state_dir) >=
+	    sizeof(path))
+		return err_set(e, COMMON_EINVAL, "state directory too long: %s",
+			       state_dir);
+	if (fs_mkdir_p(state_dir, 0755, e))
+		return e->code;
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (*fd < 0)
+		return err_errno(e, COMMON_EIO, errno, "cannot open %s", path);
+	if (!fcntl(*fd, F_SETLK, &fl))
+		return 0;
+	if (errno != EACCES && errno != EAGAIN)
+		rc = err_errno(e, COMMON_EIO, errno, "cannot lock %s", path);
+	else if ((holder = lock_holder(*fd)) > 0)
+		rc = err_set(e, COMMON_EIO,
+			     "state directory %s is in use by another "
+			     "supervisor (pid %ld holds %s)",
+			     state_dir, (long)holder, path);
+	else
+		rc = err_set(e, COMMON_EIO,
+			     "state directory %s is in use by another "
+			     "supervisor (it holds %s)", state_dir, path);
+	close(*fd);
+	*fd = -1;
 	return rc;
 }
 

@@ -30,6 +30,14 @@ int sup_state_load(const char *path, struct sup_state *st, bool *found,
 int sup_state_save(const char *path, const struct sup_state *st,
 		   struct err *e);
 
+/* Takes STATE_DIR/lock (creating the directory), so that two supervisors
+ * never share a state directory: an fcntl write lock, which the trainer
+ * does not inherit and the kernel drops when this process ends however it
+ * ends. *fd is the lock's file, to keep open until the end (-1 on error).
+ * When another process holds it, COMMON_EIO with a message naming the
+ * directory and, when the kernel says, that process's pid. */
+int sup_lock(const char *state_dir, int *fd, struct err *e);
+
 /* This boot's id: /proc/sys/kernel/random/boot_id, or the file named by
  * SLICE_BOOT_ID_FILE (the local provider's stand-in for a reboot). */
 int boot_id_read(char out[40], struct err *e);

@@ -2,23 +2,19 @@
  * supervise.c: one worker's supervision as a small state machine driven by
  * one poll loop, in the manner of s6-supervise. Signals, the threads
  * (syncer, shipper, metadata watch) and the trainer's output all wake the
- * loop through file descriptors; every phase is left only by the events
- * named in its step function, and every state change is logged by name
- * and published in the heartbeat.
+ * loop through file descriptors, and it sleeps until the nearest time an
+ * action waits for. The machine itself, a table of phases by events whose
+ * cells are small actions, is supervise_table.c; this file holds the
+ * set-up, the loop, and what the actions share (sup.h): the trainer's
+ * start, the heartbeat, the state file, the history, the syncer's tasks.
  *
  * The loop never touches the bucket itself: the syncer does, in its
  * thread, so a bucket that fails for minutes leaves the trainer running
  * and notices handled.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
-#include "supervisor/supervise.h"
-#include "checkpoint/checkpoint.h"
+#include "supervisor/sup.h"
 #include "supervisor/deadline.h"
-#include "supervisor/identity.h"
-#include "supervisor/shipper.h"
-#include "supervisor/state.h"
-#include "supervisor/syncer.h"
-#include "supervisor/trainer.h"
 #include "supervisor/watch.h"
 
 #include <ftw.h>
@@ -35,118 +31,24 @@
 
 extern char **environ;
 
-/* Time after the grace period for the emergency step's upload: systemd
- * waits grace + 30 s (the unit's TimeoutStopSec) before SIGKILL. */
-#define FLUSH_AFTER_GRACE_MS 25000
-#define RETRY_MS 2000
-/* A trainer quiet for twice its usual gap between signs of progress, and
- * at least STALL_MIN_MS, is stalled: control.json is then read every
- * CLOSE_POLL_MS for up to STALL_WATCH_MS, since a failed peer stalls
- * every trainer of the group until the group restarts. */
-#define STALL_MIN_MS 500
-#define STALL_WATCH_MS 30000
+/* control.json is read every CLOSE_POLL_MS while the trainer stalls
+ * (supervise_table.c's watch_stall). */
 #define CLOSE_POLL_MS 200
-/* How often the run phase reads SLICE_STEP_FILE and refreshes the
- * heartbeat: a chatty trainer wakes the loop at every line. */
-#define LOOK_MS 100
-/* How often worker 0 records the trained step in the run's history (the
- * report's step rate): 720 events an hour, from one worker. */
-#define PROGRESS_EVENT_MS 5000
 
-enum phase {
-	P_JOIN,      /* waiting for control.json */
-	P_RESTORE,   /* restoring the generation's step */
-	P_RUN,       /* the trainer runs */
-	P_STOP,      /* stopping the trainer for a new generation or the end */
-	P_WAIT_GEN,  /* the trainer failed; waiting for the next generation */
-	P_FINISHED,  /* the trainer exited 0; waiting for the others */
-	P_EMERGENCY, /* a notice or a deadline: final step, upload */
-	P_WAITING,   /* a flex-start run ended: waiting for capacity */
-	P_END,
-	P_COUNT,
-};
-
-static const char *const phase_names[P_COUNT] = {
-	[P_JOIN] = "join", [P_RESTORE] = "restore", [P_RUN] = "run",
-	[P_STOP] = "stop", [P_WAIT_GEN] = "wait-generation",
-	[P_FINISHED] = "finished", [P_EMERGENCY] = "emergency",
-	[P_WAITING] = "wait-capacity", [P_END] = "end",
-};
-
-struct sup {
-	const struct supervise_options *o;
-	struct job job;
-	struct identity id;
-	char state_path[1100], ckpt_dir[1100], spool_dir[1100];
-	char restore_dir[1100], log_dir[1100], log_path[1200];
-	char code_dir[1100];       /* the run's bundle, unpacked */
-	char progress_dir[1100], step_path[1200];
-	char boot_id[40];
-	struct sup_state st;
-	bool st_found;
-	int pipe[2];
-	struct syncer *sync;
-	struct shipper *ship;
-	struct watch *watch;
-	struct deadline_poller *poller; /* worker 0 of a queued resource's */
-	struct trainer trainer;
-
-	enum phase phase;
-	enum phase after_stop;     /* P_STOP leads here (P_RESTORE or P_END) */
-	int64_t generation;        /* being run, or being moved to */
-	int64_t restored;          /* step restored for it, 0 none */
-	bool have_code;            /* the bundle is unpacked in code_dir */
-	uint64_t starts;           /* trainer starts by this supervisor */
-	uint64_t deadline_ms;      /* of the phase's wait, 0 none */
-	uint64_t retry_ms;         /* re-ask the syncer after, 0 none */
-	uint64_t progress_ms;      /* last output or new step (hangs) */
-	uint64_t moved_ms;         /* the same, for stalls */
-	uint64_t gap_ms;           /* usual time between two of them */
-	unsigned moves;            /* of this trainer */
-	uint64_t look_ms;          /* next step file read (LOOK_MS) */
-	int64_t newest_done;
-	int64_t trained;           /* SLICE_STEP_FILE's step, -1 none yet */
-	bool task_pending;
-	bool notice;               /* SIGTERM or a metadata notice */
-	bool orphan;               /* an earlier supervisor's trainer ran */
-	bool deleting;             /* the queued resource is being deleted */
-	bool ready;                /* set up: the state file is ours */
-	bool broken;               /* it ended for want of memory */
-	int64_t earlier_pod_gen;   /* in a pod: the generation an earlier pod
-				      of this worker last ran, 0 none */
-	const char *end_state;     /* the heartbeat's state once ended */
-	char why[256];             /* of the notice */
-	char message[256];         /* for the heartbeat */
-	struct syncer_request last_req;
-
-	/* The deadline the emergency path checkpoints for (kind "" for a
-	 * notice), its time on the mono clock, and the step saved. */
-	struct control_deadline deadline;
-	uint64_t deadline_at_ms;
-	int64_t final_step;
-	bool resume_asked;         /* maintenance: the bump is asked for */
-	uint64_t trainer_since_ms; /* when the trainer started */
-	int64_t trainer_generation; /* the generation it started at */
-	/* The upload of the newest step, timed from its .done marker to
-	 * its part in the bucket: the deadline's lead counts on it. */
-	int64_t timed_step;
-	uint64_t timed_from_ms;
-	uint64_t upload_ms;
-	int64_t noted_commit;      /* newest commit it made, in the history */
-	uint64_t noted_progress_ms; /* last progress event (worker 0) */
-};
-
-static void set_phase(struct sup *s, enum phase p, const char *why)
+/* Entering STOP or EMERGENCY starts the trainer's grace period. */
+void sup_set_phase(struct sup *s, enum sup_phase p, const char *why)
 {
 	if (s->phase != p)
-		log_info("%s -> %s%s%s", phase_names[s->phase], phase_names[p],
-			 why ? ": " : "", why ? why : "");
+		log_info("%s -> %s%s%s", sup_phase_names[s->phase],
+			 sup_phase_names[p], why ? ": " : "", why ? why : "");
 	s->phase = p;
 	if (p != P_RUN && s->sync) {
 		syncer_watch_closely(s->sync, false);
 		syncer_progressing(s->sync, false);
 	}
-	s->deadline_ms = 0;
+	s->deadline_ms = p == P_STOP || p == P_EMERGENCY
+				 ? mono_ms() + (uint64_t)s->job.grace_s * 1000
+				 : 0;
 	s->retry_ms = 0;
 	if (why)
 		snprintf(s->message, sizeof(s->message), "%s", why);
@@ -154,7 +56,7 @@ static void set_phase(struct sup *s, enum phase p, const char *why)
 
 /* One event in the run's history (supervisor.h), by this worker, of
  * generation. */
-static void note_of(struct sup *s, int64_t generation, const char *kind,
+void sup_note_of(struct sup *s, int64_t generation, const char *kind,
 		    int64_t step, const char *cause, const char *details)
 {
 	struct event ev;
@@ -170,10 +72,10 @@ static void note_of(struct sup *s, int64_t generation, const char *kind,
 		log_warn("event not recorded: %s", e.msg);
 }
 
-static void note(struct sup *s, const char *kind, int64_t step,
+void sup_note(struct sup *s, const char *kind, int64_t step,
 		 const char *cause, const char *details)
 {
-	note_of(s, s->generation, kind, step, cause, details);
+	sup_note_of(s, s->generation, kind, step, cause, details);
 }
 
 /* ---- signals ---- */
@@ -202,7 +104,7 @@ static const char *status_state(const struct sup *s)
 
 /* The heartbeat's step: what the trainer says it finished, else the
  * newest step it wrote. */
-static void publish_as(struct sup *s, bool now)
+void sup_publish_as(struct sup *s, bool now)
 {
 	struct worker_status st = { .slice = s->id.slice,
 				    .worker = s->id.worker };
@@ -224,12 +126,12 @@ static void publish_as(struct sup *s, bool now)
 	syncer_publish(s->sync, &st, s->log_path, now);
 }
 
-static void publish(struct sup *s)
+void sup_publish(struct sup *s)
 {
-	publish_as(s, true);
+	sup_publish_as(s, true);
 }
 
-static void save_state(struct sup *s)
+void sup_save_state(struct sup *s)
 {
 	struct err e;
 
@@ -243,7 +145,7 @@ static void save_state(struct sup *s)
 		log_warn("%s", e.msg);
 }
 
-static void ask(struct sup *s, const struct syncer_request *r)
+void sup_ask(struct sup *s, const struct syncer_request *r)
 {
 	s->last_req = *r;
 	s->task_pending = syncer_request(s->sync, r);
@@ -251,10 +153,7 @@ static void ask(struct sup *s, const struct syncer_request *r)
 		s->retry_ms = mono_ms() + 100;
 }
 
-static void ask_bump(struct sup *s, int64_t from, int64_t restore_step,
-		     const char *fmt, ...) ATTR_PRINTF(4, 5);
-
-static void ask_bump(struct sup *s, int64_t from, int64_t restore_step,
+void sup_ask_bump(struct sup *s, int64_t from, int64_t restore_step,
 		     const char *fmt, ...)
 {
 	struct syncer_request r = { .task = TASK_BUMP, .generation = from,
@@ -267,7 +166,7 @@ static void ask_bump(struct sup *s, int64_t from, int64_t restore_step,
 	vsnprintf(r.reason + n, sizeof(r.reason) - (size_t)n, fmt, ap);
 	va_end(ap);
 	log_warn("asking the group to restart: %s", r.reason);
-	ask(s, &r);
+	sup_ask(s, &r);
 }
 
 /* ---- the trainer ---- */
@@ -336,17 +235,19 @@ static void clear_dir(const char *dir)
 
 /* ---- deadlines (deadline.h) ---- */
 
-static uint64_t lead_ms(const struct sup *s)
+uint64_t sup_lead_ms(const struct sup *s)
 {
 	return deadline_lead_ms(s->job.grace_s, s->upload_ms);
 }
 
 /* Milliseconds to c's deadline when it is within its lead now, else 0. */
-static uint64_t deadline_near(const struct sup *s, const struct control *c)
+uint64_t sup_deadline_near(const struct sup *s, const struct control *c)
 {
 	int64_t left = deadline_left_ms(&c->deadline, deadline_now_ms());
 
-	return left > 0 && (uint64_t)left <= lead_ms(s) ? (uint64_t)left : 0;
+	if (left <= 0 || (uint64_t)left > sup_lead_ms(s))
+		return 0;
+	return (uint64_t)left;
 }
 
 /* A run whose end is nearer than a checkpoint takes: no trainer starts. */
@@ -356,19 +257,20 @@ static bool run_ends_soon(struct sup *s)
 	uint64_t left;
 
 	if (!syncer_control(s->sync, &c) ||
-	    strcmp(c.deadline.kind, "run-end") || !(left = deadline_near(s, &c)))
+	    strcmp(c.deadline.kind, "run-end") ||
+	    !(left = sup_deadline_near(s, &c)))
 		return false;
-	set_phase(s, P_WAITING, NULL);
+	sup_set_phase(s, P_WAITING, NULL);
 	snprintf(s->message, sizeof(s->message),
 		 "%.160s in %llu s: no trainer starts; waiting for capacity",
 		 c.deadline.about, (unsigned long long)(left / 1000));
 	log_warn("%s", s->message);
-	publish(s);
+	sup_publish(s);
 	return true;
 }
 
 /* The time from a step's .done marker to its part in the bucket. */
-static void time_upload(struct sup *s, const struct shipper_state *ss,
+void sup_time_upload(struct sup *s, const struct shipper_state *ss,
 			uint64_t now)
 {
 	if (ss->newest_done >= 0 && ss->newest_done != s->timed_step) {
@@ -384,7 +286,7 @@ static void time_upload(struct sup *s, const struct shipper_state *ss,
 	}
 }
 
-static void start_trainer(struct sup *s)
+enum sup_phase sup_start_trainer(struct sup *s)
 {
 	struct strlist env;
 	struct err e;
@@ -395,7 +297,7 @@ static void start_trainer(struct sup *s)
 					 : s->o->state_dir;
 
 	if (run_ends_soon(s))
-		return;
+		return P_WAITING;
 	strlist_init(&env);
 	err_init(&e);
 	clear_dir(s->ckpt_dir);
@@ -410,17 +312,17 @@ static void start_trainer(struct sup *s)
 		strlist_release(&env);
 		log_error("out of memory");
 		s->broken = true;
-		set_phase(s, P_END, "out of memory");
-		return;
+		sup_set_phase(s, P_END, "out of memory");
+		return P_END;
 	}
 	if (trainer_start(&s->trainer, s->job.command, dir, env.v,
 			  s->log_path, &e)) {
 		strlist_release(&env);
 		log_error("cannot start the trainer: %s", e.msg);
-		ask_bump(s, s->generation, -1, "cannot start the trainer: %s",
-			 e.msg);
-		set_phase(s, P_WAIT_GEN, "the trainer could not start");
-		return;
+		sup_ask_bump(s, s->generation, -1,
+			     "cannot start the trainer: %s", e.msg);
+		sup_set_phase(s, P_WAIT_GEN, "the trainer could not start");
+		return P_WAIT_GEN;
 	}
 	strlist_release(&env);
 	s->starts++;
@@ -432,17 +334,18 @@ static void start_trainer(struct sup *s)
 	s->progress_ms = mono_ms() + (uint64_t)s->job.grace_s * 1000;
 	s->moved_ms = s->gap_ms = 0;
 	s->moves = 0;
-	note(s, "start", s->restored, s->restored > 0 ? "restored" : "fresh",
-	     NULL);
+	sup_note(s, "start", s->restored,
+		 s->restored > 0 ? "restored" : "fresh", NULL);
 	log_info("trainer started (pid %ld, generation %lld, %s)",
 		 (long)s->trainer.pid, (long long)s->generation,
 		 s->restored > 0 ? "restored" : "fresh");
-	save_state(s);
-	set_phase(s, P_RUN, NULL);
+	sup_save_state(s);
+	sup_set_phase(s, P_RUN, NULL);
 	snprintf(s->message, sizeof(s->message), "generation %lld from %s",
 		 (long long)s->generation,
 		 s->restored > 0 ? "a checkpoint" : "the start");
-	publish(s);
+	sup_publish(s);
+	return P_RUN;
 }
 
 /* The step the trainer last said it finished in SLICE_STEP_FILE (the
@@ -470,7 +373,7 @@ static int64_t read_trained(const struct sup *s)
 }
 
 /* New progress reported: it resets the hang clock. */
-static bool note_trained(struct sup *s)
+bool sup_note_trained(struct sup *s)
 {
 	int64_t v = read_trained(s);
 
@@ -481,594 +384,12 @@ static bool note_trained(struct sup *s)
 }
 
 /* After the trainer is gone: forget it in the state file. */
-static void trainer_gone(struct sup *s)
+void sup_trainer_gone(struct sup *s)
 {
-	note_trained(s);
+	sup_note_trained(s);
 	trainer_release(&s->trainer);
 	trainer_init(&s->trainer);
-	save_state(s);
-}
-
-static void begin_stop(struct sup *s, enum phase after, const char *why)
-{
-	trainer_signal(&s->trainer, SIGTERM);
-	s->after_stop = after;
-	set_phase(s, P_STOP, why);
-	s->deadline_ms = mono_ms() + (uint64_t)s->job.grace_s * 1000;
-	publish(s);
-}
-
-static void begin_restore(struct sup *s, int64_t generation)
-{
-	struct syncer_request r = { .task = TASK_RESTORE,
-				    .generation = generation };
-
-	shipper_reset(s->ship);
-	memset(&s->deadline, 0, sizeof(s->deadline));
-	s->generation = generation;
-	s->restored = 0;
-	s->newest_done = -1;
-	set_phase(s, P_RESTORE, NULL);
-	snprintf(s->message, sizeof(s->message),
-		 "restoring for generation %lld", (long long)generation);
-	publish(s);
-	ask(s, &r);
-}
-
-/* Steps the trainer completed still go out before the supervisor
- * leaves (the emergency path has flushed them already). */
-#define FLUSH_AT_END_MS 120000
-
-static void note_last_commits(struct sup *s);
-
-static void end(struct sup *s, const char *why)
-{
-	char details[64];
-
-	if (s->phase != P_EMERGENCY) {
-		struct err e;
-
-		err_init(&e);
-		if (shipper_flush(s->ship, mono_ms() + FLUSH_AT_END_MS, &e))
-			log_warn("last checkpoint not uploaded: %s", e.msg);
-	}
-	note_last_commits(s);
-	/* A VM that goes away after its window leaves the run waiting for
-	 * the next; a waiting worker of a stopped run has exited. */
-	s->end_state = s->phase == P_FINISHED ? "finished"
-		       : s->phase == P_EMERGENCY ? "preempted"
-		       : s->phase == P_WAITING && s->notice ? "waiting"
-		       : "exited";
-	snprintf(details, sizeof(details), "{\"state\":\"%s\"}",
-		 s->end_state);
-	note(s, "end", -1, why, details);
-	set_phase(s, P_END, why);
-	publish(s);
-}
-
-/* ---- the phases ---- */
-
-/* What every phase but the emergency heeds in control.json. Returns true
- * when it moved the machine. */
-static bool follow_control(struct sup *s, const struct control *c)
-{
-	bool trainer = s->trainer.pid && !s->trainer.exited;
-
-	if (!strcmp(c->state, "done") && s->phase == P_FINISHED &&
-	    s->id.process_id == 0 && s->job.delete_on_finish) {
-		struct syncer_request d = { .task = TASK_DELETE_QR };
-
-		if (!s->deleting && !s->task_pending) {
-			s->deleting = true;
-			ask(s, &d);
-		}
-		return true;
-	}
-	if (strcmp(c->state, "running")) {
-		char why[300];
-
-		snprintf(why, sizeof(why), "the run is %s: %s", c->state,
-			 c->reason);
-		if (trainer)
-			begin_stop(s, P_END, why);
-		else
-			end(s, why);
-		return true;
-	}
-	if (c->generation > s->generation && s->phase != P_RESTORE) {
-		if (trainer) {
-			char why[300];
-
-			snprintf(why, sizeof(why), "generation %lld: %s",
-				 (long long)c->generation, c->reason);
-			s->generation = c->generation;
-			begin_stop(s, P_RESTORE, why);
-		} else {
-			begin_restore(s, c->generation);
-		}
-		return true;
-	}
-	return false;
-}
-
-static void step_join(struct sup *s, const struct control *c)
-{
-	bool same_run = s->st_found && !strcmp(s->st.run, s->o->run_url);
-
-	if (strcmp(c->state, "running")) {
-		end(s, "the run is not running");
-		return;
-	}
-	/* A reboot or reset of this host, or its own preemption, while
-	 * the group still runs the generation it was part of: the others
-	 * must restart with it from the newest checkpoint. */
-	if (same_run && s->st.generation == c->generation &&
-	    (strcmp(s->st.boot_id, s->boot_id) || s->st.preempted ||
-	     s->orphan)) {
-		const char *why = strcmp(s->st.boot_id, s->boot_id)
-					  ? "the host was reset or rebooted"
-				  : s->st.preempted
-					  ? "it rejoins after a preemption"
-					  : "its supervisor restarted and its "
-					    "trainer was lost";
-
-		log_warn("event: %s (boot %s, was %s)", why, s->boot_id,
-			 s->st.boot_id);
-		s->st.preempted = false;
-		s->generation = c->generation;
-		save_state(s);
-		ask_bump(s, c->generation, -1, "%s", why);
-		set_phase(s, P_WAIT_GEN, why);
-		publish(s);
-		return;
-	}
-	s->st.preempted = false;
-	if (s->o->pod && s->id.restart_attempt > c->jobset_restart) {
-		/* JobSet recreated every pod: the group restarts from the
-		 * newest committed step, counted like any other restart. */
-		struct syncer_request r = {
-			.task = TASK_BUMP, .generation = c->generation,
-			.restore_step = -1,
-			.jobset_restart = s->id.restart_attempt,
-		};
-
-		snprintf(r.reason, sizeof(r.reason), "%s restart %u",
-			 s->o->slurm ? "slurm" : "jobset",
-			 s->id.restart_attempt);
-		log_warn("event: JobSet restart attempt %u (control.json "
-			 "records %lld): joining as the next generation",
-			 s->id.restart_attempt, (long long)c->jobset_restart);
-		s->generation = c->generation;
-		ask(s, &r);
-		set_phase(s, P_WAIT_GEN, r.reason);
-		publish(s);
-		return;
-	}
-	if (s->o->pod && s->earlier_pod_gen == c->generation) {
-		/* This worker's pod was replaced without a new restart
-		 * attempt (a JobSet submitted again): the generation's
-		 * step was fixed long ago, the group restarts anew. */
-		s->generation = c->generation;
-		ask_bump(s, c->generation, -1,
-			 "a new pod replaces the one that ran generation %lld",
-			 (long long)c->generation);
-		set_phase(s, P_WAIT_GEN, "a new pod rejoins");
-		publish(s);
-		return;
-	}
-	begin_restore(s, c->generation);
-}
-
-static void step_restore_result(struct sup *s, const struct syncer_result *r,
-				const struct control *c)
-{
-	if (r->rc == 0) {
-		s->restored = r->step;
-		s->have_code = r->code;
-		if (r->step > 0)
-			log_info("restored step %lld", (long long)r->step);
-		note(s, "restore", r->step, NULL, NULL);
-		if (c->generation > s->generation)
-			begin_restore(s, c->generation);
-		else
-			start_trainer(s);
-		return;
-	}
-	if (r->rc == CLOUD_EPRECONDITION) {
-		/* The generation moved on while we asked: follow it. */
-		set_phase(s, P_WAIT_GEN, "the generation moved on");
-		return;
-	}
-	if (r->bundle_failed &&
-	    (r->rc == CLOUD_ECORRUPT || r->rc == CKPT_EUNSAFE)) {
-		/* Every worker unpacks the same object: no restart can
-		 * help. The run fails, saying why. */
-		struct syncer_request f = { .task = TASK_SET_STATE };
-
-		log_error("%s", r->error);
-		snprintf(f.state, sizeof(f.state), "failed");
-		snprintf(f.reason, sizeof(f.reason), "%s: %.200s", s->id.name,
-			 r->error);
-		ask(s, &f);
-		set_phase(s, P_WAIT_GEN, "the code bundle cannot be unpacked");
-		publish(s);
-		return;
-	}
-	if (!r->bundle_failed && r->fallback_step >= 0 &&
-	    (r->rc == CLOUD_ECORRUPT || r->rc == CLOUD_ENOTFOUND ||
-	     r->rc == CKPT_EUNSAFE)) {
-		log_error("cannot restore: %s", r->error);
-		ask_bump(s, s->generation, r->fallback_step,
-			 "its part of the checkpoint is bad (%s); restarting "
-			 "from step %lld", r->error,
-			 (long long)r->fallback_step);
-		set_phase(s, P_WAIT_GEN, "a bad checkpoint part");
-		return;
-	}
-	log_warn("restore failed, retrying: %s", r->error);
-	snprintf(s->message, sizeof(s->message), "restore failing: %.200s",
-		 r->error);
-	s->retry_ms = mono_ms() + RETRY_MS;
-}
-
-/* moved: the trainer's latest sign of progress. The gap from its start
- * to its first sign (start-up, compilation) is not a usual one. */
-static void watch_stall(struct sup *s, uint64_t moved, uint64_t now)
-{
-	uint64_t limit;
-
-	if (moved > s->moved_ms) {
-		if (s->moves >= 2) {
-			uint64_t gap = moved - s->moved_ms;
-
-			s->gap_ms = s->gap_ms ? (3 * s->gap_ms + gap) / 4 : gap;
-		}
-		s->moves++;
-		s->moved_ms = moved;
-	}
-	limit = 2 * s->gap_ms > STALL_MIN_MS ? 2 * s->gap_ms : STALL_MIN_MS;
-	syncer_watch_closely(s->sync, s->moves >= 3 &&
-					      now > s->moved_ms + limit &&
-					      now < s->moved_ms + limit +
-							    STALL_WATCH_MS);
-	syncer_progressing(s->sync, s->moves >= 3 &&
-					    now <= s->moved_ms + limit);
-}
-
-/* A commit is noted by the worker that made it (the writer of a step's
- * last part, or worker 0 finishing the job); worker 0 speaks for the
- * group's trained step. */
-static void note_progress(struct sup *s, const struct shipper_state *ss,
-			  uint64_t now)
-{
-	int64_t step = s->trained >= 0 ? s->trained : s->newest_done;
-
-	if (ss->newest_committed > s->noted_commit) {
-		s->noted_commit = ss->newest_committed;
-		note(s, "commit", ss->newest_committed, NULL, NULL);
-	}
-	if (s->id.process_id == 0 && step >= 0 &&
-	    now >= s->noted_progress_ms + PROGRESS_EVENT_MS) {
-		s->noted_progress_ms = now;
-		note(s, "progress", step,
-		     s->trained >= 0 ? "SLICE_STEP_FILE" : "checkpoint", NULL);
-	}
-}
-
-/* The last commits come after the trainers ended. */
-static void note_last_commits(struct sup *s)
-{
-	struct shipper_state ss;
-
-	shipper_get(s->ship, &ss);
-	note_progress(s, &ss, mono_ms());
-}
-
-static void step_run(struct sup *s)
-{
-	struct shipper_state ss;
-	uint64_t now = mono_ms(), moved = s->trainer.last_output_ms;
-
-	shipper_get(s->ship, &ss);
-	time_upload(s, &ss, now);
-	if (ss.newest_done > s->newest_done) {
-		s->newest_done = ss.newest_done;
-		moved = now;
-	}
-	if (now >= s->look_ms) {
-		s->look_ms = now + LOOK_MS;
-		if (note_trained(s))
-			moved = now;
-		/* Fresh step and committed step for the next regular
-		 * heartbeat. */
-		publish_as(s, false);
-	}
-	if (moved > s->progress_ms)
-		s->progress_ms = moved;
-	watch_stall(s, moved, now);
-	note_progress(s, &ss, now);
-	if (s->trainer.exited) {
-		char how[64];
-
-		trainer_describe_status(s->trainer.status, how, sizeof(how));
-		shipper_kick(s->ship);
-		if (WIFEXITED(s->trainer.status) &&
-		    WEXITSTATUS(s->trainer.status) == 0) {
-			struct syncer_request r = {
-				.task = TASK_CHECK_DONE,
-				.generation = s->generation,
-			};
-
-			trainer_gone(s);
-			note(s, "exit", s->trained, how, NULL);
-			set_phase(s, P_FINISHED, "the trainer finished");
-			publish(s);
-			ask(s, &r);
-			return;
-		}
-		trainer_gone(s);
-		note(s, "exit", s->trained, how, NULL);
-		ask_bump(s, s->generation, -1, "its trainer ended (%s)", how);
-		set_phase(s, P_WAIT_GEN, "the trainer failed");
-		snprintf(s->message, sizeof(s->message), "trainer %s", how);
-		publish(s);
-		return;
-	}
-	if (s->job.hang_timeout_s &&
-	    now > s->progress_ms &&
-	    now - s->progress_ms > (uint64_t)s->job.hang_timeout_s * 1000) {
-		log_error("the trainer printed nothing and wrote no step for "
-			  "%u s: ending it", s->job.hang_timeout_s);
-		trainer_gone(s);
-		note(s, "hang", s->trained, "no output and no step", NULL);
-		ask_bump(s, s->generation, -1,
-			 "its trainer hung (no output and no step for %u s)",
-			 s->job.hang_timeout_s);
-		set_phase(s, P_WAIT_GEN, "the trainer hung");
-		publish(s);
-	}
-}
-
-static void step_stop(struct sup *s, const struct control *c)
-{
-	if (!s->trainer.exited && mono_ms() < s->deadline_ms)
-		return;
-	if (!s->trainer.exited)
-		log_warn("the trainer outlived the %u s grace period: killed",
-			 s->job.grace_s);
-	trainer_gone(s);
-	/* The steps it trained, for what a new generation trains again
-	 * (s->generation may be the new one already). */
-	note_of(s, s->trainer_generation, "stop", s->trained, s->message,
-		NULL);
-	if (s->after_stop == P_RESTORE)
-		begin_restore(s, c->generation > s->generation ? c->generation
-							       : s->generation);
-	else
-		end(s, s->message);
-}
-
-static void begin_emergency(struct sup *s)
-{
-	log_warn("emergency: %s; the trainer gets SIGTERM and %u s to save "
-		 "a final step", s->why, s->job.grace_s);
-	trainer_signal(&s->trainer, SIGTERM);
-	set_phase(s, P_EMERGENCY, s->why);
-	s->deadline_ms = mono_ms() + (uint64_t)s->job.grace_s * 1000;
-	s->st.preempted = true;
-	save_state(s);
-	publish(s);
-}
-
-/* control.json's deadline is within its lead: the trainer saves a final
- * step now, while there is time to upload it. Returns whether it did. */
-static bool check_deadline(struct sup *s, const struct control *c)
-{
-	uint64_t left = deadline_near(s, c), lead = lead_ms(s), now = mono_ms();
-
-	if (!left || !s->trainer.pid || s->trainer.exited)
-		return false;
-	/* A trainer started within the lead (the group just restored a
-	 * committed step) has nothing newer to save before maintenance;
-	 * before a run's end nothing else is left to do. */
-	if (!strcmp(c->deadline.kind, "maintenance") &&
-	    s->trainer_since_ms + (lead - left) > now)
-		return false;
-	s->deadline = c->deadline;
-	s->deadline_at_ms = now + left;
-	s->final_step = -1;
-	s->resume_asked = false;
-	snprintf(s->why, sizeof(s->why), "%s at %s: %.160s", c->deadline.kind,
-		 c->deadline.time, c->deadline.about);
-	log_warn("deadline in %llu s (%s): the trainer gets SIGTERM and %u s "
-		 "to save a final step (lead %llu ms: grace, the last "
-		 "upload's %llu ms, margin)", (unsigned long long)(left / 1000),
-		 s->why, s->job.grace_s, (unsigned long long)lead,
-		 (unsigned long long)s->upload_ms);
-	trainer_signal(&s->trainer, SIGTERM);
-	set_phase(s, P_EMERGENCY, s->why);
-	s->deadline_ms = now + (uint64_t)s->job.grace_s * 1000;
-	publish(s);
-	return true;
-}
-
-/* After the final step for a deadline: a run's end leaves the run
- * waiting for capacity; maintenance resumes the group from that step. */
-static void after_deadline(struct sup *s, const struct shipper_state *ss,
-			   int rc)
-{
-	char what[64];
-
-	s->final_step = rc ? -1 : ss->newest_uploaded;
-	if (s->final_step < 0)
-		snprintf(what, sizeof(what), "no final step uploaded");
-	else
-		snprintf(what, sizeof(what), "final step %lld %s",
-			 (long long)s->final_step,
-			 ss->newest_committed >= s->final_step ? "committed"
-							       : "uploaded");
-	if (!strcmp(s->deadline.kind, "run-end")) {
-		set_phase(s, P_WAITING, NULL);
-		snprintf(s->message, sizeof(s->message),
-			 "%.120s at %.30s: %.60s; waiting for capacity",
-			 s->deadline.about, s->deadline.time, what);
-	} else {
-		set_phase(s, P_WAIT_GEN, NULL);
-		snprintf(s->message, sizeof(s->message),
-			 "%.140s: %.60s; the group resumes from it",
-			 s->deadline.about, what);
-	}
-	log_info("%s", s->message);
-	publish(s);
-}
-
-/* Maintenance checkpointed: once the final step is committed (worker 0
- * sees it, through its commit passes), or at the deadline itself should
- * worker 0 be gone, the next generation restores it and marks the
- * deadline done. */
-static void step_resume(struct sup *s)
-{
-	struct syncer_request r = { .task = TASK_BUMP, .restore_step = -1,
-				    .deadline = true };
-	struct shipper_state ss;
-
-	if (s->resume_asked || s->task_pending)
-		return;
-	shipper_get(s->ship, &ss);
-	if (!(s->id.process_id == 0 && s->final_step >= 0 &&
-	      ss.newest_committed >= s->final_step) &&
-	    mono_ms() < s->deadline_at_ms)
-		return;
-	r.generation = s->generation;
-	snprintf(r.reason, sizeof(r.reason),
-		 "%.40s: step %lld committed ahead of %.120s; resuming from it",
-		 s->id.name, (long long)ss.newest_committed,
-		 s->deadline.about);
-	log_info("%s", r.reason);
-	s->resume_asked = true;
-	ask(s, &r);
-}
-
-/* The trainer is gone or out of time: its last step goes first. */
-static void finish_emergency(struct sup *s)
-{
-	uint64_t flush_deadline = s->deadline_ms + FLUSH_AFTER_GRACE_MS;
-	struct shipper_state ss;
-	struct err e;
-	int rc;
-
-	/* Before a deadline, the upload may take until the deadline. */
-	if (s->deadline.kind[0] && s->deadline_at_ms > flush_deadline)
-		flush_deadline = s->deadline_at_ms;
-
-	if (!s->trainer.exited)
-		log_warn("the trainer outlived the grace period: killed");
-	trainer_gone(s);
-	note_of(s, s->trainer_generation, "stop", s->trained, s->why, NULL);
-	err_init(&e);
-	rc = shipper_flush(s->ship, flush_deadline, &e);
-	shipper_get(s->ship, &ss);
-	if (rc)
-		log_error("the final step could not be uploaded: %s", e.msg);
-	else if (ss.newest_uploaded >= 0)
-		log_info("final step %lld uploaded%s",
-			 (long long)ss.newest_uploaded,
-			 ss.newest_committed == ss.newest_uploaded
-				 ? " and committed"
-				 : "");
-	if (s->deadline.kind[0] && !s->notice)
-		after_deadline(s, &ss, rc);
-	else
-		end(s, s->why);
-}
-
-static void handle_result(struct sup *s, const struct syncer_result *r,
-			  const struct control *c)
-{
-	s->task_pending = false;
-	switch (r->task) {
-	case TASK_RESTORE:
-		if (s->phase == P_RESTORE)
-			step_restore_result(s, r, c);
-		break;
-	case TASK_BUMP:
-	case TASK_SET_STATE:
-		if (r->rc) {
-			log_warn("control.json: %s (retrying)", r->error);
-			s->retry_ms = mono_ms() + RETRY_MS;
-		}
-		break;
-	case TASK_CHECK_DONE:
-		if (r->rc)
-			log_warn("checking whether the run is done: %s",
-				 r->error);
-		if (!r->done)
-			s->retry_ms = mono_ms() + RETRY_MS;
-		break;
-	case TASK_DELETE_QR:
-		if (r->rc)
-			log_error("deleting the queued resource: %s", r->error);
-		else
-			log_info("the run is done: queued resource %s deleted",
-				 s->job.tpu_name);
-		end(s, "the run is done");
-		break;
-	case TASK_NONE:
-		break;
-	}
-}
-
-/* One pass of the machine after events were gathered. */
-static void step(struct sup *s)
-{
-	struct control c;
-	bool have = syncer_control(s->sync, &c);
-	struct syncer_result r;
-
-	if (s->notice && s->phase != P_EMERGENCY && s->phase != P_END) {
-		note(s, "notice", s->trained, s->why, NULL);
-		if (s->trainer.pid && !s->trainer.exited) {
-			begin_emergency(s);
-		} else {
-			s->st.preempted = true;
-			save_state(s);
-			end(s, s->why);
-		}
-		return;
-	}
-	if (s->phase == P_EMERGENCY) {
-		if (s->trainer.exited || mono_ms() >= s->deadline_ms)
-			finish_emergency(s);
-		return;
-	}
-	if (!have)
-		return;
-	if (syncer_result(s->sync, &r))
-		handle_result(s, &r, &c);
-	switch (s->phase) {
-	case P_END:
-		return;
-	case P_JOIN:
-		step_join(s, &c);
-		return;
-	case P_STOP:
-		step_stop(s, &c);
-		return;
-	default:
-		break;
-	}
-	if (follow_control(s, &c))
-		return;
-	if (s->retry_ms && mono_ms() >= s->retry_ms && !s->task_pending) {
-		s->retry_ms = 0;
-		ask(s, &s->last_req);
-	}
-	if (s->phase == P_WAIT_GEN && !strcmp(s->deadline.kind, "maintenance"))
-		step_resume(s);
-	if (s->phase == P_RUN && !check_deadline(s, &c))
-		step_run(s);
-	if (s->phase == P_FINISHED)
-		note_last_commits(s);
+	sup_save_state(s);
 }
 
 /* ---- set-up and the loop ---- */
@@ -1130,6 +451,9 @@ static int setup(struct sup *s, struct err *e)
 	struct syncer_config yc = { 0 };
 	int rc;
 
+	/* Before anything in the directory is touched. */
+	if ((rc = sup_lock(o->state_dir, &s->lock_fd, e)))
+		return rc;
 	snprintf(s->state_path, sizeof(s->state_path), "%s/state.json",
 		 o->state_dir);
 	snprintf(s->ckpt_dir, sizeof(s->ckpt_dir), "%s/checkpoints",
@@ -1214,7 +538,8 @@ static int setup(struct sup *s, struct err *e)
 		return rc;
 	snprintf(s->message, sizeof(s->message), "{\"boot_id\":\"%.40s\"}",
 		 s->boot_id);
-	note(s, "boot", -1, s->orphan ? "restarted" : "started", s->message);
+	sup_note(s, "boot", -1, s->orphan ? "restarted" : "started",
+		 s->message);
 	s->message[0] = 0;
 	return 0;
 }
@@ -1259,15 +584,18 @@ static void reap_orphans(struct sup *s)
 	}
 }
 
+/* A pass that moved the machine is followed by another at once: the new
+ * phase looks at what the old one left. */
 static void loop(struct sup *s)
 {
-	bool init = getpid() == 1;
+	bool init = getpid() == 1, moved = false;
 
 	while (s->phase != P_END) {
 		struct pollfd p[2] = { { s->pipe[0], POLLIN, 0 },
 				       { s->trainer.out_fd, POLLIN, 0 } };
 
-		if (poll(p, s->trainer.out_fd >= 0 ? 2 : 1, 200) < 0 &&
+		if (poll(p, s->trainer.out_fd >= 0 ? 2 : 1,
+			 moved ? 0 : sup_wait_ms(s)) < 0 &&
 		    errno != EINTR)
 			break;
 		drain_pipe(s);
@@ -1277,7 +605,7 @@ static void loop(struct sup *s)
 		}
 		if (init)
 			reap_orphans(s);
-		step(s);
+		moved = sup_pass(s);
 	}
 }
 
@@ -1298,6 +626,7 @@ static int pod_status(struct sup *s)
 int supervise(const struct supervise_options *o)
 {
 	struct sup s = { .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
+			 .lock_fd = -1,
 			 .newest_done = -1, .trained = -1,
 			 .timed_step = -1 };
 	struct err e;
@@ -1326,9 +655,11 @@ int supervise(const struct supervise_options *o)
 	 * this worker's next start. */
 	events_stop(mono_ms() + 5000);
 	if (s.ready)
-		save_state(&s);
+		sup_save_state(&s);
 	self_pipe_release(s.pipe, caught, N_CAUGHT);
 	identity_release(&s.id);
 	job_release(&s.job);
+	if (s.lock_fd >= 0)
+		close(s.lock_fd);
 	return status;
 }

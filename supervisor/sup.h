@@ -1,0 +1,135 @@
+/*
+ * sup.h (private to supervise.c and supervise_table.c): one supervisor's
+ * state, and what supervise.c (set-up, the loop, the trainer, the
+ * heartbeat, the history) gives the actions of supervise_table.c, which
+ * give the loop its passes and its sleep.
+ */
+#ifndef SLICECTL_SUPERVISOR_SUP_H
+#define SLICECTL_SUPERVISOR_SUP_H
+
+#include "supervisor/control.h"
+#include "supervisor/identity.h"
+#include "supervisor/shipper.h"
+#include "supervisor/state.h"
+#include "supervisor/supervise.h"
+#include "supervisor/supervise_table.h"
+#include "supervisor/syncer.h"
+#include "supervisor/trainer.h"
+
+#include <stdint.h>
+
+struct watch;
+struct deadline_poller;
+
+struct sup {
+	const struct supervise_options *o;
+	struct job job;
+	struct identity id;
+	char state_path[1100], ckpt_dir[1100], spool_dir[1100];
+	char restore_dir[1100], log_dir[1100], log_path[1200];
+	char code_dir[1100];       /* the run's bundle, unpacked */
+	char progress_dir[1100], step_path[1200];
+	char boot_id[40];
+	struct sup_state st;
+	bool st_found;
+	int pipe[2];
+	int lock_fd;               /* STATE_DIR/lock, held to the end */
+	struct syncer *sync;
+	struct shipper *ship;
+	struct watch *watch;
+	struct deadline_poller *poller; /* worker 0 of a queued resource's */
+	struct trainer trainer;
+
+	enum sup_phase phase;
+	enum sup_phase after_stop; /* STOP leads here (RESTORE or END) */
+	int64_t generation;        /* being run, or being moved to */
+	int64_t restored;          /* step restored for it, 0 none */
+	bool have_code;            /* the bundle is unpacked in code_dir */
+	uint64_t starts;           /* trainer starts by this supervisor */
+	uint64_t deadline_ms;      /* of the phase's wait, 0 none */
+	uint64_t retry_ms;         /* re-ask the syncer after, 0 none */
+	uint64_t progress_ms;      /* last output or new step (hangs) */
+	uint64_t moved_ms;         /* the same, for stalls */
+	uint64_t gap_ms;           /* usual time between two of them */
+	unsigned moves;            /* of this trainer */
+	uint64_t look_ms;          /* next step file read (LOOK_MS) */
+	int64_t newest_done;
+	int64_t trained;           /* SLICE_STEP_FILE's step, -1 none yet */
+	bool task_pending;
+	bool notice;               /* SIGTERM or a metadata notice */
+	bool orphan;               /* an earlier supervisor's trainer ran */
+	bool deleting;             /* the queued resource is being deleted */
+	bool ready;                /* set up: the state file is ours */
+	bool broken;               /* it ended for want of memory */
+	int64_t earlier_pod_gen;   /* in a pod: the generation an earlier pod
+				      of this worker last ran, 0 none */
+	const char *end_state;     /* the heartbeat's state once ended */
+	char why[256];             /* of the notice */
+	char message[256];         /* for the heartbeat */
+	struct syncer_request last_req;
+	struct syncer_result result; /* taken from the syncer, not yet acted
+					on (have_result) */
+	bool have_result;
+
+	/* The deadline the emergency path checkpoints for (kind "" for a
+	 * notice), its time on the mono clock, and the step saved. */
+	struct control_deadline deadline;
+	uint64_t deadline_at_ms;
+	int64_t final_step;
+	bool resume_asked;         /* maintenance: the bump is asked for */
+	uint64_t trainer_since_ms; /* when the trainer started */
+	int64_t trainer_generation; /* the generation it started at */
+	/* The upload of the newest step, timed from its .done marker to
+	 * its part in the bucket: the deadline's lead counts on it. */
+	int64_t timed_step;
+	uint64_t timed_from_ms;
+	uint64_t upload_ms;
+	int64_t noted_commit;      /* newest commit it made, in the history */
+	uint64_t noted_progress_ms; /* last progress event (worker 0) */
+};
+
+/* ---- supervise.c ---- */
+
+/* Every state change goes through here: logged by name, the syncer's
+ * closer polls off outside RUN, timers reset (entering STOP or EMERGENCY
+ * starts the trainer's grace period), why kept for the heartbeat. */
+void sup_set_phase(struct sup *s, enum sup_phase p, const char *why);
+/* One event in the run's history (supervisor.h) by this worker, of
+ * s->generation or of generation. */
+void sup_note(struct sup *s, const char *kind, int64_t step,
+	      const char *cause, const char *details);
+void sup_note_of(struct sup *s, int64_t generation, const char *kind,
+		 int64_t step, const char *cause, const char *details);
+/* The heartbeat, now or (!now) with the next regular one. */
+void sup_publish(struct sup *s);
+void sup_publish_as(struct sup *s, bool now);
+void sup_save_state(struct sup *s);
+/* A task for the syncer, asked again later when one is still pending;
+ * ask_bump asks the group to restart from generation from. */
+void sup_ask(struct sup *s, const struct syncer_request *r);
+void sup_ask_bump(struct sup *s, int64_t from, int64_t restore_step,
+		  const char *fmt, ...) ATTR_PRINTF(4, 5);
+/* The deadline's lead (deadline.h), and the milliseconds to c's deadline
+ * when it is within it now, else 0. */
+uint64_t sup_lead_ms(const struct sup *s);
+uint64_t sup_deadline_near(const struct sup *s, const struct control *c);
+/* Times the newest step's upload, from its .done marker to the bucket. */
+void sup_time_upload(struct sup *s, const struct shipper_state *ss,
+		     uint64_t now);
+/* Starts the trainer for s->generation: RUN, or WAITING (the run ends
+ * sooner than a checkpoint takes), WAIT_GEN (it could not start) or END
+ * (out of memory). */
+enum sup_phase sup_start_trainer(struct sup *s);
+/* Reads SLICE_STEP_FILE: true when it says a newer step. */
+bool sup_note_trained(struct sup *s);
+/* After the trainer is gone: forget it in the state file. */
+void sup_trainer_gone(struct sup *s);
+
+/* ---- supervise_table.c ---- */
+
+/* One pass over the events; true when it moved the machine. */
+bool sup_pass(struct sup *s);
+/* The milliseconds the loop may sleep, -1 for no limit. */
+int sup_wait_ms(struct sup *s);
+
+#endif

@@ -1,0 +1,943 @@
+/*
+ * supervise_table.c: the supervisor's machine (supervise_table.h): the
+ * names of its phases and events, the transitions it may make, a table of
+ * phases by events whose cells are small actions, the pass of the loop
+ * that dispatches on it, and how long the loop may sleep.
+ */
+#include "supervisor/sup.h"
+#include "checkpoint/checkpoint.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* Time after the grace period for the emergency step's upload: systemd
+ * waits grace + 30 s (the unit's TimeoutStopSec) before SIGKILL. */
+#define FLUSH_AFTER_GRACE_MS 25000
+#define RETRY_MS 2000
+/* A trainer quiet for twice its usual gap between signs of progress, and
+ * at least STALL_MIN_MS, is stalled: control.json is then read more
+ * often (supervise.c's CLOSE_POLL_MS) for up to STALL_WATCH_MS, since a
+ * failed peer stalls every trainer of the group until it restarts. */
+#define STALL_MIN_MS 500
+#define STALL_WATCH_MS 30000
+/* How often the run phase reads SLICE_STEP_FILE and refreshes the
+ * heartbeat: a chatty trainer wakes the loop at every line. */
+#define LOOK_MS 100
+/* How often worker 0 records the trained step in the run's history (the
+ * report's step rate): 720 events an hour, from one worker. */
+#define PROGRESS_EVENT_MS 5000
+
+#define B(p) SUP_PHASE_BIT(p)
+
+const char *const sup_phase_names[P_COUNT] = {
+	[P_JOIN] = "join", [P_RESTORE] = "restore", [P_RUN] = "run",
+	[P_STOP] = "stop", [P_WAIT_GEN] = "wait-generation",
+	[P_FINISHED] = "finished", [P_EMERGENCY] = "emergency",
+	[P_WAITING] = "wait-capacity", [P_END] = "end",
+};
+
+const char *const sup_event_names[EV_COUNT] = {
+	[EV_NOTICE] = "notice", [EV_RESTORED] = "restored",
+	[EV_WRITTEN] = "control-written", [EV_CHECKED] = "done-checked",
+	[EV_DELETED] = "queued-resource-deleted", [EV_CONTROL] = "control",
+	[EV_RUN_ENDED] = "run-ended", [EV_NEW_GENERATION] = "new-generation",
+	[EV_RETRY] = "retry", [EV_DEADLINE] = "deadline", [EV_LOOK] = "look",
+	[EV_EXITED] = "trainer-exited", [EV_HANG] = "hang",
+	[EV_GRACE] = "grace-over",
+};
+
+/* RESTORE may enter itself again: a newer generation came while it
+ * restored. A trainer is alive only in RUN, STOP and EMERGENCY, so only
+ * they (RUN through a deadline, STOP through a notice) reach EMERGENCY. */
+const unsigned sup_allowed[P_COUNT] = {
+	[P_JOIN] = B(P_RESTORE) | B(P_WAIT_GEN) | B(P_END),
+	[P_RESTORE] = B(P_RESTORE) | B(P_RUN) | B(P_WAIT_GEN) | B(P_WAITING) |
+		      B(P_END),
+	[P_RUN] = B(P_STOP) | B(P_RESTORE) | B(P_EMERGENCY) | B(P_FINISHED) |
+		  B(P_WAIT_GEN) | B(P_END),
+	[P_STOP] = B(P_RESTORE) | B(P_EMERGENCY) | B(P_END),
+	[P_WAIT_GEN] = B(P_RESTORE) | B(P_END),
+	[P_FINISHED] = B(P_RESTORE) | B(P_END),
+	[P_EMERGENCY] = B(P_WAIT_GEN) | B(P_WAITING) | B(P_END),
+	[P_WAITING] = B(P_RESTORE) | B(P_END),
+	[P_END] = 0,
+};
+
+/* ---- transitions the actions share ---- */
+
+static enum sup_phase begin_stop(struct sup *s, enum sup_phase after,
+				 const char *why)
+{
+	trainer_signal(&s->trainer, SIGTERM);
+	s->after_stop = after;
+	sup_set_phase(s, P_STOP, why);
+	sup_publish(s);
+	return P_STOP;
+}
+
+static enum sup_phase begin_restore(struct sup *s, int64_t generation)
+{
+	struct syncer_request r = { .task = TASK_RESTORE,
+				    .generation = generation };
+
+	shipper_reset(s->ship);
+	memset(&s->deadline, 0, sizeof(s->deadline));
+	s->generation = generation;
+	s->restored = 0;
+	s->newest_done = -1;
+	sup_set_phase(s, P_RESTORE, NULL);
+	snprintf(s->message, sizeof(s->message),
+		 "restoring for generation %lld", (long long)generation);
+	sup_publish(s);
+	sup_ask(s, &r);
+	return P_RESTORE;
+}
+
+/* Steps the trainer completed still go out before the supervisor
+ * leaves (the emergency path has flushed them already). */
+#define FLUSH_AT_END_MS 120000
+
+static void note_last_commits(struct sup *s);
+
+static enum sup_phase end(struct sup *s, const char *why)
+{
+	char details[64];
+
+	if (s->phase != P_EMERGENCY) {
+		struct err e;
+
+		err_init(&e);
+		if (shipper_flush(s->ship, mono_ms() + FLUSH_AT_END_MS, &e))
+			log_warn("last checkpoint not uploaded: %s", e.msg);
+	}
+	note_last_commits(s);
+	/* A VM that goes away after its window leaves the run waiting for
+	 * the next; a waiting worker of a stopped run has exited. */
+	s->end_state = s->phase == P_FINISHED ? "finished"
+		       : s->phase == P_EMERGENCY ? "preempted"
+		       : s->phase == P_WAITING && s->notice ? "waiting"
+		       : "exited";
+	snprintf(details, sizeof(details), "{\"state\":\"%s\"}",
+		 s->end_state);
+	sup_note(s, "end", -1, why, details);
+	sup_set_phase(s, P_END, why);
+	sup_publish(s);
+	return P_END;
+}
+
+static enum sup_phase begin_emergency(struct sup *s)
+{
+	log_warn("emergency: %s; the trainer gets SIGTERM and %u s to save "
+		 "a final step", s->why, s->job.grace_s);
+	trainer_signal(&s->trainer, SIGTERM);
+	sup_set_phase(s, P_EMERGENCY, s->why);
+	s->st.preempted = true;
+	sup_save_state(s);
+	sup_publish(s);
+	return P_EMERGENCY;
+}
+
+/* ---- the actions: one per cell of the table below ---- */
+
+/* Each takes control.json as last read (NULL before the first read) and
+ * returns the phase it leaves the machine in. */
+typedef enum sup_phase action_fn(struct sup *s, const struct control *c);
+
+static bool trainer_alive(const struct sup *s)
+{
+	return s->trainer.pid && !s->trainer.exited;
+}
+
+/* SIGTERM or a metadata notice: the trainer's final step, or the end. */
+static enum sup_phase act_notice(struct sup *s, const struct control *c)
+{
+	(void)c;
+	sup_note(s, "notice", s->trained, s->why, NULL);
+	if (trainer_alive(s))
+		return begin_emergency(s);
+	s->st.preempted = true;
+	sup_save_state(s);
+	return end(s, s->why);
+}
+
+/* The run stopped, failed or is done. */
+static enum sup_phase act_run_ended(struct sup *s, const struct control *c)
+{
+	char why[300];
+
+	snprintf(why, sizeof(why), "the run is %s: %s", c->state, c->reason);
+	if (trainer_alive(s))
+		return begin_stop(s, P_END, why);
+	return end(s, why);
+}
+
+/* Worker 0 of a finished run deletes its queued resource when the job
+ * says so; the end then follows the deletion's result. */
+static bool deletes_qr(const struct sup *s, const struct control *c)
+{
+	return !strcmp(c->state, "done") && s->id.process_id == 0 &&
+	       s->job.delete_on_finish;
+}
+
+static enum sup_phase act_finished_ended(struct sup *s,
+					 const struct control *c)
+{
+	struct syncer_request d = { .task = TASK_DELETE_QR };
+
+	if (!deletes_qr(s, c))
+		return act_run_ended(s, c);
+	if (!s->deleting && !s->task_pending) {
+		s->deleting = true;
+		sup_ask(s, &d);
+	}
+	return s->phase;
+}
+
+static enum sup_phase act_new_generation(struct sup *s,
+					 const struct control *c)
+{
+	char why[300];
+
+	if (!trainer_alive(s))
+		return begin_restore(s, c->generation);
+	snprintf(why, sizeof(why), "generation %lld: %s",
+		 (long long)c->generation, c->reason);
+	s->generation = c->generation;
+	return begin_stop(s, P_RESTORE, why);
+}
+
+static enum sup_phase act_join(struct sup *s, const struct control *c)
+{
+	bool same_run = s->st_found && !strcmp(s->st.run, s->o->run_url);
+
+	if (strcmp(c->state, "running"))
+		return end(s, "the run is not running");
+	/* A reboot or reset of this host, or its own preemption, while
+	 * the group still runs the generation it was part of: the others
+	 * must restart with it from the newest checkpoint. */
+	if (same_run && s->st.generation == c->generation &&
+	    (strcmp(s->st.boot_id, s->boot_id) || s->st.preempted ||
+	     s->orphan)) {
+		const char *why = strcmp(s->st.boot_id, s->boot_id)
+					  ? "the host was reset or rebooted"
+				  : s->st.preempted
+					  ? "it rejoins after a preemption"
+					  : "its supervisor restarted and its "
+					    "trainer was lost";
+
+		log_warn("event: %s (boot %s, was %s)", why, s->boot_id,
+			 s->st.boot_id);
+		s->st.preempted = false;
+		s->generation = c->generation;
+		sup_save_state(s);
+		sup_ask_bump(s, c->generation, -1, "%s", why);
+		sup_set_phase(s, P_WAIT_GEN, why);
+		sup_publish(s);
+		return P_WAIT_GEN;
+	}
+	s->st.preempted = false;
+	if (s->o->pod && s->id.restart_attempt > c->jobset_restart) {
+		/* JobSet recreated every pod: the group restarts from the
+		 * newest committed step, counted like any other restart. */
+		struct syncer_request r = {
+			.task = TASK_BUMP, .generation = c->generation,
+			.restore_step = -1,
+			.jobset_restart = s->id.restart_attempt,
+		};
+
+		snprintf(r.reason, sizeof(r.reason), "%s restart %u",
+			 s->o->slurm ? "slurm" : "jobset",
+			 s->id.restart_attempt);
+		log_warn("event: JobSet restart attempt %u (control.json "
+			 "records %lld): joining as the next generation",
+			 s->id.restart_attempt, (long long)c->jobset_restart);
+		s->generation = c->generation;
+		sup_ask(s, &r);
+		sup_set_phase(s, P_WAIT_GEN, r.reason);
+		sup_publish(s);
+		return P_WAIT_GEN;
+	}
+	if (s->o->pod && s->earlier_pod_gen == c->generation) {
+		/* This worker's pod was replaced without a new restart
+		 * attempt (a JobSet submitted again): the generation's
+		 * step was fixed long ago, the group restarts anew. */
+		s->generation = c->generation;
+		sup_ask_bump(s, c->generation, -1,
+			     "a new pod replaces the one that ran generation "
+			     "%lld", (long long)c->generation);
+		sup_set_phase(s, P_WAIT_GEN, "a new pod rejoins");
+		sup_publish(s);
+		return P_WAIT_GEN;
+	}
+	return begin_restore(s, c->generation);
+}
+
+static enum sup_phase act_restored(struct sup *s, const struct control *c)
+{
+	const struct syncer_result *r = &s->result;
+
+	if (r->rc == 0) {
+		s->restored = r->step;
+		s->have_code = r->code;
+		if (r->step > 0)
+			log_info("restored step %lld", (long long)r->step);
+		sup_note(s, "restore", r->step, NULL, NULL);
+		if (c->generation > s->generation)
+			return begin_restore(s, c->generation);
+		return sup_start_trainer(s);
+	}
+	if (r->rc == CLOUD_EPRECONDITION) {
+		/* The generation moved on while we asked: follow it. */
+		sup_set_phase(s, P_WAIT_GEN, "the generation moved on");
+		return P_WAIT_GEN;
+	}
+	if (r->bundle_failed &&
+	    (r->rc == CLOUD_ECORRUPT || r->rc == CKPT_EUNSAFE)) {
+		/* Every worker unpacks the same object: no restart can
+		 * help. The run fails, saying why. */
+		struct syncer_request f = { .task = TASK_SET_STATE };
+
+		log_error("%s", r->error);
+		snprintf(f.state, sizeof(f.state), "failed");
+		snprintf(f.reason, sizeof(f.reason), "%s: %.200s", s->id.name,
+			 r->error);
+		sup_ask(s, &f);
+		sup_set_phase(s, P_WAIT_GEN,
+			      "the code bundle cannot be unpacked");
+		sup_publish(s);
+		return P_WAIT_GEN;
+	}
+	if (!r->bundle_failed && r->fallback_step >= 0 &&
+	    (r->rc == CLOUD_ECORRUPT || r->rc == CLOUD_ENOTFOUND ||
+	     r->rc == CKPT_EUNSAFE)) {
+		log_error("cannot restore: %s", r->error);
+		sup_ask_bump(s, s->generation, r->fallback_step,
+			     "its part of the checkpoint is bad (%s); "
+			     "restarting from step %lld", r->error,
+			     (long long)r->fallback_step);
+		sup_set_phase(s, P_WAIT_GEN, "a bad checkpoint part");
+		return P_WAIT_GEN;
+	}
+	log_warn("restore failed, retrying: %s", r->error);
+	snprintf(s->message, sizeof(s->message), "restore failing: %.200s",
+		 r->error);
+	s->retry_ms = mono_ms() + RETRY_MS;
+	return P_RESTORE;
+}
+
+static enum sup_phase act_written(struct sup *s, const struct control *c)
+{
+	(void)c;
+	if (s->result.rc) {
+		log_warn("control.json: %s (retrying)", s->result.error);
+		s->retry_ms = mono_ms() + RETRY_MS;
+	}
+	return s->phase;
+}
+
+static enum sup_phase act_checked(struct sup *s, const struct control *c)
+{
+	(void)c;
+	if (s->result.rc)
+		log_warn("checking whether the run is done: %s",
+			 s->result.error);
+	if (!s->result.done)
+		s->retry_ms = mono_ms() + RETRY_MS;
+	return s->phase;
+}
+
+static enum sup_phase act_deleted(struct sup *s, const struct control *c)
+{
+	(void)c;
+	if (s->result.rc)
+		log_error("deleting the queued resource: %s", s->result.error);
+	else
+		log_info("the run is done: queued resource %s deleted",
+			 s->job.tpu_name);
+	return end(s, "the run is done");
+}
+
+static enum sup_phase act_retry(struct sup *s, const struct control *c)
+{
+	(void)c;
+	s->retry_ms = 0;
+	sup_ask(s, &s->last_req);
+	return s->phase;
+}
+
+/* While its queued resource is being deleted, a finished worker waits
+ * for that alone; its last commits are noted at the end. */
+static enum sup_phase act_finished_retry(struct sup *s,
+					 const struct control *c)
+{
+	return deletes_qr(s, c) ? s->phase : act_retry(s, c);
+}
+
+/* moved: the trainer's latest sign of progress. The gap from its start
+ * to its first sign (start-up, compilation) is not a usual one. */
+static void watch_stall(struct sup *s, uint64_t moved, uint64_t now)
+{
+	uint64_t limit;
+
+	if (moved > s->moved_ms) {
+		if (s->moves >= 2) {
+			uint64_t gap = moved - s->moved_ms;
+
+			s->gap_ms = s->gap_ms ? (3 * s->gap_ms + gap) / 4 : gap;
+		}
+		s->moves++;
+		s->moved_ms = moved;
+	}
+	limit = 2 * s->gap_ms > STALL_MIN_MS ? 2 * s->gap_ms : STALL_MIN_MS;
+	syncer_watch_closely(s->sync, s->moves >= 3 &&
+					      now > s->moved_ms + limit &&
+					      now < s->moved_ms + limit +
+							    STALL_WATCH_MS);
+	syncer_progressing(s->sync, s->moves >= 3 &&
+					    now <= s->moved_ms + limit);
+}
+
+/* The step worker 0 last noted as the group's trained one, -1 none. */
+static int64_t progress_step(const struct sup *s)
+{
+	return s->trained >= 0 ? s->trained : s->newest_done;
+}
+
+/* A commit is noted by the worker that made it (the writer of a step's
+ * last part, or worker 0 finishing the job); worker 0 speaks for the
+ * group's trained step. */
+static void note_progress(struct sup *s, const struct shipper_state *ss,
+			  uint64_t now)
+{
+	int64_t step = progress_step(s);
+
+	if (ss->newest_committed > s->noted_commit) {
+		s->noted_commit = ss->newest_committed;
+		sup_note(s, "commit", ss->newest_committed, NULL, NULL);
+	}
+	if (s->id.process_id == 0 && step >= 0 &&
+	    now >= s->noted_progress_ms + PROGRESS_EVENT_MS) {
+		s->noted_progress_ms = now;
+		sup_note(s, "progress", step,
+			 s->trained >= 0 ? "SLICE_STEP_FILE" : "checkpoint",
+			 NULL);
+	}
+}
+
+/* The last commits come after the trainers ended. */
+static void note_last_commits(struct sup *s)
+{
+	struct shipper_state ss;
+
+	shipper_get(s->ship, &ss);
+	note_progress(s, &ss, mono_ms());
+}
+
+static enum sup_phase act_finished_look(struct sup *s,
+					const struct control *c)
+{
+	if (!deletes_qr(s, c))
+		note_last_commits(s);
+	return P_FINISHED;
+}
+
+/* The trainer's signs of progress: new steps, output, SLICE_STEP_FILE
+ * (every LOOK_MS), for the hang and stall clocks and the history. */
+static enum sup_phase act_look(struct sup *s, const struct control *c)
+{
+	struct shipper_state ss;
+	uint64_t now = mono_ms(), moved = s->trainer.last_output_ms;
+
+	(void)c;
+	shipper_get(s->ship, &ss);
+	sup_time_upload(s, &ss, now);
+	if (ss.newest_done > s->newest_done) {
+		s->newest_done = ss.newest_done;
+		moved = now;
+	}
+	if (now >= s->look_ms) {
+		s->look_ms = now + LOOK_MS;
+		if (sup_note_trained(s))
+			moved = now;
+		/* Fresh step and committed step for the next regular
+		 * heartbeat. */
+		sup_publish_as(s, false);
+	}
+	if (moved > s->progress_ms)
+		s->progress_ms = moved;
+	watch_stall(s, moved, now);
+	note_progress(s, &ss, now);
+	return P_RUN;
+}
+
+static enum sup_phase act_exited(struct sup *s, const struct control *c)
+{
+	char how[64];
+
+	(void)c;
+	trainer_describe_status(s->trainer.status, how, sizeof(how));
+	shipper_kick(s->ship);
+	if (WIFEXITED(s->trainer.status) &&
+	    WEXITSTATUS(s->trainer.status) == 0) {
+		struct syncer_request r = {
+			.task = TASK_CHECK_DONE,
+			.generation = s->generation,
+		};
+
+		sup_trainer_gone(s);
+		sup_note(s, "exit", s->trained, how, NULL);
+		sup_set_phase(s, P_FINISHED, "the trainer finished");
+		sup_publish(s);
+		sup_ask(s, &r);
+		return P_FINISHED;
+	}
+	sup_trainer_gone(s);
+	sup_note(s, "exit", s->trained, how, NULL);
+	sup_ask_bump(s, s->generation, -1, "its trainer ended (%s)", how);
+	sup_set_phase(s, P_WAIT_GEN, "the trainer failed");
+	snprintf(s->message, sizeof(s->message), "trainer %s", how);
+	sup_publish(s);
+	return P_WAIT_GEN;
+}
+
+static bool hung(const struct sup *s, uint64_t now)
+{
+	return s->job.hang_timeout_s && now > s->progress_ms &&
+	       now - s->progress_ms > (uint64_t)s->job.hang_timeout_s * 1000;
+}
+
+static enum sup_phase act_hang(struct sup *s, const struct control *c)
+{
+	(void)c;
+	log_error("the trainer printed nothing and wrote no step for %u s: "
+		  "ending it", s->job.hang_timeout_s);
+	sup_trainer_gone(s);
+	sup_note(s, "hang", s->trained, "no output and no step", NULL);
+	sup_ask_bump(s, s->generation, -1,
+		     "its trainer hung (no output and no step for %u s)",
+		     s->job.hang_timeout_s);
+	sup_set_phase(s, P_WAIT_GEN, "the trainer hung");
+	sup_publish(s);
+	return P_WAIT_GEN;
+}
+
+/* The trainer stopped, or outlived its grace period. */
+static enum sup_phase act_stopped(struct sup *s, const struct control *c)
+{
+	if (!s->trainer.exited)
+		log_warn("the trainer outlived the %u s grace period: killed",
+			 s->job.grace_s);
+	sup_trainer_gone(s);
+	/* The steps it trained, for what a new generation trains again
+	 * (s->generation may be the new one already). */
+	sup_note_of(s, s->trainer_generation, "stop", s->trained, s->message,
+		    NULL);
+	if (s->after_stop == P_RESTORE)
+		return begin_restore(s, c->generation > s->generation
+						? c->generation
+						: s->generation);
+	return end(s, s->message);
+}
+
+/* control.json's deadline is within its lead: the trainer saves a final
+ * step now, while there is time to upload it. */
+static enum sup_phase act_deadline(struct sup *s, const struct control *c)
+{
+	uint64_t left = sup_deadline_near(s, c), lead = sup_lead_ms(s);
+	uint64_t now = mono_ms();
+
+	if (!left || !trainer_alive(s))
+		return P_RUN;
+	/* A trainer started within the lead (the group just restored a
+	 * committed step) has nothing newer to save before maintenance;
+	 * before a run's end nothing else is left to do. */
+	if (!strcmp(c->deadline.kind, "maintenance") &&
+	    s->trainer_since_ms + (lead - left) > now)
+		return P_RUN;
+	s->deadline = c->deadline;
+	s->deadline_at_ms = now + left;
+	s->final_step = -1;
+	s->resume_asked = false;
+	snprintf(s->why, sizeof(s->why), "%s at %s: %.160s", c->deadline.kind,
+		 c->deadline.time, c->deadline.about);
+	log_warn("deadline in %llu s (%s): the trainer gets SIGTERM and %u s "
+		 "to save a final step (lead %llu ms: grace, the last "
+		 "upload's %llu ms, margin)", (unsigned long long)(left / 1000),
+		 s->why, s->job.grace_s, (unsigned long long)lead,
+		 (unsigned long long)s->upload_ms);
+	trainer_signal(&s->trainer, SIGTERM);
+	sup_set_phase(s, P_EMERGENCY, s->why);
+	sup_publish(s);
+	return P_EMERGENCY;
+}
+
+/* After the final step for a deadline: a run's end leaves the run
+ * waiting for capacity; maintenance resumes the group from that step. */
+static enum sup_phase after_deadline(struct sup *s,
+				     const struct shipper_state *ss, int rc)
+{
+	char what[64];
+
+	s->final_step = rc ? -1 : ss->newest_uploaded;
+	if (s->final_step < 0)
+		snprintf(what, sizeof(what), "no final step uploaded");
+	else
+		snprintf(what, sizeof(what), "final step %lld %s",
+			 (long long)s->final_step,
+			 ss->newest_committed >= s->final_step ? "committed"
+							       : "uploaded");
+	if (!strcmp(s->deadline.kind, "run-end")) {
+		sup_set_phase(s, P_WAITING, NULL);
+		snprintf(s->message, sizeof(s->message),
+			 "%.120s at %.30s: %.60s; waiting for capacity",
+			 s->deadline.about, s->deadline.time, what);
+	} else {
+		sup_set_phase(s, P_WAIT_GEN, NULL);
+		snprintf(s->message, sizeof(s->message),
+			 "%.140s: %.60s; the group resumes from it",
+			 s->deadline.about, what);
+	}
+	log_info("%s", s->message);
+	sup_publish(s);
+	return s->phase;
+}
+
+/* Maintenance checkpointed: the group resumes from the final step. */
+static bool resumes(const struct sup *s)
+{
+	return !strcmp(s->deadline.kind, "maintenance") && !s->resume_asked &&
+	       !s->task_pending;
+}
+
+/* Once the final step is committed (worker 0 sees it, through its
+ * commit passes), or at the deadline itself should worker 0 be gone,
+ * the next generation restores it and marks the deadline done. */
+static enum sup_phase act_resume(struct sup *s, const struct control *c)
+{
+	struct syncer_request r = { .task = TASK_BUMP, .restore_step = -1,
+				    .deadline = true };
+	struct shipper_state ss;
+
+	(void)c;
+	if (!resumes(s))
+		return P_WAIT_GEN;
+	shipper_get(s->ship, &ss);
+	if (!(s->id.process_id == 0 && s->final_step >= 0 &&
+	      ss.newest_committed >= s->final_step) &&
+	    mono_ms() < s->deadline_at_ms)
+		return P_WAIT_GEN;
+	r.generation = s->generation;
+	snprintf(r.reason, sizeof(r.reason),
+		 "%.40s: step %lld committed ahead of %.120s; resuming from it",
+		 s->id.name, (long long)ss.newest_committed,
+		 s->deadline.about);
+	log_info("%s", r.reason);
+	s->resume_asked = true;
+	sup_ask(s, &r);
+	return P_WAIT_GEN;
+}
+
+/* The trainer is gone or out of time: its last step goes first. */
+static enum sup_phase act_finish_emergency(struct sup *s,
+					   const struct control *c)
+{
+	uint64_t flush_deadline = s->deadline_ms + FLUSH_AFTER_GRACE_MS;
+	struct shipper_state ss;
+	struct err e;
+	int rc;
+
+	(void)c;
+	/* Before a deadline, the upload may take until the deadline. */
+	if (s->deadline.kind[0] && s->deadline_at_ms > flush_deadline)
+		flush_deadline = s->deadline_at_ms;
+
+	if (!s->trainer.exited)
+		log_warn("the trainer outlived the grace period: killed");
+	sup_trainer_gone(s);
+	sup_note_of(s, s->trainer_generation, "stop", s->trained, s->why, NULL);
+	err_init(&e);
+	rc = shipper_flush(s->ship, flush_deadline, &e);
+	shipper_get(s->ship, &ss);
+	if (rc)
+		log_error("the final step could not be uploaded: %s", e.msg);
+	else if (ss.newest_uploaded >= 0)
+		log_info("final step %lld uploaded%s",
+			 (long long)ss.newest_uploaded,
+			 ss.newest_committed == ss.newest_uploaded
+				 ? " and committed"
+				 : "");
+	if (s->deadline.kind[0] && !s->notice)
+		return after_deadline(s, &ss, rc);
+	return end(s, s->why);
+}
+
+/* ---- the table ---- */
+
+struct cell {
+	enum sup_cell kind;
+	action_fn *act;
+	const char *name;
+	unsigned next;   /* SUP_PHASE_BITs act may leave the machine in */
+};
+
+#define DO(f, to) { SUP_CELL_ACTION, f, #f, to }
+#define IGNORED { SUP_CELL_IGNORED, NULL, NULL, 0 }
+#define DEFERRED { SUP_CELL_DEFERRED, NULL, NULL, 0 }
+#define IMPOSSIBLE { SUP_CELL_IMPOSSIBLE, NULL, NULL, 0 }
+
+/* The syncer's results: the same in every phase that takes them. */
+#define RESULTS(restored)                                                      \
+	[EV_RESTORED] = restored,                                              \
+	[EV_WRITTEN] = DO(act_written, 0),                                     \
+	[EV_CHECKED] = DO(act_checked, 0),                                     \
+	[EV_DELETED] = DO(act_deleted, B(P_END))
+
+/* What a phase without a trainer heeds in control.json. */
+#define FOLLOWS_CONTROL                                                        \
+	[EV_CONTROL] = IGNORED,                                                \
+	[EV_RUN_ENDED] = DO(act_run_ended, B(P_END)),                          \
+	[EV_NEW_GENERATION] = DO(act_new_generation, B(P_RESTORE))
+
+/* A phase the trainer has left: a trainer that exited but was not seen
+ * to (the run ended or moved on in the same pass) lingers unnoticed. */
+#define NO_TRAINER                                                             \
+	[EV_DEADLINE] = IGNORED, [EV_EXITED] = IGNORED, [EV_HANG] = IGNORED,  \
+	[EV_GRACE] = IMPOSSIBLE
+
+static const struct cell table[P_COUNT][EV_COUNT] = {
+	[P_JOIN] = {
+		[EV_NOTICE] = DO(act_notice, B(P_END)),
+		[EV_RESTORED] = IMPOSSIBLE, [EV_WRITTEN] = IMPOSSIBLE,
+		[EV_CHECKED] = IMPOSSIBLE, [EV_DELETED] = IMPOSSIBLE,
+		/* Joining decides on the run's state and generation. */
+		[EV_CONTROL] = DO(act_join,
+				  B(P_RESTORE) | B(P_WAIT_GEN) | B(P_END)),
+		[EV_RUN_ENDED] = IGNORED, [EV_NEW_GENERATION] = IGNORED,
+		[EV_RETRY] = IMPOSSIBLE, [EV_LOOK] = IGNORED,
+		[EV_DEADLINE] = IGNORED, [EV_EXITED] = IMPOSSIBLE,
+		[EV_HANG] = IGNORED, [EV_GRACE] = IMPOSSIBLE,
+	},
+	[P_RESTORE] = {
+		[EV_NOTICE] = DO(act_notice, B(P_END)),
+		RESULTS(DO(act_restored, B(P_RESTORE) | B(P_RUN) |
+					 B(P_WAIT_GEN) | B(P_WAITING) |
+					 B(P_END))),
+		/* The restore's result follows a newer generation. */
+		[EV_CONTROL] = IGNORED,
+		[EV_RUN_ENDED] = DO(act_run_ended, B(P_END)),
+		[EV_NEW_GENERATION] = IGNORED,
+		[EV_RETRY] = DO(act_retry, 0), [EV_LOOK] = IGNORED,
+		NO_TRAINER,
+	},
+	[P_RUN] = {
+		[EV_NOTICE] = DO(act_notice, B(P_EMERGENCY) | B(P_END)),
+		RESULTS(IGNORED),
+		[EV_CONTROL] = IGNORED,
+		[EV_RUN_ENDED] = DO(act_run_ended, B(P_STOP) | B(P_END)),
+		[EV_NEW_GENERATION] = DO(act_new_generation,
+					 B(P_STOP) | B(P_RESTORE)),
+		[EV_RETRY] = DO(act_retry, 0),
+		[EV_DEADLINE] = DO(act_deadline, B(P_EMERGENCY)),
+		[EV_LOOK] = DO(act_look, 0),
+		[EV_EXITED] = DO(act_exited, B(P_FINISHED) | B(P_WAIT_GEN)),
+		[EV_HANG] = DO(act_hang, B(P_WAIT_GEN)),
+		[EV_GRACE] = IMPOSSIBLE,
+	},
+	[P_STOP] = {
+		[EV_NOTICE] = DO(act_notice, B(P_EMERGENCY) | B(P_END)),
+		RESULTS(IGNORED),
+		/* Where it goes was decided when it began. */
+		[EV_CONTROL] = IGNORED, [EV_RUN_ENDED] = IGNORED,
+		[EV_NEW_GENERATION] = IGNORED, [EV_RETRY] = IGNORED,
+		[EV_DEADLINE] = IGNORED, [EV_LOOK] = IGNORED,
+		[EV_EXITED] = DO(act_stopped, B(P_RESTORE) | B(P_END)),
+		[EV_HANG] = IGNORED,
+		[EV_GRACE] = DO(act_stopped, B(P_RESTORE) | B(P_END)),
+	},
+	[P_WAIT_GEN] = {
+		[EV_NOTICE] = DO(act_notice, B(P_END)),
+		RESULTS(IGNORED),
+		FOLLOWS_CONTROL,
+		[EV_RETRY] = DO(act_retry, 0),
+		[EV_LOOK] = DO(act_resume, 0),
+		NO_TRAINER,
+	},
+	[P_FINISHED] = {
+		[EV_NOTICE] = DO(act_notice, B(P_END)),
+		RESULTS(IGNORED),
+		[EV_CONTROL] = IGNORED,
+		[EV_RUN_ENDED] = DO(act_finished_ended, B(P_END)),
+		[EV_NEW_GENERATION] = DO(act_new_generation, B(P_RESTORE)),
+		[EV_RETRY] = DO(act_finished_retry, 0),
+		[EV_LOOK] = DO(act_finished_look, 0),
+		NO_TRAINER,
+	},
+	/* Only the trainer's end counts; the syncer's results wait for
+	 * the phase after. */
+	[P_EMERGENCY] = {
+		[EV_NOTICE] = IGNORED,
+		[EV_RESTORED] = DEFERRED, [EV_WRITTEN] = DEFERRED,
+		[EV_CHECKED] = DEFERRED, [EV_DELETED] = DEFERRED,
+		[EV_CONTROL] = IGNORED, [EV_RUN_ENDED] = IGNORED,
+		[EV_NEW_GENERATION] = IGNORED, [EV_RETRY] = IGNORED,
+		[EV_DEADLINE] = IGNORED, [EV_LOOK] = IGNORED,
+		[EV_EXITED] = DO(act_finish_emergency,
+				 B(P_WAIT_GEN) | B(P_WAITING) | B(P_END)),
+		[EV_HANG] = IGNORED,
+		[EV_GRACE] = DO(act_finish_emergency,
+				B(P_WAIT_GEN) | B(P_WAITING) | B(P_END)),
+	},
+	[P_WAITING] = {
+		[EV_NOTICE] = DO(act_notice, B(P_END)),
+		RESULTS(IGNORED),
+		FOLLOWS_CONTROL,
+		[EV_RETRY] = DO(act_retry, 0),
+		[EV_LOOK] = IGNORED,
+		NO_TRAINER,
+	},
+	/* The loop ends with the pass that reaches it. */
+	[P_END] = {
+		[EV_NOTICE] = IMPOSSIBLE, [EV_RESTORED] = IMPOSSIBLE,
+		[EV_WRITTEN] = IMPOSSIBLE, [EV_CHECKED] = IMPOSSIBLE,
+		[EV_DELETED] = IMPOSSIBLE, [EV_CONTROL] = IMPOSSIBLE,
+		[EV_RUN_ENDED] = IMPOSSIBLE, [EV_NEW_GENERATION] = IMPOSSIBLE,
+		[EV_RETRY] = IMPOSSIBLE, [EV_DEADLINE] = IMPOSSIBLE,
+		[EV_LOOK] = IMPOSSIBLE, [EV_EXITED] = IMPOSSIBLE,
+		[EV_HANG] = IMPOSSIBLE, [EV_GRACE] = IMPOSSIBLE,
+	},
+};
+
+void sup_table_view(enum sup_phase p, enum sup_event ev,
+		    struct sup_cell_view *out)
+{
+	const struct cell *k = &table[p][ev];
+
+	out->kind = k->kind;
+	out->action = k->name;
+	out->next = k->kind == SUP_CELL_ACTION ? k->next | B(p) : 0;
+}
+
+static bool is_result(enum sup_event ev)
+{
+	return ev == EV_RESTORED || ev == EV_WRITTEN || ev == EV_CHECKED ||
+	       ev == EV_DELETED;
+}
+
+static enum sup_event result_event(enum syncer_task t)
+{
+	switch (t) {
+	case TASK_RESTORE: return EV_RESTORED;
+	case TASK_BUMP:
+	case TASK_SET_STATE: return EV_WRITTEN;
+	case TASK_CHECK_DONE: return EV_CHECKED;
+	case TASK_DELETE_QR: return EV_DELETED;
+	case TASK_NONE: break;
+	}
+	return EV_COUNT;
+}
+
+/* Whether ev is raised now; c is control.json, NULL before it was read
+ * (nothing but a notice or the trainer's end counts then). */
+static bool raised(struct sup *s, enum sup_event ev, const struct control *c,
+		   uint64_t now)
+{
+	if (is_result(ev) && c && !s->have_result)
+		s->have_result = syncer_result(s->sync, &s->result);
+	switch (ev) {
+	case EV_NOTICE: return s->notice;
+	case EV_RESTORED:
+	case EV_WRITTEN:
+	case EV_CHECKED:
+	case EV_DELETED:
+		return s->have_result && result_event(s->result.task) == ev;
+	case EV_CONTROL: return c;
+	case EV_RUN_ENDED: return c && strcmp(c->state, "running");
+	case EV_NEW_GENERATION:
+		return c && !strcmp(c->state, "running") &&
+		       c->generation > s->generation;
+	case EV_RETRY:
+		return c && s->retry_ms && now >= s->retry_ms &&
+		       !s->task_pending;
+	case EV_DEADLINE: return c && sup_deadline_near(s, c);
+	case EV_LOOK: return c;
+	case EV_EXITED: return s->trainer.exited;
+	case EV_HANG: return hung(s, now);
+	case EV_GRACE: return s->deadline_ms && now >= s->deadline_ms;
+	case EV_COUNT: break;
+	}
+	return false;
+}
+
+/* One pass over the events, in their order, until one moves the machine
+ * to another phase. Returns whether one did. */
+bool sup_pass(struct sup *s)
+{
+	struct control control;
+	const struct control *c =
+		syncer_control(s->sync, &control) ? &control : NULL;
+	enum sup_phase from = s->phase;
+
+	for (int ev = 0; ev < EV_COUNT && s->phase == from; ev++) {
+		const struct cell *k = &table[from][ev];
+		enum sup_phase to;
+
+		if (!raised(s, ev, c, mono_ms()) ||
+		    k->kind == SUP_CELL_DEFERRED)
+			continue;
+		if (is_result(ev)) {
+			s->have_result = false;
+			s->task_pending = false;
+		}
+		if (k->kind != SUP_CELL_ACTION) {
+			if (k->kind != SUP_CELL_IGNORED)
+				log_error("%s in phase %s cannot happen",
+					  sup_event_names[ev],
+					  sup_phase_names[from]);
+			continue;
+		}
+		to = k->act(s, c);
+		if (to != s->phase || !((k->next | B(from)) & B(to)))
+			log_error("%s in phase %s led to %s, which the table "
+				  "does not say", sup_event_names[ev],
+				  sup_phase_names[from],
+				  sup_phase_names[s->phase]);
+	}
+	return s->phase != from;
+}
+
+/* The milliseconds poll may sleep: until the nearest time one of the
+ * phase's actions waits for, -1 for none (the pipe and the trainer's
+ * output wake it). In the run phase the step file is read every LOOK_MS,
+ * which bounds the hang, stall, deadline and progress-event clocks the
+ * look feeds. */
+int sup_wait_ms(struct sup *s)
+{
+	uint64_t next = UINT64_MAX, now = mono_ms();
+	struct control c;
+	/* A finished worker deleting its queued resource waits for that. */
+	bool deleting = s->phase == P_FINISHED &&
+			syncer_control(s->sync, &c) && deletes_qr(s, &c);
+
+	if (s->deadline_ms)
+		next = s->deadline_ms;
+	if (s->retry_ms && !s->task_pending && !deleting &&
+	    table[s->phase][EV_RETRY].kind == SUP_CELL_ACTION &&
+	    s->retry_ms < next)
+		next = s->retry_ms;
+	if (s->phase == P_RUN && s->look_ms < next)
+		next = s->look_ms;
+	if (s->phase == P_WAIT_GEN && resumes(s) && s->deadline_at_ms < next)
+		next = s->deadline_at_ms;
+	if (s->phase == P_FINISHED && !deleting && s->id.process_id == 0 &&
+	    progress_step(s) >= 0 &&
+	    s->noted_progress_ms + PROGRESS_EVENT_MS < next)
+		next = s->noted_progress_ms + PROGRESS_EVENT_MS;
+	if (next == UINT64_MAX)
+		return -1;
+	if (next <= now)
+		return 0;
+	return next - now > INT_MAX ? INT_MAX : (int)(next - now);
+}
