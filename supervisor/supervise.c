@@ -409,7 +409,7 @@ static int load_job(struct sup *s, struct err *e)
 		    attempt >= 30)
 			break;
 		log_warn("reading job.json: %s (retrying)", e->msg);
-		sleep(2);
+		proc_sleep_ms(2000, false);
 	}
 	store_close(st);
 	if (rc)
