@@ -14,7 +14,7 @@ The API, as kube-apiserver serves it to kubectl and @kubernetes/client-node:
   refuses new content meanwhile), pods (+ /log, /eviction, /status),
   events, nodes (made as pods are bound), priorityclasses
   (scheduling.k8s.io/v1), jobs (batch/v1), and every CRD in the CRD
-  directory (default ../shared/k8s from the repository root:
+  directory (default k8s/ of the repository, copies of ../shared/k8s:
   JobSet jobset.x-k8s.io/v1alpha2; Kueue kueue.x-k8s.io v1beta1 and v1beta2,
   both served, kept in v1beta2 and converted as Kueue's webhook does for
   the fields whose names differ: Workload priorityClassName/Source vs
@@ -206,26 +206,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def default_crds():
-	"""../shared/k8s next to the repository (SLICECTL_SRCDIR, else the
-	tree this file is in); from a git worktree, next to its main
-	checkout."""
+	"""k8s/ of the source tree (SLICECTL_SRCDIR, else the tree this file
+	is in): JobSet's and Kueue's CRDs as released, copied in-tree."""
 	root = os.environ.get("SLICECTL_SRCDIR") or os.path.join(HERE, "..",
 								 "..")
-	root = os.path.abspath(root)
-	cands = [os.path.join(root, "..", "shared", "k8s")]
-	try:
-		with open(os.path.join(root, ".git")) as f:
-			gitdir = f.read().split("gitdir:", 1)[1].strip()
-		# .../main/.git/worktrees/NAME: the main checkout is two up.
-		main_git = os.path.dirname(os.path.dirname(gitdir))
-		cands.append(os.path.join(os.path.dirname(main_git), "..",
-					  "shared", "k8s"))
-	except (OSError, IndexError):
-		pass
-	for c in cands:
-		if os.path.isdir(c):
-			return os.path.normpath(c)
-	return os.path.normpath(cands[0])
+	return os.path.normpath(os.path.join(root, "k8s"))
 
 # ---------------------------------------------------------------- resources
 

@@ -1,7 +1,7 @@
 """The YAML reader of kube_fake.py (Python has none in its standard
 library): block YAML as controller-gen writes the CRD files, read as a
 YAML 1.2 core-schema parser reads it; the kube-fidelity test checks it
-against js-yaml on every file of ../shared/k8s."""
+against js-yaml on every file of k8s/."""
 
 import re
 

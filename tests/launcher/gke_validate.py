@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks objects slicectl renders for GKE against the CRD schemas in
-../shared/k8s (or $SLICECTL_K8S_DIR), the way the API server does with
+k8s/ (or $SLICECTL_K8S_DIR), the way the API server does with
 fieldValidation=Strict: every schema with "properties" and no
 additionalProperties or x-kubernetes-preserve-unknown-fields refuses
 fields it does not name.
@@ -25,19 +25,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def k8s_dir():
-    """$SLICECTL_K8S_DIR, else the nearest shared/k8s above the source
-    tree (../shared/k8s of a checkout, of a worktree's parent...)."""
-    if os.environ.get("SLICECTL_K8S_DIR"):
-        return os.environ["SLICECTL_K8S_DIR"]
-    d = HERE
-    while True:
-        cand = os.path.join(d, "shared", "k8s")
-        if os.path.isdir(cand):
-            return cand
-        parent = os.path.dirname(d)
-        if parent == d:
-            return os.path.join(HERE, "..", "..", "..", "shared", "k8s")
-        d = parent
+    """$SLICECTL_K8S_DIR, else k8s/ of the source tree (JobSet's and
+    Kueue's CRDs, copied in-tree)."""
+    return os.environ.get("SLICECTL_K8S_DIR") or os.path.normpath(
+        os.path.join(HERE, "..", "..", "k8s"))
 
 
 K8S = k8s_dir()
