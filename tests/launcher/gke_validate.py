@@ -57,8 +57,8 @@ def schema_for(api_version, kind):
         raise SystemExit(f"gke_validate: no CRD for {api_version} {kind}")
     path = os.path.join(K8S, name)
     if not os.path.exists(path):
-        print(f"gke_validate: {path} is missing", file=sys.stderr)
-        sys.exit(2)
+        raise SystemExit(f"gke_validate: {path} is missing (k8s/ holds "
+                         "the CRDs in-tree)")
     with open(path) as f:
         crd = yaml.safe_load(f)
     for v in crd["spec"]["versions"]:
