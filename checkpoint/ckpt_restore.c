@@ -28,7 +28,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -718,95 +717,13 @@ static int unpack_stream(struct store *s, struct unpack_source *src,
 	return r;
 }
 
-/*
- * One pass over the directory open at fd: removes what it can and names,
- * in *sub, a non-empty directory to descend into (made searchable and
- * writable first: restored trees may hold read-only ones). Returns -1
- * when something cannot be removed.
- */
-static int rm_pass(int fd, char *sub, size_t cap)
-{
-	int dfd = dup(fd);
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-	struct dirent *de;
-	int r = 0;
-
-	sub[0] = '\0';
-	if (!d) {
-		if (dfd >= 0)
-			close(dfd);
-		return -1;
-	}
-	rewinddir(d);
-	while (!sub[0] && (de = readdir(d))) {
-		const char *n = de->d_name;
-
-		if (!strcmp(n, ".") || !strcmp(n, ".."))
-			continue;
-		if (unlinkat(fd, n, 0) == 0 || errno == ENOENT)
-			continue;
-		if (errno != EISDIR && errno != EPERM) {
-			r = -1;
-			break;
-		}
-		if (unlinkat(fd, n, AT_REMOVEDIR) == 0 || errno == ENOENT)
-			continue;
-		if ((errno != ENOTEMPTY && errno != EEXIST) ||
-		    strlen(n) >= cap ||
-		    fchmodat(fd, n, S_IRWXU, 0) != 0) {
-			r = -1;
-			break;
-		}
-		memcpy(sub, n, strlen(n) + 1);
-	}
-	closedir(d);
-	return r;
-}
-
-/*
- * Removes a tree we made, at any depth: one directory open at a time,
- * walking down by name and back up by "..", so neither PATH_MAX nor the
- * descriptor limit bounds it (nftw's walk gives up past PATH_MAX).
- */
 static void remove_tree(const char *path)
 {
-	char sub[NAME_MAX + 1];
-	size_t depth = 0;
-	int fd;
+	int r = fs_remove_tree(path);
 
-	chmod(path, S_IRWXU);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	for (;;) {
-		int next;
-
-		if (rm_pass(fd, sub, sizeof(sub)) != 0)
-			break;
-		if (sub[0]) {
-			next = openat(fd, sub, O_RDONLY | O_DIRECTORY |
-				      O_NOFOLLOW | O_CLOEXEC);
-			depth++;
-		} else if (depth) {
-			/* Empty now: its parent's next pass removes it. */
-			next = openat(fd, "..", O_RDONLY | O_DIRECTORY |
-				      O_CLOEXEC);
-			depth--;
-		} else {
-			close(fd);
-			if (rmdir(path) != 0)
-				log_warn("could not remove %s: %s", path,
-					 strerror(errno));
-			return;
-		}
-		close(fd);
-		fd = next;
-		if (fd < 0)
-			break;
-	}
-	if (fd >= 0)
-		close(fd);
-	log_warn("could not remove all of %s; remove it by hand", path);
+	if (r)
+		log_warn("could not remove all of %s (%s); remove it by hand",
+			 path, strerror(r));
 }
 
 /* dest as the folder holding it and its base name, refusing what cannot

@@ -181,6 +181,10 @@ int fs_write_all(int fd, const void *data, size_t len);
 int fs_mkdir_p(const char *path, mode_t mode, struct err *e);
 /* mkdir -p of the folder holding path (everything before its last '/'). */
 int fs_mkdir_parents(const char *path, mode_t mode, struct err *e);
+/* fs_tree.c: removes path and everything below it, at any depth, without
+ * following symlinks; read-only directories are made writable first.
+ * Returns 0 (also when path is gone already) or an errno. */
+int fs_remove_tree(const char *path);
 /* Puts data at path whole or not at all: writes a temporary file in the
  * same folder with mode (umask applied), fsyncs it, renames it over path
  * (replace) or links it to path failing with EEXIST if path exists

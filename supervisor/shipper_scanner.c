@@ -317,7 +317,7 @@ static void empty_trash(struct shipper *s)
 		int r;
 
 		pthread_mutex_unlock(&s->mu);
-		r = spool_remove_at(AT_FDCWD, path, 0);
+		r = fs_remove_tree(path);
 		if (r)
 			log_warn("cannot delete %s: %s", path, strerror(r));
 		free(path);

@@ -5,10 +5,7 @@
  */
 #include "supervisor/shipper_spool.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -38,48 +35,6 @@ bool spool_step_path(char *out, const char *dir, uint64_t step,
 			 (unsigned long long)step, suffix);
 
 	return n > 0 && n < SPOOL_PATH;
-}
-
-int spool_remove_at(int dirfd, const char *name, unsigned depth)
-{
-	struct stat st;
-	struct dirent *d;
-	DIR *dir;
-	int fd, rc = 0;
-
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-		return errno == ENOENT ? 0 : errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dirfd, name, 0) == 0 || errno == ENOENT
-			       ? 0 : errno;
-	if (depth > 256)
-		return ELOOP;
-	if ((st.st_mode & 0700) != 0700)
-		(void)fchmodat(dirfd, name, 0700, 0);
-	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-				 O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	dir = fdopendir(fd);
-	if (!dir) {
-		rc = errno;
-		close(fd);
-		return rc;
-	}
-	while ((d = readdir(dir))) {
-		int r;
-
-		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
-			continue;
-		r = spool_remove_at(fd, d->d_name, depth + 1);
-		if (r && !rc)
-			rc = r;
-	}
-	closedir(dir);
-	if (unlinkat(dirfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT &&
-	    !rc)
-		rc = errno;
-	return rc;
 }
 
 static bool same_state(const struct shipper_state *a,

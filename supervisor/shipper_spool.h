@@ -101,10 +101,6 @@ bool spool_parse_step(const char *p, size_t n, uint64_t *out);
  * it does not fit. */
 bool spool_step_path(char *out, const char *dir, uint64_t step,
 		     const char *suffix);
-/* Removes dirfd/name and everything below it without following
- * symlinks; directories are made writable first (a trainer may leave
- * read-only ones). Returns 0 or an errno. */
-int spool_remove_at(int dirfd, const char *name, unsigned depth);
 
 /* shipper_spool.c: the waiting steps; every function here runs under mu. */
 

@@ -245,6 +245,56 @@ Test(fs, atomic_write_relative)
 	cr_assert_eq(chdir(cwd), 0);
 }
 
+/* Deeper than PATH_MAX and than the 256 levels the spool's old remover
+ * took; a read-only directory and a symlink out of the tree on the way. */
+Test(fs, remove_tree_takes_any_depth_and_follows_no_link)
+{
+	char top[256], outside[256], got[8];
+	int fd, next;
+
+	in_dir(top, sizeof(top), "tree");
+	in_dir(outside, sizeof(outside), "outside");
+	cr_assert_eq(fs_write_atomic(outside, "o", 1, 0644, true, NULL), 0);
+	cr_assert_eq(mkdir(top, 0755), 0);
+	fd = open(top, O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(fd, 0);
+	for (int i = 0; i < 300; i++) {
+		const char *name = "level-of-a-deep-tree";
+
+		cr_assert_eq(mkdirat(fd, name, 0755), 0, "level %d", i);
+		if (i == 10) {
+			cr_assert_eq(symlinkat(outside, fd, "link"), 0);
+			cr_assert_eq(mkdirat(fd, "ro", 0755), 0);
+			next = openat(fd, "ro", O_RDONLY | O_DIRECTORY);
+			cr_assert_geq(next, 0);
+			close(openat(next, "f", O_CREAT | O_WRONLY, 0644));
+			close(next);
+			cr_assert_eq(fchmodat(fd, "ro", 0500, 0), 0);
+		}
+		next = openat(fd, name, O_RDONLY | O_DIRECTORY);
+		cr_assert_geq(next, 0);
+		close(fd);
+		fd = next;
+	}
+	close(openat(fd, "leaf", O_CREAT | O_WRONLY, 0644));
+	close(fd);
+	cr_assert_eq(fs_remove_tree(top), 0);
+	cr_assert_eq(access(top, F_OK), -1);
+	slurp(outside, got, sizeof(got));
+	cr_assert_str_eq(got, "o");
+}
+
+Test(fs, remove_tree_takes_a_file_and_nothing)
+{
+	char path[256];
+
+	in_dir(path, sizeof(path), "file");
+	cr_assert_eq(fs_write_atomic(path, "f", 1, 0644, true, NULL), 0);
+	cr_assert_eq(fs_remove_tree(path), 0);
+	cr_assert_eq(access(path, F_OK), -1);
+	cr_assert_eq(fs_remove_tree(path), 0, "a missing path is removed");
+}
+
 static void on_alarm(int sig)
 {
 	(void)sig;
