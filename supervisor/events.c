@@ -327,6 +327,7 @@ int events_start(const char *run_url, const char *writer,
 		 const char *spool_dir, struct err *e)
 {
 	struct writer *w = calloc(1, sizeof(*w));
+	bool cv_ok;
 	int r;
 
 	err_init(e);
@@ -342,16 +343,12 @@ int events_start(const char *run_url, const char *writer,
 		snprintf(w->spool, sizeof(w->spool), "%s/events.spool",
 			 spool_dir);
 	pthread_mutex_init(&w->mu, NULL);
-	if (mono_cond_init(&w->cv)) {
-		pthread_mutex_destroy(&w->mu);
-		store_close(w->store);
-		free(w);
-		return err_set(e, COMMON_ENOMEM, "out of memory");
-	}
-	if (*w->spool)
+	cv_ok = !mono_cond_init(&w->cv);
+	if (cv_ok && *w->spool)
 		spool_load(w);
-	if (thread_start(&w->thread, writer_main, w)) {
-		pthread_cond_destroy(&w->cv);
+	if (!cv_ok || thread_start(&w->thread, writer_main, w)) {
+		if (cv_ok)
+			pthread_cond_destroy(&w->cv);
 		pthread_mutex_destroy(&w->mu);
 		store_close(w->store);
 		free(w->q);

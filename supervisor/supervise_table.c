@@ -78,6 +78,14 @@ static enum sup_phase begin_stop(struct sup *s, enum sup_phase after,
 	return P_STOP;
 }
 
+/* Waits for the next generation, saying why in the heartbeat. */
+static enum sup_phase wait_generation(struct sup *s, const char *why)
+{
+	sup_set_phase(s, P_WAIT_GEN, why);
+	sup_publish(s);
+	return P_WAIT_GEN;
+}
+
 static enum sup_phase begin_restore(struct sup *s, int64_t generation)
 {
 	struct syncer_request r = { .task = TASK_RESTORE,
@@ -234,9 +242,7 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 		s->generation = c->generation;
 		sup_save_state(s);
 		sup_ask_bump(s, c->generation, -1, "%s", why);
-		sup_set_phase(s, P_WAIT_GEN, why);
-		sup_publish(s);
-		return P_WAIT_GEN;
+		return wait_generation(s, why);
 	}
 	s->st.preempted = false;
 	if (s->o->pod && s->id.restart_attempt > c->jobset_restart) {
@@ -256,9 +262,7 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 			 s->id.restart_attempt, (long long)c->jobset_restart);
 		s->generation = c->generation;
 		sup_ask(s, &r);
-		sup_set_phase(s, P_WAIT_GEN, r.reason);
-		sup_publish(s);
-		return P_WAIT_GEN;
+		return wait_generation(s, r.reason);
 	}
 	if (s->o->pod && s->earlier_pod_gen == c->generation) {
 		/* This worker's pod was replaced without a new restart
@@ -268,9 +272,7 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 		sup_ask_bump(s, c->generation, -1,
 			     "a new pod replaces the one that ran generation "
 			     "%lld", (long long)c->generation);
-		sup_set_phase(s, P_WAIT_GEN, "a new pod rejoins");
-		sup_publish(s);
-		return P_WAIT_GEN;
+		return wait_generation(s, "a new pod rejoins");
 	}
 	return begin_restore(s, c->generation);
 }
@@ -305,10 +307,8 @@ static enum sup_phase act_restored(struct sup *s, const struct control *c)
 		snprintf(f.reason, sizeof(f.reason), "%s: %.200s", s->id.name,
 			 r->error);
 		sup_ask(s, &f);
-		sup_set_phase(s, P_WAIT_GEN,
-			      "the code bundle cannot be unpacked");
-		sup_publish(s);
-		return P_WAIT_GEN;
+		return wait_generation(s, "the code bundle cannot be "
+					  "unpacked");
 	}
 	if (!r->bundle_failed && r->fallback_step >= 0 &&
 	    (r->rc == CLOUD_ECORRUPT || r->rc == CLOUD_ENOTFOUND ||
@@ -476,26 +476,27 @@ static enum sup_phase act_look(struct sup *s, const struct control *c)
 static enum sup_phase act_exited(struct sup *s, const struct control *c)
 {
 	char how[64];
+	bool ok;
 
 	(void)c;
 	trainer_describe_status(s->trainer.status, how, sizeof(how));
 	shipper_kick(s->ship);
-	if (WIFEXITED(s->trainer.status) &&
-	    WEXITSTATUS(s->trainer.status) == 0) {
+	/* The status goes with the trainer. */
+	ok = WIFEXITED(s->trainer.status) &&
+	     WEXITSTATUS(s->trainer.status) == 0;
+	sup_trainer_gone(s);
+	sup_note(s, "exit", s->trained, how, NULL);
+	if (ok) {
 		struct syncer_request r = {
 			.task = TASK_CHECK_DONE,
 			.generation = s->generation,
 		};
 
-		sup_trainer_gone(s);
-		sup_note(s, "exit", s->trained, how, NULL);
 		sup_set_phase(s, P_FINISHED, "the trainer finished");
 		sup_publish(s);
 		sup_ask(s, &r);
 		return P_FINISHED;
 	}
-	sup_trainer_gone(s);
-	sup_note(s, "exit", s->trained, how, NULL);
 	sup_ask_bump(s, s->generation, -1, "its trainer ended (%s)", how);
 	sup_set_phase(s, P_WAIT_GEN, "the trainer failed");
 	snprintf(s->message, sizeof(s->message), "trainer %s", how);
@@ -519,9 +520,7 @@ static enum sup_phase act_hang(struct sup *s, const struct control *c)
 	sup_ask_bump(s, s->generation, -1,
 		     "its trainer hung (no output and no step for %u s)",
 		     s->job.hang_timeout_s);
-	sup_set_phase(s, P_WAIT_GEN, "the trainer hung");
-	sup_publish(s);
-	return P_WAIT_GEN;
+	return wait_generation(s, "the trainer hung");
 }
 
 /* The trainer stopped, or outlived its grace period. */

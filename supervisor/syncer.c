@@ -515,6 +515,7 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 		 struct err *e)
 {
 	struct syncer *s = calloc(1, sizeof(*s));
+	bool cv_ok;
 	int rc;
 
 	*out = NULL;
@@ -528,16 +529,12 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 		return rc;
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	if (mono_cond_init(&s->cv)) {
+	cv_ok = !mono_cond_init(&s->cv);
+	if (!cv_ok || thread_start(&s->thread, thread_main, s)) {
 		store_close(s->store);
 		pthread_mutex_destroy(&s->mu);
-		free(s);
-		return err_set(e, COMMON_ENOMEM, "out of memory");
-	}
-	if (thread_start(&s->thread, thread_main, s)) {
-		store_close(s->store);
-		pthread_mutex_destroy(&s->mu);
-		pthread_cond_destroy(&s->cv);
+		if (cv_ok)
+			pthread_cond_destroy(&s->cv);
 		free(s);
 		return err_set(e, COMMON_EIO, "cannot start a thread");
 	}
