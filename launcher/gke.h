@@ -69,8 +69,8 @@ void gke_options_table(struct gke_options *g, struct opt *opts);
 
 struct job_request;
 
-/* `slicectl job --target gke` (r from the shared job flags; format 1
- * json). Returns the exit status. */
+/* `slicectl job --target gke` (r from the shared job flags, its name
+ * set; format 1 json). Returns the exit status. */
 int gke_job(struct job_request *r, const struct gke_options *g, int format);
 
 /* A cluster reached, and what the way it was reached says. */

@@ -214,12 +214,6 @@ int gke_job(struct job_request *r, const struct gke_options *g, int format)
 	s.queued_provisioning = g->queued_provisioning;
 	s.reservation = g->reservation;
 	s.max_run_s = g->max_run_ms / 1000;
-	if (!r->name || !*r->name) {
-		log_error("--name is required: the run's name, also its "
-			  "JobSet's");
-		status = EXIT_USAGE;
-		goto out;
-	}
 	if (gke_check(&s, &e)) {
 		status = usage_error(&e);
 		goto out;

@@ -69,10 +69,10 @@ struct slurm_options {
 void slurm_options_table(struct slurm_options *o, struct opt *opts);
 
 struct job_request;
-/* `slicectl job --target slurm`: the batch job is submitted held, the
- * run's objects go up with its id in job.json, then it is released.
- * cluster from --cluster (NULL: the default); render prints the script.
- * Returns the exit status. */
+/* `slicectl job --target slurm` (r from the shared job flags, its name
+ * set): the batch job is submitted held, the run's objects go up with its
+ * id in job.json, then it is released. cluster from --cluster (NULL: the
+ * default); render prints the script. Returns the exit status. */
 int slurm_job(struct job_request *r, const struct slurm_options *o,
 	      const char *cluster, bool render);
 

@@ -127,11 +127,6 @@ int slurm_job(struct job_request *r, const struct slurm_options *o,
 	err_init(&e);
 	if (check_flags(r, o, &e))
 		return usage_error(&e);
-	if (!r->name || !*r->name) {
-		log_error("--name is required: the run's name, also its "
-			  "batch job's");
-		return EXIT_USAGE;
-	}
 	r->workers_per_slice = o->nodes / r->num_slices;
 	r->portable = true;
 	r->target = NULL;
