@@ -496,6 +496,9 @@ class Fault:
 		self.after_bytes = int(rule.get("after_bytes", 0))
 		self.seconds = float(rule.get("seconds", 0))
 		self.times = int(rule.get("times", 1))
+		# Requests that match pass untouched this many times first:
+		# a rule for the second stat of one name, say.
+		self.skip = int(rule.get("skip", 0))
 		self.processed = bool(rule.get("processed", False))
 
 	def matches(self, method, target):
@@ -614,6 +617,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		with self.state.lock:
 			for f in self.state.faults:
 				if f.matches(self.command, target):
+					if f.skip > 0:
+						f.skip -= 1
+						continue
 					if f.times > 0:
 						f.times -= 1
 					return f
@@ -663,12 +669,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			self.reset_connection()
 		elif f.action == "status":
 			self.drain_body()
-			err = ApiError(f.status, "Injected fault: HTTP %d" %
-				       f.status, "backendError"
-				       if f.status >= 500 else "rateLimitExceeded"
-				       if f.status == 429 else "injected")
-			self.send_json(f.status, err.body())
+			self.send_injected_status(f)
 			raise _Dropped()
+
+	def send_injected_status(self, f):
+		"""Answers f's status instead of what the request got: before
+		acting, or (processed) after it took effect, as GCS may."""
+		self.fault = None
+		err = ApiError(f.status, "Injected fault: HTTP %d" % f.status,
+			       "backendError" if f.status >= 500 else
+			       "rateLimitExceeded" if f.status == 429 else
+			       "injected")
+		self.send_json(f.status, err.body())
 
 	def reset_connection(self):
 		"""Closes the connection with a TCP reset, answering nothing."""
@@ -788,7 +800,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 	def send(self, status, headers, body=b""):
 		"""Sends a whole response, applying this request's response-side
-		fault (cut, corrupt, mid-body stall, processed reset/stall)."""
+		fault (cut, corrupt, mid-body stall, processed reset, stall or
+		status)."""
 		self.drain_body()
 		f = self.fault
 		if f is not None and f.processed:
@@ -796,6 +809,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 				self.reset_connection()
 			if f.action == "stall":
 				time.sleep(f.seconds)
+			if f.action == "status":
+				return self.send_injected_status(f)
 		self.resp_status = status
 		# Logged before the answer goes out: a client that reads the
 		# log as soon as it has the answer must find the status there.
@@ -1615,7 +1630,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			return self.send_json(200, {"rules": 0})
 		if p == "/_fake/faults" and m == "GET":
 			with st.lock:
-				rules = [dict(f.rule, times=f.times)
+				rules = [dict(f.rule, times=f.times, skip=f.skip)
 					 for f in st.faults]
 			return self.send_json(200, rules)
 		if p == "/_fake/requests" and m == "GET":

@@ -142,6 +142,16 @@ class FakeTest(unittest.TestCase):
 		self.assertEqual(err["error"]["errors"][0]["reason"],
 				 "notFound")
 
+	def test_skip_lets_the_first_matches_through(self):
+		self.put_object("k", b"data")
+		self.faults({"method": "GET", "path": "/o/k$",
+			     "action": "status", "status": 503, "skip": 2})
+		got = [self.call("GET", "/storage/v1/b/bk/o/k")[0].status
+		       for _ in range(4)]
+		self.assertEqual(got, [200, 200, 503, 200])
+		rules = json.loads(self.call("GET", "/_fake/faults")[1])
+		self.assertEqual((rules[0]["skip"], rules[0]["times"]), (0, 0))
+
 	def test_status_on_upload_leaves_nothing(self):
 		self.faults({"method": "POST", "path": "uploadType=media",
 			     "action": "status", "status": 429})
@@ -150,6 +160,27 @@ class FakeTest(unittest.TestCase):
 		self.assertEqual(r.status, 429)
 		r, _ = self.call("GET", "/storage/v1/b/bk/o/x")
 		self.assertEqual(r.status, 404)
+
+	def test_processed_status_acts_then_answers_the_status(self):
+		self.faults({"method": "POST", "path": "name=ps&",
+			     "action": "status", "status": 503,
+			     "processed": True})
+		r, body = self.call("POST", "/upload/storage/v1/b/bk/o?"
+				    "uploadType=media&name=ps&ifGenerationMatch=0",
+				    b"abc")
+		self.assertEqual(r.status, 503)
+		self.assertEqual(json.loads(body)["error"]["code"], 503)
+		r, body = self.call("GET", self.media_path("ps"))
+		self.assertEqual((r.status, body), (200, b"abc"))
+		# The retry a client makes finds its first attempt there.
+		r, _ = self.call("POST", "/upload/storage/v1/b/bk/o?"
+				 "uploadType=media&name=ps&ifGenerationMatch=0",
+				 b"abc")
+		self.assertEqual(r.status, 412)
+		log = self.requests()
+		self.assertEqual([e["status"] for e in log[-3:]],
+				 [503, 200, 412])
+		self.assertEqual(log[-3]["fault"], "status")
 
 	# ---- reset
 
