@@ -72,17 +72,28 @@ static int save_write(void *ud, const void *data, size_t len, struct err *e)
 }
 
 /* Tells committers what the part unpacks to, before the part exists, so
- * any COMMIT naming it can record that (checkpoint.h). */
+ * any COMMIT naming it can record that (checkpoint.h). Create-only, so
+ * that the store retries it as it retries every other write of a save (a
+ * write without a precondition is never sent twice). Its name is all it
+ * says: finding it there already (an earlier save of these very bytes)
+ * is success; a retry that finds its own first attempt landed is success
+ * inside the store, which checks it holds what was sent. */
 static int put_unpacked(struct store *s, uint64_t step, const char *leaf,
 			const struct save_sink *sink, uint64_t unpacked,
 			struct err *e)
 {
 	char tag[CKPT_UNPACKED_LEAF_MAX], obj[CKPT_UNPACKED_LEAF_MAX + 32];
+	int rc;
 
 	ckpt_unpacked_leaf(tag, sizeof(tag), leaf, sink->crc, sink->bytes,
 			   unpacked);
 	ckpt_object_name(obj, sizeof(obj), step, tag);
-	return store_put(s, obj, "", 0, STORE_ANY_GENERATION, NULL, e);
+	rc = store_put(s, obj, "", 0, STORE_CREATE_ONLY, NULL, e);
+	if (rc == CLOUD_EPRECONDITION) {
+		err_init(e);
+		rc = 0;
+	}
+	return rc;
 }
 
 /* Fails when the step is committed; otherwise the generation the part
