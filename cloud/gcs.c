@@ -350,6 +350,26 @@ out:
 	return rc;
 }
 
+bool gcs_landed(struct gcs_client *c, const char *bucket, const char *name,
+		uint64_t size, uint32_t crc, struct store_object *out)
+{
+	struct store_object now;
+	struct err e;
+
+	err_init(&e);
+	if (gcs_stat(c, bucket, name, 0, &now, &e))
+		return false;
+	if (now.size != size || now.crc32c != crc) {
+		store_object_release(&now);
+		return false;
+	}
+	if (out)
+		*out = now;
+	else
+		store_object_release(&now);
+	return true;
+}
+
 int gcs_put(struct gcs_client *c, const char *bucket, const char *name,
 	    const void *data, size_t len, int64_t if_generation_match,
 	    struct store_object *out, struct err *e)
@@ -386,24 +406,11 @@ int gcs_put(struct gcs_client *c, const char *bucket, const char *name,
 	req.not_idempotent = true;
 	req.precondition = if_generation_match >= 0;
 	rc = gcs_send(c, &req, headers, &resp, e);
-	if (rc == CLOUD_EPRECONDITION && resp.attempts > 1) {
-		struct store_object now;
-		struct err e2;
-
-		/* An earlier attempt may have landed with its answer lost:
-		 * then the object is ours, byte for byte. */
-		err_init(&e2);
-		if (gcs_stat(c, bucket, name, 0, &now, &e2) == 0) {
-			if (now.size == len && now.crc32c == crc) {
-				rc = 0;
-				if (out)
-					*out = now;
-				else
-					store_object_release(&now);
-				goto out;
-			}
-			store_object_release(&now);
-		}
+	if (rc == CLOUD_EPRECONDITION && resp.attempts > 1 &&
+	    gcs_landed(c, bucket, name, len, crc, out)) {
+		err_init(e);
+		rc = 0;
+		goto out;
 	}
 	if (rc)
 		err_prefix(e, "gs://%s/%s", bucket, name);

@@ -101,6 +101,12 @@ int gcs_upload_finish(struct gcs_upload *u, struct store_object *out,
 /* Frees u's contents; cancels the session when it was not finished. */
 void gcs_upload_release(struct gcs_upload *u);
 
+/* After a write with a precondition met 412: whether the object is now
+ * size bytes of CRC32C crc, that is an earlier attempt of this very write
+ * landed with its answer lost. Then out (may be NULL) gets it. */
+bool gcs_landed(struct gcs_client *c, const char *bucket, const char *name,
+		uint64_t size, uint32_t crc, struct store_object *out);
+
 /* Takes o, what a write stored, and checks it is size bytes of CRC32C
  * crc (CLOUD_ECORRUPT otherwise); then hands it to out, or releases it. */
 int gcs_written_as(struct store_object *o, uint64_t size, uint32_t crc,
