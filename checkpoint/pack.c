@@ -9,7 +9,9 @@
  * filter, because libarchive 3.6's zstd filter cannot turn on content
  * checksums. Memory is bounded whatever the tree holds: one read block, one
  * output block, and zstd's workers, capped in number so that their buffers
- * fit PACK_ZSTD_BUDGET.
+ * fit PACK_ZSTD_BUDGET. A small tree costs little more than its size: the
+ * start of the tar stream is held back, and a stream that ends within it
+ * is compressed in one call, on this thread, by a context sized to it.
  */
 
 /* For ZSTD_estimateCCtxSize and ZSTD_getCParams, used only to size the
@@ -43,13 +45,22 @@
 /* Smaller than zstd's default job (4 windows) so that more workers fit the
  * budget; compression ratio is the same for checkpoint data. */
 #define PACK_JOB_MIN ((size_t)4 << 20)
+/* Tar bytes held before compression starts: a stream that ends within
+ * them never starts zstd's workers, whose buffers (PACK_JOB_MIN each and
+ * more) dwarf it; one that goes on pays one copy of them. */
+#define PACK_HOLD_MAX ((size_t)1 << 20)
 
 void (*pack_test_before_data)(const char *path);
 
 /* The compressed side: tar bytes in, zstd blocks out to the writer. */
 struct zsink {
 	ZSTD_CCtx *cctx;
+	unsigned workers; /* for a stream longer than PACK_HOLD_MAX */
+	size_t job;
+	struct buf held;  /* the stream's start, until compression starts */
+	bool started;
 	unsigned char *out;
+	size_t out_cap;
 	size_t out_pos;
 	pack_write_fn write;
 	void *ud;
@@ -68,7 +79,9 @@ struct packer {
 	struct archive *tar;
 	struct archive_entry_linkresolver *links;
 	struct archive_entry *entry;
-	unsigned char *block;
+	unsigned char *block; /* as large as the largest file read, up to
+				 PACK_READ_BLOCK */
+	size_t block_cap;
 	struct buf name;
 	char *src;        /* as given, without trailing slashes */
 	size_t prefix;    /* bytes of an entry's path that name src */
@@ -134,29 +147,53 @@ static unsigned zstd_workers(int level, unsigned threads, size_t *job)
 static int zsink_init(struct zsink *z, const struct pack_options *o,
 		      pack_write_fn write, void *ud, struct err *e)
 {
-	size_t job, r;
-	unsigned workers = zstd_workers(o->level, o->threads, &job);
+	size_t r;
 
 	memset(z, 0, sizeof(*z));
 	err_init(&z->err);
+	buf_init(&z->held);
 	z->write = write;
 	z->ud = ud;
-	z->out = malloc(PACK_OUT_BLOCK);
+	z->workers = zstd_workers(o->level, o->threads, &z->job);
 	z->cctx = ZSTD_createCCtx();
-	if (!z->out || !z->cctx)
+	if (!z->cctx)
 		return err_set(e, CKPT_ENOMEM,
 			       "out of memory setting up zstd compression");
 	r = ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel,
 				   o->level);
 	if (!ZSTD_isError(r))
 		r = ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1);
-	if (!ZSTD_isError(r) && workers)
-		r = ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers,
-					   (int)workers);
-	if (!ZSTD_isError(r) && workers)
-		r = ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_jobSize, (int)job);
 	if (ZSTD_isError(r))
 		return zstd_fail(e, r, "setup");
+	return 0;
+}
+
+/* Before the first byte is compressed: the whole stream is the held
+ * bytes (whole), so zstd sizes its window and tables to them and works
+ * on this thread, or it is longer and gets the workers. */
+static int zsink_start(struct zsink *z, bool whole, struct err *e)
+{
+	size_t r = 0;
+
+	z->started = true;
+	z->out_cap = PACK_OUT_BLOCK;
+	if (whole) {
+		r = ZSTD_CCtx_setPledgedSrcSize(z->cctx, z->held.len);
+		if (ZSTD_compressBound(z->held.len) < z->out_cap)
+			z->out_cap = ZSTD_compressBound(z->held.len);
+	} else if (z->workers) {
+		r = ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers,
+					   (int)z->workers);
+		if (!ZSTD_isError(r))
+			r = ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_jobSize,
+						   (int)z->job);
+	}
+	if (ZSTD_isError(r))
+		return zstd_fail(e, r, "setup");
+	z->out = malloc(z->out_cap);
+	if (!z->out)
+		return err_set(e, CKPT_ENOMEM,
+			       "out of memory setting up zstd compression");
 	return 0;
 }
 
@@ -164,6 +201,7 @@ static void zsink_release(struct zsink *z)
 {
 	ZSTD_freeCCtx(z->cctx);
 	free(z->out);
+	buf_release(&z->held);
 	z->cctx = NULL;
 	z->out = NULL;
 }
@@ -191,13 +229,13 @@ static int zsink_deliver(struct zsink *z, struct err *e)
 
 /* Compresses len bytes; with ZSTD_e_end, also ends the frame. The writer
  * sees only full output blocks, and the last one. */
-static int zsink_put(struct zsink *z, const void *data, size_t len,
-		     ZSTD_EndDirective end, struct err *e)
+static int zsink_compress(struct zsink *z, const void *data, size_t len,
+			  ZSTD_EndDirective end, struct err *e)
 {
 	ZSTD_inBuffer in = { data, len, 0 };
 
 	for (;;) {
-		ZSTD_outBuffer out = { z->out, PACK_OUT_BLOCK, z->out_pos };
+		ZSTD_outBuffer out = { z->out, z->out_cap, z->out_pos };
 		size_t left = ZSTD_compressStream2(z->cctx, &out, &in, end);
 		bool done;
 		int r;
@@ -206,7 +244,7 @@ static int zsink_put(struct zsink *z, const void *data, size_t len,
 		if (ZSTD_isError(left))
 			return zstd_fail(e, left, "compression");
 		done = end == ZSTD_e_end ? left == 0 : in.pos == in.size;
-		if (z->out_pos == PACK_OUT_BLOCK ||
+		if (z->out_pos == z->out_cap ||
 		    (done && end == ZSTD_e_end)) {
 			r = zsink_deliver(z, e);
 			if (r)
@@ -215,6 +253,30 @@ static int zsink_put(struct zsink *z, const void *data, size_t len,
 		if (done)
 			return 0;
 	}
+}
+
+/* zsink_compress, once the stream is known to end within PACK_HOLD_MAX
+ * bytes or to go beyond them: until then the bytes are held. */
+static int zsink_put(struct zsink *z, const void *data, size_t len,
+		     ZSTD_EndDirective end, struct err *e)
+{
+	bool fits = z->held.len + len <= PACK_HOLD_MAX;
+	int r;
+
+	if (z->started)
+		return zsink_compress(z, data, len, end, e);
+	if (fits && buf_append(&z->held, data, len))
+		return err_set(e, CKPT_ENOMEM, "out of memory");
+	if (fits && end != ZSTD_e_end)
+		return 0;
+	r = zsink_start(z, fits, e);
+	if (!r)
+		r = zsink_compress(z, z->held.data, z->held.len,
+				   fits ? end : ZSTD_e_continue, e);
+	buf_release(&z->held);
+	if (r || fits)
+		return r;
+	return zsink_compress(z, data, len, end, e);
 }
 
 static la_ssize_t tar_write(struct archive *a, void *ud, const void *data,
@@ -283,12 +345,11 @@ static int packer_init(struct packer *p, const char *src,
 		p->src[--len] = '\0';
 	p->prefix = len + (p->src[len - 1] != '/');
 
-	p->block = malloc(PACK_READ_BLOCK);
 	p->entry = archive_entry_new();
 	p->links = archive_entry_linkresolver_new();
 	p->disk = archive_read_disk_new();
 	p->tar = archive_write_new();
-	if (!p->block || !p->entry || !p->links || !p->disk || !p->tar)
+	if (!p->entry || !p->links || !p->disk || !p->tar)
 		return err_set(e, CKPT_ENOMEM, "out of memory");
 
 	r = zsink_init(&p->sink, o, write, ud, e);
@@ -429,6 +490,19 @@ static int open_contents(struct packer *p, const char *path, int *fdp,
 	return 0;
 }
 
+static int grow_block(struct packer *p, size_t want, struct err *e)
+{
+	if (want <= p->block_cap)
+		return 0;
+	free(p->block);
+	p->block_cap = 0;
+	p->block = malloc(want);
+	if (!p->block)
+		return err_set(e, CKPT_ENOMEM, "out of memory");
+	p->block_cap = want;
+	return 0;
+}
+
 /* Copies exactly the size written in the header. A file that shrinks,
  * grows or is rewritten meanwhile fails the pack instead of storing a
  * mix of old and new contents. */
@@ -441,8 +515,12 @@ static int copy_contents(struct packer *p, const char *path, int fd,
 	while (left > 0) {
 		size_t want = left < (int64_t)PACK_READ_BLOCK
 				      ? (size_t)left : PACK_READ_BLOCK;
-		ssize_t n = read(fd, p->block, want);
+		ssize_t n;
 		la_ssize_t w;
+
+		if (grow_block(p, want, e))
+			return CKPT_ENOMEM;
+		n = read(fd, p->block, want);
 
 		if (n < 0 && errno == EINTR)
 			continue;

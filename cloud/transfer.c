@@ -20,6 +20,10 @@
 #define PIECES_PER_SIZE 128
 #define COMPONENTS_MAX 1024
 #define COMPOSE_MAX 32
+/* The first piece's buffer starts this small and doubles as data comes:
+ * an upload that ends within it (most objects) holds what it sends, not
+ * a whole piece. */
+#define FIRST_FILL ((size_t)64 << 10)
 
 static unsigned env_unsigned(const char *name, unsigned dflt, unsigned max)
 {
@@ -349,11 +353,15 @@ static int submit(struct xfer_upload *u, struct err *e)
 	return 0;
 }
 
-/* A buffer for the next piece, once the memory bound allows it. */
+/* A buffer for the next piece, once the memory bound allows it; for the
+ * first, a small one that grow_fill doubles. */
 static int next_fill(struct xfer_upload *u, struct err *e)
 {
 	size_t cap = piece_size(u, u->temps.n);
 	int rc = 0;
+
+	if (!u->parallel && cap > FIRST_FILL)
+		cap = FIRST_FILL;
 
 	if (u->parallel) {
 		pthread_mutex_lock(&u->mu);
@@ -413,6 +421,18 @@ int xfer_upload_begin(struct gcs_client *c, const char *bucket,
 	return 0;
 }
 
+static int grow_fill(struct xfer_upload *u, size_t max, struct err *e)
+{
+	size_t cap = u->fill_cap * 2 < max ? u->fill_cap * 2 : max;
+	char *p = realloc(u->fill, cap);
+
+	if (!p)
+		return err_set(e, CLOUD_ENOMEM, "out of memory");
+	u->fill = p;
+	u->fill_cap = cap;
+	return 0;
+}
+
 int xfer_upload_write(struct xfer_upload *u, const void *data, size_t len,
 		      struct err *e)
 {
@@ -422,12 +442,13 @@ int xfer_upload_write(struct xfer_upload *u, const void *data, size_t len,
 	if (u->passthrough)
 		return gcs_upload_write(&u->single, data, len, e);
 	while (len && !rc) {
-		size_t n;
+		size_t n, max = piece_size(u, u->temps.n);
 
 		/* A full piece is sent only once more data comes: an upload
 		 * that ends within its first piece stays one stream. */
 		if (u->fill && u->fill_len == u->fill_cap)
-			rc = submit(u, e);
+			rc = u->fill_cap < max ? grow_fill(u, max, e)
+					       : submit(u, e);
 		if (!rc && !u->fill)
 			rc = next_fill(u, e);
 		if (rc)
@@ -492,17 +513,11 @@ static int compose_all(struct xfer_upload *u, struct store_object *out,
 	if (!rc)
 		rc = gcs_compose(u->c, u->bucket, u->name, cur, n, u->if_gen,
 				 &o, e);
-	if (rc == CLOUD_EPRECONDITION) {
-		struct err e2;
-
-		/* The compose may have landed with its answer lost. */
-		err_init(&e2);
-		if (gcs_stat(u->c, u->bucket, u->name, 0, &o, &e2) == 0) {
-			if (o.size == u->total && o.crc32c == u->crc)
-				rc = 0;
-			else
-				store_object_release(&o);
-		}
+	/* The compose may have landed with its answer lost. */
+	if (rc == CLOUD_EPRECONDITION &&
+	    gcs_landed(u->c, u->bucket, u->name, u->total, u->crc, &o)) {
+		err_init(e);
+		rc = 0;
 	}
 	free(cur);
 	if (rc)
