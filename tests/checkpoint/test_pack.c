@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -909,4 +910,82 @@ Test(pack, many_threads_stay_in_bounded_memory)
 	pack_ok(src, NULL, 64, &st);
 	cr_expect_eq(st.bytes_in, 256u << 20);
 	expect_peak_rss_below_256_mib();
+}
+
+/* Live heap of the whole process: the main arena and every mmapped block
+ * (zstd's workers' buffers are one or the other). */
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+struct heap_sink {
+	size_t base, peak;
+};
+
+static int heap_write(void *ud, const void *data, size_t len, struct err *e)
+{
+	struct heap_sink *h = ud;
+	size_t now = heap_in_use();
+
+	(void)data;
+	(void)len;
+	(void)e;
+	if (now > h->base && now - h->base > h->peak)
+		h->peak = now - h->base;
+	return 0;
+}
+
+/* A step of a few KB must not cost zstd's workers' buffers (tens of MB,
+ * each byte of them written over under MALLOC_PERTURB_), however many
+ * threads are asked for. */
+Test(pack, small_tree_allocates_about_its_size)
+{
+	struct pack_options o;
+	struct heap_sink h;
+	struct err e;
+	char src[PATHLEN], file[PATHLEN];
+
+	tmp_path(src, "src");
+	cr_assert_eq(mkdir(src, 0755), 0);
+	write_text(src, "params", "w = [0.5, 0.25]\n", 0644);
+	path_join(file, src, "opt.bin");
+	write_random(file, 4000, 5);
+	pack_options_init(&o);
+	o.threads = 16;
+	h.base = heap_in_use();
+	h.peak = 0;
+	cr_assert_eq(pack_tree(src, &o, heap_write, &h, NULL, &e), 0, "%s",
+		     e.msg);
+	cr_expect_lt(h.peak, (size_t)2 << 20,
+		     "packing 4 KB held %zu KiB while writing", h.peak >> 10);
+}
+
+/* Tar streams that end just within the bytes held before compression
+ * starts, and just beyond them, round-trip alike. */
+Test(pack, streams_either_side_of_the_held_start)
+{
+	static const size_t sizes[] = { (1u << 20) - 12 * 1024, 1u << 20,
+					3u << 20 };
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char src[PATHLEN], arc[PATHLEN], out[PATHLEN], file[PATHLEN];
+		char name[32];
+		struct pack_stats st;
+
+		snprintf(name, sizeof(name), "src%zu", i);
+		tmp_path(src, name);
+		cr_assert_eq(mkdir(src, 0755), 0);
+		path_join(file, src, "blob");
+		write_random(file, sizes[i], 11 + i);
+		snprintf(name, sizeof(name), "a%zu.tar.zst", i);
+		tmp_path(arc, name);
+		snprintf(name, sizeof(name), "out%zu", i);
+		tmp_path(out, name);
+		pack_ok(src, arc, 2, &st);
+		free(unpack(arc, out));
+		compare_trees(src, out);
+	}
 }
