@@ -14,20 +14,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef HARNESS_REAPER
 #error "tests/harness/meson.build defines HARNESS_REAPER and HARNESS_ESCAPER"
 #endif
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static bool gone(pid_t pid)
 {
@@ -37,14 +28,14 @@ static bool gone(pid_t pid)
 /* Milliseconds until pid is gone, or -1 after ms. */
 static long long wait_gone(pid_t pid, long long ms)
 {
-	long long start = now_ms();
+	long long start = monotonic_ms();
 
 	while (!gone(pid)) {
-		if (now_ms() - start >= ms)
+		if (monotonic_ms() - start >= ms)
 			return -1;
 		sleep_ms(20);
 	}
-	return now_ms() - start;
+	return monotonic_ms() - start;
 }
 
 /* Starts argv as the leader of a process group, as meson starts a test,
@@ -53,7 +44,7 @@ static pid_t start_escaper(const char *const *argv, const char *dir,
 			   pid_t *group)
 {
 	char ready[HARNESS_PATH + 16], log[HARNESS_PATH + 16];
-	long long until = now_ms() + 10000;
+	long long until = monotonic_ms() + 10000;
 	pid_t daemon = 0;
 
 	snprintf(ready, sizeof(ready), "%s/ready", dir);
@@ -61,7 +52,8 @@ static pid_t start_escaper(const char *const *argv, const char *dir,
 	*group = spawn_group(argv, NULL, log);
 	cr_assert_gt(*group, 0);
 	while (access(ready, F_OK) < 0) {
-		cr_assert_lt(now_ms(), until, "the escaper's daemon never ran");
+		cr_assert_lt(monotonic_ms(), until,
+			     "the escaper's daemon never ran");
 		sleep_ms(20);
 	}
 	cr_assert_eq(processes_with(ready, "--daemon", NULL, NULL, &daemon),
