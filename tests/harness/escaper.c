@@ -1,31 +1,25 @@
 /*
- * tests/harness/escaper.c: `escaper READY` starts a daemon the way slurmd
+ * tests/harness/escaper.c: `escaper TAG` starts a daemon the way slurmd
  * and slurmctld do (fork, setsid, fork again), so that it leaves the
  * caller's process group and session, and then blocks like a test using
- * it. The daemon runs as `escaper --daemon READY`, so test_reaper.c finds
- * it by its command line, and creates READY once it runs.
+ * it. The daemon runs as `escaper --daemon TAG`, so test_reaper.c finds
+ * it by its command line, and prints "TAG ready" once it runs.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static int daemon_main(const char *ready)
+static int daemon_main(const char *tag)
 {
-	int fd = open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-
-	if (fd < 0) {
-		perror(ready);
+	if (printf("%s ready\n", tag) < 0 || fflush(stdout) != 0)
 		return 1;
-	}
-	close(fd);
 	for (;;)
 		pause();
 }
 
 /* The first fork's child: a new session, and the daemon forked off it
  * so that it is no session leader either. */
-static int detach(const char *self, const char *ready)
+static int detach(const char *self, const char *tag)
 {
 	if (setsid() < 0) {
 		perror("escaper: setsid");
@@ -36,7 +30,7 @@ static int detach(const char *self, const char *ready)
 		perror("escaper: fork");
 		return 1;
 	case 0:
-		execl(self, "escaper", "--daemon", ready, (char *)NULL);
+		execl(self, "escaper", "--daemon", tag, (char *)NULL);
 		perror("escaper: exec");
 		return 127;
 	default:
@@ -51,7 +45,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "--daemon"))
 		return daemon_main(argv[2]);
 	if (argc != 2) {
-		fprintf(stderr, "usage: escaper READY\n");
+		fprintf(stderr, "usage: escaper TAG\n");
 		return 2;
 	}
 	pid = fork();

@@ -12,12 +12,18 @@
  * that exited is gone (kill -0 fails) as it would be on the host; it
  * passes SIGTERM, SIGINT and SIGHUP sent to the reaper on to the test;
  * and the reaper ends as the test did, by its exit code or its signal.
- * The mount namespace that the new /proc needs is made private, so no
- * mount leaks to the host. Without the privilege for the namespaces (not
- * root, and no user namespaces) the reaper says so and runs the test as
- * it is.
+ * The init's mount namespace (the new /proc needs one) is private, so no
+ * mount leaks to the host, and has a /tmp and a /dev/shm of the test's
+ * own: Criterion names its socket (/tmp/criterion_PID.sock) and its
+ * shared memory after the runner's pid, which is 2 in every namespace.
+ * The test's /tmp is a directory /tmp/slicectl-test-XXXXXX of the host's,
+ * removed when the test passes or skips, kept (and named) when it fails.
+ * Without the privilege for the namespaces (not root, and no user
+ * namespaces) the reaper says so and runs the test as it is.
  */
 #define _GNU_SOURCE /* unshare() and CLONE_* are Linux-only */
+
+#include "tests/harness/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +36,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,21 +88,53 @@ static int map_ids(uid_t uid, gid_t gid)
 	return write_text("/proc/self/gid_map", map);
 }
 
-/* New PID and mount namespaces for the children (as root, or in a new
- * user namespace); -1 with errno when neither can be had. */
-static int enter_namespaces(void)
+/* A new PID namespace for the children (as root, or in a new user
+ * namespace); -1 with errno when neither can be had. */
+static int enter_pid_namespace(void)
 {
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	int first;
 
-	if (unshare(CLONE_NEWPID | CLONE_NEWNS) == 0)
+	if (unshare(CLONE_NEWPID) == 0)
 		return 0;
 	first = errno;
-	if (unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS) == 0)
+	if (unshare(CLONE_NEWUSER | CLONE_NEWPID) == 0)
 		return map_ids(uid, gid);
 	errno = first;
 	return -1;
+}
+
+/* The init's own mounts: private, tmp on /tmp, a new /dev/shm and the
+ * namespace's /proc. */
+static int mount_private(const char *tmp)
+{
+	const struct {
+		const char *source, *target, *type;
+		unsigned long flags;
+		const char *data;
+	} m[] = {
+		{ NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL },
+		{ tmp, "/tmp", NULL, MS_BIND, NULL },
+		{ "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+		  "mode=1777" },
+		{ "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL },
+	};
+
+	if (unshare(CLONE_NEWNS) < 0) {
+		fprintf(stderr, "reaper: unshare(CLONE_NEWNS): %s\n",
+			strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(m) / sizeof(*m); i++)
+		if (mount(m[i].source, m[i].target, m[i].type, m[i].flags,
+			  m[i].data) < 0) {
+			fprintf(stderr, "reaper: cannot mount %s for the "
+				"test: %s\n", m[i].target, strerror(errno));
+			return -1;
+		}
+	return 0;
 }
 
 /* The test: default signal dispositions, only its own descriptors. */
@@ -113,7 +152,8 @@ static void exec_test(char **argv, int status_fd)
  * namespace's /proc, starts the test, reaps every orphan until the test
  * ends, and sends the test's wait status to the reaper. Returns the exit
  * code for the init. */
-static int run_init(char **argv, int status_fd, int alive_fd)
+static int run_init(char **argv, const char *tmp, int status_fd,
+		    int alive_fd)
 {
 	struct pollfd p = { .fd = alive_fd, .events = POLLIN };
 	pid_t test, pid;
@@ -125,13 +165,8 @@ static int run_init(char **argv, int status_fd, int alive_fd)
 	if (poll(&p, 1, 0) != 0)
 		return 1;
 	close(alive_fd);
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL) < 0) {
-		fprintf(stderr, "reaper: cannot mount the namespace's /proc: "
-			"%s\n", strerror(errno));
+	if (mount_private(tmp) < 0)
 		return 125;
-	}
 	set_forwarding(forward);
 	test = fork();
 	if (test < 0) {
@@ -190,16 +225,26 @@ static int wait_init(pid_t init, int status_fd)
 	return n == (ssize_t)sizeof(test_st) ? test_st : st;
 }
 
+/* The test's /tmp: kept when the test failed, for what it left there. */
+static void end_tmp(const char *tmp, int st)
+{
+	if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 77))
+		rm_rf(tmp);
+	else
+		fprintf(stderr, "reaper: the test's /tmp was %s\n", tmp);
+}
+
 int main(int argc, char **argv)
 {
-	int status[2], alive[2];
+	char tmp[] = "/tmp/slicectl-test-XXXXXX";
+	int status[2], alive[2], st;
 	pid_t init;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: reaper TEST [ARG...]\n");
 		return 2;
 	}
-	if (enter_namespaces() < 0) {
+	if (enter_pid_namespace() < 0) {
 		fprintf(stderr, "reaper: no PID namespace (%s); %s runs "
 			"without it, and what it leaves running stays\n",
 			strerror(errno), argv[1]);
@@ -208,23 +253,31 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 127;
 	}
+	if (!mkdtemp(tmp) || chmod(tmp, 01777) < 0) {
+		fprintf(stderr, "reaper: %s: %s\n", tmp, strerror(errno));
+		return 125;
+	}
 	if (pipe2(status, O_CLOEXEC) < 0 || pipe2(alive, O_CLOEXEC) < 0) {
 		fprintf(stderr, "reaper: pipe: %s\n", strerror(errno));
+		rm_rf(tmp);
 		return 125;
 	}
 	set_forwarding(forward);
 	init = fork();
 	if (init < 0) {
 		fprintf(stderr, "reaper: fork: %s\n", strerror(errno));
+		rm_rf(tmp);
 		return 125;
 	}
 	if (init == 0) {
 		close(status[0]);
 		close(alive[1]);
-		_exit(run_init(argv + 1, status[1], alive[0]));
+		_exit(run_init(argv + 1, tmp, status[1], alive[0]));
 	}
 	forward_to = init;
 	close(status[1]);
 	close(alive[0]);
-	return end_as(wait_init(init, status[0]));
+	st = wait_init(init, status[0]);
+	end_tmp(tmp, st);
+	return end_as(st);
 }

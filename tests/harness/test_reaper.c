@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -38,26 +39,29 @@ static long long wait_gone(pid_t pid, long long ms)
 	return monotonic_ms() - start;
 }
 
-/* Starts argv as the leader of a process group, as meson starts a test,
- * with the escaper in it; returns the escaper's daemon once it runs. */
+/* Starts argv (the escaper, with the tag dir) as the leader of a process
+ * group, as meson starts a test; returns the escaper's daemon once it
+ * runs. (The reaper's /tmp is not the test's, where dir is: the daemon
+ * says it runs on its stdout.) */
 static pid_t start_escaper(const char *const *argv, const char *dir,
 			   pid_t *group)
 {
-	char ready[HARNESS_PATH + 16], log[HARNESS_PATH + 16];
+	char log[HARNESS_PATH + 16];
 	long long until = monotonic_ms() + 10000;
 	pid_t daemon = 0;
+	char *text;
 
-	snprintf(ready, sizeof(ready), "%s/ready", dir);
 	snprintf(log, sizeof(log), "%s/log", dir);
 	*group = spawn_group(argv, NULL, log);
 	cr_assert_gt(*group, 0);
-	while (access(ready, F_OK) < 0) {
+	while (!(text = read_file(log, NULL)) || !strstr(text, " ready\n")) {
+		free(text);
 		cr_assert_lt(monotonic_ms(), until,
 			     "the escaper's daemon never ran");
 		sleep_ms(20);
 	}
-	cr_assert_eq(processes_with(ready, "--daemon", NULL, NULL, &daemon),
-		     1);
+	free(text);
+	cr_assert_eq(processes_with(dir, "--daemon", NULL, NULL, &daemon), 1);
 	cr_assert_neq(getpgid(daemon), *group, "the daemon stayed in the "
 		      "test's process group");
 	return daemon;
@@ -75,14 +79,13 @@ static void kill_like_meson(pid_t group)
 
 Test(reaper, a_daemon_that_left_the_group_dies_with_the_killed_test)
 {
-	char dir[HARNESS_PATH], ready[HARNESS_PATH + 16];
+	char dir[HARNESS_PATH];
 	pid_t group, daemon;
 	long long ms;
 
 	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "reaper"), 0);
-	snprintf(ready, sizeof(ready), "%s/ready", dir);
 	daemon = start_escaper((const char *const[]){ HARNESS_REAPER,
-						       HARNESS_ESCAPER, ready,
+						       HARNESS_ESCAPER, dir,
 						       NULL },
 			       dir, &group);
 	kill_like_meson(group);
@@ -99,12 +102,11 @@ Test(reaper, a_daemon_that_left_the_group_dies_with_the_killed_test)
 /* The test above would pass with an escaper that escapes nothing. */
 Test(reaper, without_it_the_daemon_outlives_the_killed_test)
 {
-	char dir[HARNESS_PATH], ready[HARNESS_PATH + 16];
+	char dir[HARNESS_PATH];
 	pid_t group, daemon;
 
 	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "reaper"), 0);
-	snprintf(ready, sizeof(ready), "%s/ready", dir);
-	daemon = start_escaper((const char *const[]){ HARNESS_ESCAPER, ready,
+	daemon = start_escaper((const char *const[]){ HARNESS_ESCAPER, dir,
 						       NULL },
 			       dir, &group);
 	kill_like_meson(group);
@@ -146,8 +148,8 @@ Test(reaper, ends_as_the_test_did)
 	run_result_release(&r);
 }
 
-/* Its own /proc (the test is pid 2, after the reaper's init), and its
- * mounts stay in it. */
+/* Its own /proc (the test is pid 2, after the reaper's init), /tmp and
+ * /dev/shm, and its mounts stay in it. */
 Test(reaper, the_test_has_its_own_proc_and_mounts)
 {
 	char dir[HARNESS_PATH], script[HARNESS_PATH * 2 + 64];
@@ -156,10 +158,14 @@ Test(reaper, the_test_has_its_own_proc_and_mounts)
 
 	if (geteuid() != 0)
 		cr_skip_test("not root: a user namespace may be all there is");
-	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "reaper"), 0);
+	/* Not under /tmp, which the reaper's test does not share. */
+	snprintf(dir, sizeof(dir), "%s/reaper-mount-XXXXXX",
+		 getenv("SLICECTL_BUILDDIR") ? getenv("SLICECTL_BUILDDIR") :
+					       ".");
+	cr_assert_not_null(mkdtemp(dir));
 	snprintf(mark, sizeof(mark), "%s/mark", dir);
-	r = reap("echo $$; cat /proc/1/comm");
-	cr_assert_str_eq(r.out, "2\nreaper\n", "%s", r.err);
+	r = reap("echo $$; cat /proc/1/comm; ls -A /tmp /dev/shm | wc -w");
+	cr_assert_str_eq(r.out, "2\nreaper\n2\n", "%s", r.err);
 	run_result_release(&r);
 	snprintf(script, sizeof(script),
 		 "mount -t tmpfs none '%s' && touch '%s'", dir, mark);
@@ -168,4 +174,25 @@ Test(reaper, the_test_has_its_own_proc_and_mounts)
 	run_result_release(&r);
 	cr_assert_eq(access(mark, F_OK), -1, "a mount leaked to the host");
 	rm_rf(dir);
+}
+
+/* The test's /tmp goes when it passes, and stays for a look when not. */
+Test(reaper, keeps_the_test_s_tmp_when_it_fails)
+{
+	char *dir;
+	struct run_result r;
+
+	r = reap("touch /tmp/passed");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(sh("! ls -d /tmp/slicectl-test-*/passed 2>/dev/null"), 0);
+	run_result_release(&r);
+	r = reap("touch /tmp/failed; exit 1");
+	cr_assert_eq(r.status, 1);
+	dir = strstr(r.err, "reaper: the test's /tmp was ");
+	cr_assert_not_null(dir, "%s", r.err);
+	dir += strlen("reaper: the test's /tmp was ");
+	dir[strcspn(dir, "\n")] = '\0';
+	cr_assert_eq(sh("test -f '%s/failed'", dir), 0);
+	rm_rf(dir);
+	run_result_release(&r);
 }
