@@ -15,7 +15,7 @@
 #define SLICECTL_TEST_SRCDIR "."
 #endif
 
-#define START_POLLS 200     /* of 50 ms: 10 s */
+#define START_MS 10000
 #define MAX_ARGS 32
 
 /* The port the fake wrote, once it has; 0 until then. */
@@ -30,6 +30,14 @@ static unsigned read_port(const char *port_file)
 		port = 0;
 	fclose(fp);
 	return port;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static pid_t spawn(const char *const *argv)
@@ -75,7 +83,7 @@ int fake_server_start(struct fake_server *f, const char *script,
 		perror("fake_server: fork");
 		return -1;
 	}
-	for (int i = 0; i < START_POLLS; i++) {
+	for (long long until = now_ms() + START_MS;;) {
 		struct timespec pause = { 0, 50 * 1000000L };
 
 		f->port = read_port(port_file);
@@ -90,9 +98,12 @@ int fake_server_start(struct fake_server *f, const char *script,
 			f->pid = -1;
 			return -1;
 		}
+		if (now_ms() >= until)
+			break;
 		nanosleep(&pause, NULL);
 	}
-	fprintf(stderr, "fake_server: %s did not start in 10 s\n", path);
+	fprintf(stderr, "fake_server: %s did not start in %d s\n", path,
+		START_MS / 1000);
 	return -1;
 }
 

@@ -52,16 +52,16 @@ fidelity_start_fake() {
 	fake=$!
 	trap 'kill "$fake" 2>/dev/null; wait "$fake" 2>/dev/null' EXIT
 	trap 'exit 1' INT TERM
-	tries=0
+	end=$(($(date +%s) + 20))
 	while [ ! -s "$port_file" ]; do
 		if ! kill -0 "$fake" 2>/dev/null; then
 			echo "$name: the fake exited:" >&2
 			cat "$fake_log" >&2
 			exit 1
 		fi
-		tries=$((tries + 1))
-		if [ "$tries" -gt 200 ]; then
-			echo "$name: the fake did not listen within 20 s" >&2
+		if [ "$(date +%s)" -ge "$end" ]; then
+			echo "$name: the fake did not listen within 20 s:" >&2
+			tail -n 20 "$fake_log" >&2
 			exit 1
 		fi
 		sleep 0.1

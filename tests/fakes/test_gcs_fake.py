@@ -12,7 +12,6 @@ import http.client
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -22,6 +21,7 @@ import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import fake_start  # noqa: E402
 import gcs_fake  # noqa: E402  (for its CRC32C, checked against known values)
 
 KIB = 1024
@@ -33,15 +33,7 @@ class FakeTest(unittest.TestCase):
 	def setUpClass(cls):
 		cls.tmp = tempfile.TemporaryDirectory()
 		port_file = os.path.join(cls.tmp.name, "port")
-		cls.proc = subprocess.Popen(
-			[sys.executable, os.path.join(HERE, "gcs_fake.py"),
-			 "--port-file", port_file])
-		deadline = time.monotonic() + 10
-		while not os.path.exists(port_file):
-			if cls.proc.poll() is not None or \
-					time.monotonic() > deadline:
-				raise RuntimeError("gcs_fake.py did not start")
-			time.sleep(0.05)
+		cls.proc = fake_start.start("gcs_fake.py", port_file)
 		with open(port_file) as f:
 			cls.port = int(f.read())
 
@@ -449,15 +441,8 @@ class TokenTest(unittest.TestCase):
 	def setUpClass(cls):
 		cls.tmp = tempfile.TemporaryDirectory()
 		port_file = os.path.join(cls.tmp.name, "port")
-		cls.proc = subprocess.Popen(
-			[sys.executable, os.path.join(HERE, "gcs_fake.py"),
-			 "--port-file", port_file, "--require-token", "T0K"])
-		deadline = time.monotonic() + 10
-		while not os.path.exists(port_file):
-			if cls.proc.poll() is not None or \
-					time.monotonic() > deadline:
-				raise RuntimeError("gcs_fake.py did not start")
-			time.sleep(0.05)
+		cls.proc = fake_start.start("gcs_fake.py", port_file,
+					    ["--require-token", "T0K"])
 		with open(port_file) as f:
 			cls.port = int(f.read())
 

@@ -28,6 +28,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import fake_start  # noqa: E402
 import kube_api  # noqa: E402  (the schema check)
 import kube_fake  # noqa: E402  (its CRDs)
 import kube_kubelet  # noqa: E402  (process_tree)
@@ -46,16 +47,9 @@ class Fake:
 		self.tmp = tempfile.TemporaryDirectory()
 		port_file = os.path.join(self.tmp.name, "port")
 		self.state = os.path.join(self.tmp.name, "state")
-		self.proc = subprocess.Popen(
-			[sys.executable, os.path.join(HERE, "kube_fake.py"),
-			 "--port-file", port_file, "--state-dir", self.state,
-			 "--bookmark-interval", "0.5"] + list(args))
-		for _ in range(400):
-			if os.path.exists(port_file):
-				break
-			if self.proc.poll() is not None:
-				raise RuntimeError("kube_fake.py exited at start")
-			time.sleep(0.05)
+		self.proc = fake_start.start("kube_fake.py", port_file, [
+			"--state-dir", self.state, "--bookmark-interval",
+			"0.5"] + list(args), seconds=20)
 		with open(port_file) as f:
 			self.port, self.plain = [int(x) for x in f.read().split()]
 		self.tls = "--tls" in args

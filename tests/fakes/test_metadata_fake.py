@@ -16,7 +16,6 @@ import http.client
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,6 +23,8 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fake_start  # noqa: E402
 ROOT = "/computeMetadata/v1/"
 FLAVOR = {"Metadata-Flavor": "Google"}
 WORKERS = 3
@@ -35,15 +36,8 @@ class Fake:
 	def __init__(self, *args):
 		self.tmp = tempfile.TemporaryDirectory()
 		self.port_file = os.path.join(self.tmp.name, "ports")
-		self.proc = subprocess.Popen([sys.executable, os.path.join(
-			HERE, "metadata_fake.py"), "--port-file", self.port_file] +
-			list(args))
-		for _ in range(200):
-			if os.path.exists(self.port_file):
-				break
-			if self.proc.poll() is not None:
-				raise RuntimeError("metadata_fake.py exited at start")
-			time.sleep(0.05)
+		self.proc = fake_start.start("metadata_fake.py", self.port_file,
+					     args)
 		with open(self.port_file) as f:
 			self.ports = [int(line) for line in f.read().split()]
 

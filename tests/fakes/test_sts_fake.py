@@ -15,7 +15,6 @@ import http.client
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +22,8 @@ import unittest
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fake_start  # noqa: E402
 CLOUD = "https://www.googleapis.com/auth/cloud-platform"
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS = "urn:ietf:params:oauth:token-type:access_token"
@@ -42,15 +43,7 @@ class Fake:
 	def __init__(self, *args):
 		self.tmp = tempfile.TemporaryDirectory()
 		self.port_file = os.path.join(self.tmp.name, "port")
-		self.proc = subprocess.Popen([sys.executable, os.path.join(
-			HERE, "sts_fake.py"), "--port-file", self.port_file] +
-			list(args))
-		for _ in range(200):
-			if os.path.exists(self.port_file):
-				break
-			if self.proc.poll() is not None:
-				raise RuntimeError("sts_fake.py exited at start")
-			time.sleep(0.05)
+		self.proc = fake_start.start("sts_fake.py", self.port_file, args)
 		with open(self.port_file) as f:
 			self.port = int(f.read().split()[0])
 

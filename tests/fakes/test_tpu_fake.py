@@ -16,7 +16,6 @@ import http.client
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import fake_start  # noqa: E402
 import tpu_fake  # noqa: E402  (its tables: SERVED, workers_for)
 
 DISCOVERY = tpu_fake.DEFAULT_DISCOVERY
@@ -41,15 +41,7 @@ class Fake:
 	def __init__(self, *args):
 		self.tmp = tempfile.TemporaryDirectory()
 		port_file = os.path.join(self.tmp.name, "port")
-		self.proc = subprocess.Popen([sys.executable, os.path.join(
-			HERE, "tpu_fake.py"), "--port-file", port_file] +
-			list(args))
-		for _ in range(200):
-			if os.path.exists(port_file):
-				break
-			if self.proc.poll() is not None:
-				raise RuntimeError("tpu_fake.py exited at start")
-			time.sleep(0.05)
+		self.proc = fake_start.start("tpu_fake.py", port_file, args)
 		with open(port_file) as f:
 			self.port = int(f.read())
 

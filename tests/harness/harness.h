@@ -119,6 +119,8 @@ unsigned toy_events(const char *path, int process, long long generation,
 		    const char *what, long long *last_step);
 /* Sleeps ms milliseconds, through signals. */
 void sleep_ms(unsigned ms);
+/* Milliseconds on the monotonic clock, for deadlines. */
+long long monotonic_ms(void);
 /* For Criterion tests: text holds needle, or the test fails showing both. */
 #define ASSERT_HAS(text, needle)                                               \
 	cr_assert(strstr((text), (needle)), "expected '%s' in:\n%s", (needle), \

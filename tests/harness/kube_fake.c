@@ -16,7 +16,7 @@
 #error "tests/harness/meson.build defines SLICECTL_TEST_SRCDIR"
 #endif
 
-#define START_POLLS 400 /* of 50 ms: 20 s (TLS makes a CA with openssl) */
+#define START_MS 20000 /* TLS makes a CA with openssl */
 #define MAX_ARGS 48
 
 /* Both ports once the fake wrote them (it renames the file into place,
@@ -95,7 +95,7 @@ int kube_fake_start(struct kube_fake *f, const struct kube_fake_options *o)
 		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
-	for (int i = 0; i < START_POLLS; i++) {
+	for (long long until = monotonic_ms() + START_MS;;) {
 		if (read_ports(port_file, &f->port, &f->plain_port)) {
 			snprintf(f->server, sizeof(f->server),
 				 "%s://127.0.0.1:%u",
@@ -108,9 +108,11 @@ int kube_fake_start(struct kube_fake *f, const struct kube_fake_options *o)
 			f->pid = -1;
 			return fail_start(f, "kube_fake.py exited at start");
 		}
+		if (monotonic_ms() >= until)
+			return fail_start(f, "kube_fake.py did not listen "
+					  "within 20 s");
 		sleep_ms(50);
 	}
-	return fail_start(f, "kube_fake.py did not listen within 20 s");
 }
 
 void kube_fake_stop(struct kube_fake *f)

@@ -659,6 +659,14 @@ void sleep_ms(unsigned ms)
 		;
 }
 
+long long monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int wait_exit(pid_t pid, unsigned s)
 {
 	int st;

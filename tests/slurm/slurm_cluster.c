@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -74,6 +75,8 @@ void slurm_cluster_start(unsigned nodes)
 	cr_assert_eq(chdir(slurm_dir), 0);
 }
 
+#define REST_START_MS 10000
+
 static pid_t rest_pid;
 
 /* A loopback port free now (slurmrestd binds it a moment later). */
@@ -121,20 +124,30 @@ void slurm_rest_start(char *url, size_t len, bool jwt)
 		execl("/usr/sbin/slurmrestd", "slurmrestd", "-a",
 		      jwt ? "rest_auth/jwt" : "rest_auth/local", "-s",
 		      "openapi/v0.0.38", listen, (char *)NULL);
+		dprintf(out, "exec /usr/sbin/slurmrestd: %s (scripts/deps "
+			"installs slurmrestd)\n", strerror(errno));
 		_exit(127);
 	}
 	/* Any answer will do: rest_auth/jwt refuses a ping without a
 	 * token. */
-	for (int i = 0; i < 100; i++) {
-		if (sh("curl -s -o /dev/null %s%s%s "
+	for (long long until = slurm_now_ms() + REST_START_MS;;) {
+		if (sh("curl -s -o /dev/null --max-time 2 %s%s%s "
 		       "http://%s/slurm/v0.0.38/ping", jwt ? "" : "--unix-socket '",
 		       jwt ? "" : listen + 5, jwt ? "" : "'",
 		       jwt ? listen : "x") == 0)
 			return;
+		if (waitpid(rest_pid, NULL, WNOHANG) == rest_pid) {
+			rest_pid = 0;
+			sh("tail -n 20 '%s' >&2", log);
+			cr_assert_fail("slurmrestd exited at start (%s)", log);
+		}
+		if (slurm_now_ms() >= until)
+			break;
 		usleep(100000);
 	}
-	sh("cat '%s' >&2", log);
-	cr_assert_fail("slurmrestd did not answer on %s", listen);
+	sh("tail -n 20 '%s' >&2", log);
+	cr_assert_fail("slurmrestd did not answer on %s within %d s", listen,
+		       REST_START_MS / 1000);
 }
 
 void slurm_rest_stop(void)
@@ -287,8 +300,10 @@ long slurm_wait_job(const char *job_id, const char *state, const char *reason,
 		struct run_result r;
 		const char *at;
 
+		/* A dead slurmctld makes scontrol wait out its retries. */
 		cr_assert_eq(run_program(&r, (const char *const[]){
-						 "scontrol", "show", "job",
+						 "timeout", "10", "scontrol",
+						 "show", "job",
 						 "--oneliner", job_id, NULL },
 					 NULL),
 			     0);

@@ -1,0 +1,28 @@
+"""Starting a fake for the Python tests: a script next to this file that
+takes --port-file and writes it once it listens. start() returns the
+fake's Popen then, and raises, naming the fake, as soon as it exits or
+once a deadline on the monotonic clock passes (the fake is killed)."""
+
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def start(script, port_file, args=(), seconds=10):
+	proc = subprocess.Popen([sys.executable, os.path.join(HERE, script),
+				 "--port-file", port_file] + list(args))
+	deadline = time.monotonic() + seconds
+	while not os.path.exists(port_file):
+		if proc.poll() is not None:
+			raise RuntimeError("%s exited at start (status %d)" %
+					   (script, proc.returncode))
+		if time.monotonic() >= deadline:
+			proc.kill()
+			proc.wait()
+			raise RuntimeError("%s did not listen within %d s" %
+					   (script, seconds))
+		time.sleep(0.05)
+	return proc
