@@ -3,8 +3,9 @@
  * values, as kubectl's YAML library (go-yaml v2, under sigs.k8s.io/yaml)
  * reads them. Nodes are built on an explicit stack of open collections;
  * an alias shares its anchor's value (a reference, not a copy), and its
- * expanded size and depth are counted as if it were copied, so an alias
- * bomb or a deep alias chain is refused before anyone walks the tree.
+ * size and depth are counted as if it were copied, so an alias bomb (in
+ * values or in bytes) or a deep alias chain is refused before anyone walks
+ * the tree or copies a string out of it.
  *
  * Where go-yaml v2 and the YAML spec differ, kubectl is followed: a merge
  * key ("<<") overwrites the keys written before it in its mapping (those
@@ -22,17 +23,25 @@
 
 /* Deeper than any kubeconfig; also bounds what an alias may bring in. */
 #define DEPTH_MAX 64
-/* Values that aliases may add to the document when expanded: a real
- * kubeconfig's aliases add a few dozen; a billion laughs adds 10^9. */
+/* What aliases may add to the document when expanded: a real
+ * kubeconfig's aliases add a few dozen values; a billion laughs adds 10^9,
+ * and a megabyte string aliased a thousand times adds a gigabyte. */
 #define ALIAS_VALUES_MAX 100000
+#define ALIAS_BYTES_MAX (4u << 20)
 
 #define YAML_TAG "tag:yaml.org,2002:"
+
+/* A node's size with its aliases expanded. */
+struct extent {
+	size_t values;
+	size_t bytes;       /* of its scalars, keys included */
+	unsigned height;    /* collections nested in it, itself included */
+};
 
 struct anchor {
 	char *name;
 	json_t *value;
-	size_t size;        /* values in it, aliases expanded */
-	unsigned height;    /* collections nested in it, itself included */
+	struct extent ext;
 };
 
 /* An open mapping or sequence. */
@@ -42,8 +51,7 @@ struct frame {
 	json_t *written;     /* mappings: keys written in it (not merged) */
 	char *key;           /* mappings: the key waiting for its value */
 	bool merge;          /* that key is "<<" */
-	size_t size;
-	unsigned height;
+	struct extent ext;
 };
 
 struct reader {
@@ -54,7 +62,7 @@ struct reader {
 	size_t depth;
 	struct anchor *anchors;
 	size_t n_anchors;
-	size_t alias_values;
+	struct extent aliased;   /* what aliases added */
 	json_t *root;
 	struct err *e;
 };
@@ -263,7 +271,7 @@ static const struct anchor *find_anchor(const struct reader *r,
 }
 
 static int add_anchor(struct reader *r, const char *name, json_t *value,
-		      size_t size, unsigned height)
+		      struct extent ext)
 {
 	struct anchor *grown, *a;
 
@@ -278,8 +286,7 @@ static int add_anchor(struct reader *r, const char *name, json_t *value,
 	if (!a->name)
 		return nomem(r);
 	a->value = json_incref(value);
-	a->size = size;
-	a->height = height;
+	a->ext = ext;
 	r->n_anchors++;
 	return 0;
 }
@@ -330,10 +337,9 @@ static int merge(struct reader *r, json_t *obj, json_t *v, yaml_mark_t at)
 
 /*
  * A finished value (a reference the callee takes) into the collection
- * that holds it, or as the document; size and height as if aliases were
- * copied.
+ * that holds it, or as the document.
  */
-static int place(struct reader *r, json_t *v, size_t size, unsigned height,
+static int place(struct reader *r, json_t *v, struct extent ext,
 		 yaml_mark_t at)
 {
 	struct frame *f = top(r);
@@ -343,13 +349,14 @@ static int place(struct reader *r, json_t *v, size_t size, unsigned height,
 		r->root = v;
 		return 0;
 	}
-	if (r->depth + height > DEPTH_MAX) {
+	if (r->depth + ext.height > DEPTH_MAX) {
 		json_decref(v);
 		return fail(r, at, "nested too deeply (through an alias)");
 	}
-	f->size += size;
-	if (f->height < height + 1)
-		f->height = height + 1;
+	f->ext.values += ext.values;
+	f->ext.bytes += ext.bytes;
+	if (f->ext.height < ext.height + 1)
+		f->ext.height = ext.height + 1;
 	if (json_is_array(f->node)) {
 		if (json_array_append_new(f->node, v))
 			rc = nomem(r);
@@ -380,25 +387,27 @@ static int take_key(struct reader *r, const char *key, size_t len,
 	if (!f->key)
 		return nomem(r);
 	f->merge = merge_key;
-	f->size++;
+	f->ext.values++;
+	f->ext.bytes += len;
 	return 0;
 }
 
 static int on_scalar(struct reader *r, const yaml_event_t *ev)
 {
 	const char *tag = (const char *)ev->data.scalar.tag;
+	struct extent ext = { 1, ev->data.scalar.length, 0 };
 	json_t *v;
 	int rc = scalar_value(r, ev, &v);
 
 	if (!rc)
-		rc = add_anchor(r, (const char *)ev->data.scalar.anchor, v, 1,
-				0);
+		rc = add_anchor(r, (const char *)ev->data.scalar.anchor, v,
+				ext);
 	if (rc) {
 		json_decref(v);
 		return rc;
 	}
 	if (!wants_key(r))
-		return place(r, v, 1, 0, ev->start_mark);
+		return place(r, v, ext, ev->start_mark);
 	json_decref(v);
 	return take_key(r, (const char *)ev->data.scalar.value,
 			ev->data.scalar.length,
@@ -424,11 +433,14 @@ static int on_alias(struct reader *r, const yaml_event_t *ev)
 		return fail(r, ev->start_mark, "the alias *%.100s names no "
 			    "anchor before it", name);
 	}
-	r->alias_values += a->size;
-	if (r->alias_values > ALIAS_VALUES_MAX)
+	r->aliased.values += a->ext.values;
+	r->aliased.bytes += a->ext.bytes;
+	if (r->aliased.values > ALIAS_VALUES_MAX ||
+	    r->aliased.bytes > ALIAS_BYTES_MAX)
 		return fail(r, ev->start_mark, "aliases expand the document "
-			    "by more than %d values, as an alias bomb does",
-			    ALIAS_VALUES_MAX);
+			    "by more than %d values or %u MiB, as an alias "
+			    "bomb does", ALIAS_VALUES_MAX,
+			    ALIAS_BYTES_MAX >> 20);
 	if (wants_key(r)) {
 		if (!json_is_string(a->value))
 			return fail(r, ev->start_mark, "the alias *%.100s is "
@@ -437,8 +449,7 @@ static int on_alias(struct reader *r, const yaml_event_t *ev)
 				json_string_length(a->value), false,
 				ev->start_mark);
 	}
-	return place(r, json_incref(a->value), a->size, a->height,
-		     ev->start_mark);
+	return place(r, json_incref(a->value), a->ext, ev->start_mark);
 }
 
 static int on_start(struct reader *r, const yaml_event_t *ev, bool mapping)
@@ -457,8 +468,7 @@ static int on_start(struct reader *r, const yaml_event_t *ev, bool mapping)
 	f->node = mapping ? json_object() : json_array();
 	f->written = mapping ? json_object() : NULL;
 	f->anchor = anchor ? strdup(anchor) : NULL;
-	f->size = 1;
-	f->height = 1;
+	f->ext = (struct extent){ 1, 0, 1 };
 	if (!f->node || (mapping && !f->written) || (anchor && !f->anchor))
 		return nomem(r);
 	return 0;
@@ -470,9 +480,9 @@ static int on_end(struct reader *r, const yaml_event_t *ev)
 	int rc;
 
 	memset(&r->stack[r->depth], 0, sizeof(f));
-	rc = add_anchor(r, f.anchor, f.node, f.size, f.height);
+	rc = add_anchor(r, f.anchor, f.node, f.ext);
 	if (!rc) {
-		rc = place(r, f.node, f.size, f.height, ev->start_mark);
+		rc = place(r, f.node, f.ext, ev->start_mark);
 		f.node = NULL;
 	}
 	frame_release(&f);

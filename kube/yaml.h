@@ -5,7 +5,8 @@
  * as YAML 1.1 types them ("yes" is true, 0x1f is 31, "0123" quoted is a
  * string). Only the first document counts, as in kubectl. A key written
  * twice, a mapping or list as a key, nesting deeper than 64 and aliases
- * that expand the document by more than 100000 values are refused.
+ * that expand the document by more than 100000 values or 4 MiB are
+ * refused.
  */
 #ifndef SLICECTL_KUBE_YAML_H
 #define SLICECTL_KUBE_YAML_H

@@ -312,12 +312,31 @@ Test(kubeconfig_yaml, alias_bomb_is_refused)
 	free(text);
 	text = laughs(5);
 	refused(text, "line 5: aliases expand the document by more than "
-		"100000 values, as an alias bomb does");
+		"100000 values or 4 MiB, as an alias bomb does");
 	free(text);
 	/* A billion laughs is refused as soon (and as fast). */
 	text = laughs(10);
 	refused(text, "line 5: aliases expand the document by more than");
 	free(text);
+}
+
+/* A few values, but a long string: 80 aliases of 64 KiB add 5 MiB. */
+Test(kubeconfig_yaml, alias_bomb_in_bytes_is_refused)
+{
+	struct buf b;
+
+	buf_init(&b);
+	buf_appends(&b, "a: &a ");
+	for (int i = 0; i < 64 * 1024; i++)
+		buf_appends(&b, "x");
+	buf_appends(&b, "\nb: [");
+	for (int i = 0; i < 80; i++)
+		buf_appends(&b, i ? ", *a" : "*a");
+	buf_appends(&b, "]\n");
+	cr_assert(b.data);
+	refused(b.data, "line 2: aliases expand the document by more than "
+		"100000 values or 4 MiB");
+	buf_release(&b);
 }
 
 /* n lists, one in the other, around inner. */
