@@ -67,8 +67,8 @@ struct reader {
 	struct err *e;
 };
 
-/* Marks are 0-based; messages count from 1, lines first so that the
- * caller's "kubeconfig PATH: line N: ..." reads as before. */
+/* Marks are 0-based; messages count from 1. The column goes last, so
+ * that "kubeconfig PATH: line N: what" still starts as users know it. */
 static int fail(struct reader *r, yaml_mark_t at, const char *fmt, ...)
 	ATTR_PRINTF(3, 4);
 
@@ -90,9 +90,9 @@ static int nomem(struct reader *r)
 }
 
 /*
- * libyaml's message, in the words the old reader used for the mistakes
- * people make most (tabs, an unclosed quote, ": " inside a value, a line
- * indented wrong); anything else as libyaml says it.
+ * libyaml's message, said plainly for the mistakes people make most (a
+ * tab, an unclosed quote, ": " inside a value, a line indented wrong);
+ * anything else as libyaml says it, with where its construct started.
  */
 static int parser_error(struct reader *r)
 {
