@@ -59,9 +59,9 @@ void kube_config_release(struct kube_config *c);
  * first entry of each name win) and else ~/.kube/config; context NULL
  * means its current-context. Data fields and file paths (relative to the
  * kubeconfig) are both read; what slicectl cannot honour (auth-provider,
- * basic auth, impersonation, proxy-url, tls-server-name, YAML beyond the
- * subset kube/yaml.h describes) is KUBE_ECONFIG naming the file and line
- * or field. The exec plugin is not run here. */
+ * basic auth, impersonation, proxy-url, tls-server-name) and YAML that
+ * cannot be read are KUBE_ECONFIG naming the file and line or field. The
+ * exec plugin is not run here. */
 int kube_config_load(const char *path, const char *context,
 		     struct kube_config *out, struct err *e);
 

@@ -1,256 +1,141 @@
 /*
- * yaml.c: the kubeconfig subset of YAML (see yaml.h). The document is cut
- * into lines (indent, text), and block nodes are read by recursive
- * descent on the indents. A sequence item "- key: v" is read by moving
- * the line's indent past the dash, so the item is an ordinary block node.
- * Scalars may run over several lines (gcloud and kubectl fold long
- * strings): continuation lines are those indented deeper than the
- * scalar's parent, joined by a space, or by newlines where blank lines
- * were.
- * Plain scalars are typed as kubectl's YAML library (YAML 1.1) types them,
- * so "yes" is a boolean here as there; kube/config.c then insists on the
- * type each field must have.
+ * yaml.c: kubeconfigs read with libyaml's event parser into Jansson
+ * values, as kubectl's YAML library (go-yaml v2, under sigs.k8s.io/yaml)
+ * reads them. Nodes are built on an explicit stack of open collections;
+ * an alias shares its anchor's value (a reference, not a copy), and its
+ * size and depth are counted as if it were copied, so an alias bomb (in
+ * values or in bytes) or a deep alias chain is refused before anyone walks
+ * the tree or copies a string out of it.
+ *
+ * Where go-yaml v2 and the YAML spec differ, kubectl is followed: a merge
+ * key ("<<") overwrites the keys written before it in its mapping (those
+ * after it win), and in a list of merged mappings the earlier ones win.
+ * Unlike kubectl, a key written twice in one mapping is refused rather
+ * than the last one silently taken.
  */
 #include "kube/yaml.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <yaml.h>
 
-/* Deeper than any kubeconfig; stops a hostile file from eating the stack. */
+/* Deeper than any kubeconfig; also bounds what an alias may bring in. */
 #define DEPTH_MAX 64
+/* What aliases may add to the document when expanded: a real
+ * kubeconfig's aliases add a few dozen values; a billion laughs adds 10^9,
+ * and a megabyte string aliased a thousand times adds a gigabyte. */
+#define ALIAS_VALUES_MAX 100000
+#define ALIAS_BYTES_MAX (4u << 20)
 
-struct yline {
-	unsigned no;     /* 1-based, for messages */
-	int indent;      /* columns of spaces before text */
-	char *text;      /* trailing blanks removed, never empty */
-	unsigned blanks_before; /* blank lines just before it */
-	bool comment_before;    /* a comment line just before it */
+#define YAML_TAG "tag:yaml.org,2002:"
+
+/* A node's size with its aliases expanded. */
+struct extent {
+	size_t values;
+	size_t bytes;       /* of its scalars, keys included */
+	unsigned height;    /* collections nested in it, itself included */
 };
 
-/* The parent indent of what cannot run over lines (keys). */
-#define NO_CONTINUATION (1 << 30)
+struct anchor {
+	char *name;
+	json_t *value;
+	struct extent ext;
+};
 
-struct yparser {
-	struct yline *lines;
-	size_t n;
-	size_t i;        /* the next line to read */
-	unsigned depth;
+/* An open mapping or sequence. */
+struct frame {
+	json_t *node;
+	char *anchor;        /* registered when the node ends */
+	json_t *written;     /* mappings: keys written in it (not merged) */
+	char *key;           /* mappings: the key waiting for its value */
+	bool merge;          /* that key is "<<" */
+	struct extent ext;
+};
+
+struct reader {
+	yaml_parser_t parser;
+	const char *text;
+	size_t len;
+	struct frame stack[DEPTH_MAX];
+	size_t depth;
+	struct anchor *anchors;
+	size_t n_anchors;
+	struct extent aliased;   /* what aliases added */
+	json_t *root;
 	struct err *e;
 };
 
-static int fail(struct yparser *p, unsigned no, const char *what)
+/* Marks are 0-based; messages count from 1. The column goes last, so
+ * that "kubeconfig PATH: line N: what" still starts as users know it. */
+static int fail(struct reader *r, yaml_mark_t at, const char *fmt, ...)
+	ATTR_PRINTF(3, 4);
+
+static int fail(struct reader *r, yaml_mark_t at, const char *fmt, ...)
 {
-	return err_set(p->e, KUBE_ECONFIG, "line %u: %s", no, what);
+	char what[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return err_set(r->e, KUBE_ECONFIG, "line %zu: %s (column %zu)",
+		       at.line + 1, what, at.column + 1);
 }
 
-static struct yline *cur(struct yparser *p)
+static int nomem(struct reader *r)
 {
-	return p->i < p->n ? &p->lines[p->i] : NULL;
+	return err_set(r->e, KUBE_ENOMEM, "out of memory");
 }
 
-static bool blank(char c)
+/*
+ * libyaml's message, said plainly for the mistakes people make most (a
+ * tab, an unclosed quote, ": " inside a value, a line indented wrong);
+ * anything else as libyaml says it, with where its construct started.
+ */
+static int parser_error(struct reader *r)
 {
-	return c == ' ' || c == '\t';
-}
+	const yaml_parser_t *p = &r->parser;
+	const char *problem = p->problem ? p->problem : "unknown error";
+	const char *context = p->context ? p->context : "";
+	yaml_mark_t at = p->problem_mark;
 
-/* Whether only blanks and a comment are left. */
-static bool rest_empty(const char *s)
-{
-	while (blank(*s))
-		s++;
-	return *s == '\0' || *s == '#';
-}
-
-static bool seq_item(const char *text)
-{
-	return text[0] == '-' && (text[1] == ' ' || text[1] == '\0');
+	switch (p->error) {
+	case YAML_MEMORY_ERROR:
+		return nomem(r);
+	case YAML_READER_ERROR:
+		/* The reader knows the offset only. */
+		at.line = at.column = 0;
+		for (size_t i = 0; i < p->problem_offset; i++) {
+			at.column = r->text[i] == '\n' ? 0 : at.column + 1;
+			at.line += r->text[i] == '\n';
+		}
+		return fail(r, at, "%s (0x%02x)", problem,
+			    (unsigned)p->problem_value);
+	default:
+		break;
+	}
+	if (strcmp(problem, "found character that cannot start any token")
+	    == 0 && at.index < r->len && r->text[at.index] == '\t')
+		return fail(r, at, "a tab in the indentation; YAML indents "
+			    "with spaces");
+	if (strcmp(context, "while scanning a quoted scalar") == 0 &&
+	    strcmp(problem, "found unexpected end of stream") == 0)
+		return fail(r, p->context_mark, "a quoted value is not closed");
+	if (strcmp(problem, "mapping values are not allowed in this context")
+	    == 0)
+		return fail(r, at, "a value holds \": \"; quote it");
+	if (strcmp(problem, "did not find expected key") == 0)
+		return fail(r, at, "unexpected indentation, or a line that is "
+			    "not \"key: value\"");
+	if (!*context)
+		return fail(r, at, "%s", problem);
+	return fail(r, at, "%s (from line %zu), %s", context,
+		    p->context_mark.line + 1, problem);
 }
 
 /* ---- scalars ---- */
-
-static int put_utf8(struct buf *b, unsigned long cp)
-{
-	char u[4];
-	size_t n;
-
-	if (cp < 0x80) {
-		u[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xc0 | (cp >> 6));
-		u[1] = (char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xe0 | (cp >> 12));
-		u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		u[2] = (char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		u[0] = (char)(0xf0 | (cp >> 18));
-		u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		u[3] = (char)(0x80 | (cp & 0x3f));
-		n = 4;
-	}
-	return buf_append(b, u, n);
-}
-
-static bool hex_value(const char *s, int digits, unsigned long *out)
-{
-	unsigned long v = 0;
-
-	for (int i = 0; i < digits; i++) {
-		char c = s[i];
-		unsigned d;
-
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			d = (unsigned)(c - 'A' + 10);
-		else
-			return false;
-		v = v * 16 + d;
-	}
-	*out = v;
-	return true;
-}
-
-/* The escapes of a double-quoted scalar that has a single-character
- * meaning. */
-static char simple_escape(char c)
-{
-	switch (c) {
-	case '"': return '"';
-	case '\\': return '\\';
-	case '/': return '/';
-	case '0': return '\0';
-	case 'a': return '\a';
-	case 'b': return '\b';
-	case 't': return '\t';
-	case 'n': return '\n';
-	case 'v': return '\v';
-	case 'f': return '\f';
-	case 'r': return '\r';
-	case 'e': return '\x1b';
-	case ' ': return ' ';
-	default: return 1; /* not one of them */
-	}
-}
-
-/*
- * The next line, when it continues a scalar whose parent is at parent
- * (it is deeper): the separator for the line break goes onto b (a space,
- * or a newline per blank line; nothing after an escaped line break) and
- * the line is taken. NULL when the scalar has ended.
- */
-static struct yline *continuation(struct yparser *p, int parent,
-				  bool escaped_break, struct buf *b,
-				  int *rc)
-{
-	struct yline *l = cur(p);
-
-	*rc = 0;
-	if (!l || l->indent <= parent || parent == NO_CONTINUATION)
-		return NULL;
-	if (l->comment_before) {
-		*rc = fail(p, l->no, "a comment inside a value that runs "
-			   "over several lines");
-		return NULL;
-	}
-	for (unsigned i = 0; i < l->blanks_before && !*rc; i++)
-		*rc = buf_append(b, "\n", 1);
-	if (!l->blanks_before && !escaped_break && !*rc)
-		*rc = buf_append(b, " ", 1);
-	if (*rc) {
-		*rc = err_set(p->e, KUBE_ENOMEM, "out of memory");
-		return NULL;
-	}
-	p->i++;
-	return l;
-}
-
-/*
- * A quoted scalar starting at s (at its quote) into b; *end is set past
- * the closing quote, which may be on a later line (see continuation).
- */
-static int quoted(struct yparser *p, unsigned *no, const char *s,
-		  int parent, struct buf *b, const char **end)
-{
-	char q = *s++;
-
-	if (buf_appends(b, ""))
-		return err_set(p->e, KUBE_ENOMEM, "out of memory");
-	for (;;) {
-		char c = *s;
-		int rc = 0;
-		bool escaped_break = c == '\\' && q == '"' && s[1] == '\0';
-
-		if (c == '\0' || escaped_break) {
-			struct yline *l = continuation(p, parent,
-						       escaped_break, b, &rc);
-
-			if (rc)
-				return rc;
-			if (!l)
-				return fail(p, *no, "a quoted value is not "
-					    "closed");
-			s = l->text;
-			*no = l->no;
-			continue;
-		}
-		if (c == q && q == '\'' && s[1] == '\'') {
-			rc = buf_append(b, "'", 1);
-			s += 2;
-		} else if (c == q) {
-			*end = s + 1;
-			return 0;
-		} else if (c == '\\' && q == '"') {
-			char x = s[1];
-			char simple = simple_escape(x);
-			unsigned long cp;
-			int digits = x == 'x' ? 2 : x == 'u' ? 4
-					   : x == 'U' ? 8 : 0;
-
-			if (simple != 1) {
-				rc = buf_append(b, &simple, 1);
-				s += 2;
-			} else if (digits && hex_value(s + 2, digits, &cp)) {
-				s += 2 + digits;
-				/* A UTF-16 surrogate pair, as JSON writes
-				 * characters beyond the BMP. */
-				if (cp >= 0xd800 && cp < 0xdc00 &&
-				    s[0] == '\\' && s[1] == 'u') {
-					unsigned long lo;
-
-					if (hex_value(s + 2, 4, &lo) &&
-					    lo >= 0xdc00 && lo < 0xe000) {
-						cp = 0x10000 +
-						     ((cp - 0xd800) << 10) +
-						     (lo - 0xdc00);
-						s += 6;
-					}
-				}
-				if ((cp >= 0xd800 && cp < 0xe000) ||
-				    cp > 0x10ffff)
-					return fail(p, *no, "an escape in a "
-						    "quoted value is not a "
-						    "Unicode character");
-				rc = put_utf8(b, cp);
-			} else {
-				return fail(p, *no, "unknown escape in a "
-					    "double-quoted value");
-			}
-		} else {
-			rc = buf_append(b, s, 1);
-			s++;
-		}
-		if (rc)
-			return err_set(p->e, KUBE_ENOMEM, "out of memory");
-	}
-}
 
 static bool one_of(const char *s, const char *const *words)
 {
@@ -289,10 +174,12 @@ static bool number_like(const char *s, bool *integer)
 	return digits;
 }
 
-/* A plain scalar typed as YAML 1.1 does (kubectl's reading). */
+/* A plain scalar typed as YAML 1.1 does (kubectl's reading): "yes" is a
+ * boolean here as there, and kube/config.c insists on each field's type.
+ * NULL only when out of memory. */
 static json_t *plain_value(const char *s)
 {
-	static const char *const nulls[] = { "~", "null", "Null", "NULL",
+	static const char *const nulls[] = { "", "~", "null", "Null", "NULL",
 					     NULL };
 	static const char *const trues[] = { "true", "True", "TRUE", "yes",
 		"Yes", "YES", "on", "On", "ON", "y", "Y", NULL };
@@ -325,448 +212,341 @@ static json_t *plain_value(const char *s)
 	return json_string(s);
 }
 
-static int flow(struct yparser *p, unsigned no, const char *s, json_t **out)
+/*
+ * A scalar's value: quoted and block scalars are strings, plain ones are
+ * typed; the standard tags force a type (the text must fit it), the
+ * non-specific "!" and unknown tags mean a string, as in kubectl.
+ */
+static int scalar_value(struct reader *r, const yaml_event_t *ev,
+			json_t **out)
 {
-	json_error_t je;
-	char msg[300];
-
-	*out = json_loads(s, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY |
-				     JSON_REJECT_DUPLICATES, &je);
-	if (!*out) {
-		snprintf(msg, sizeof(msg), "a [ ] or { } value that is not "
-			 "JSON (%s) is not supported; write it as a block or "
-			 "quote its strings", je.text);
-		return fail(p, no, msg);
-	}
-	if (!rest_empty(s + je.position)) {
-		json_decref(*out);
-		*out = NULL;
-		return fail(p, no, "text after a [ ] or { } value");
-	}
-	return 0;
-}
-
-/* The length of the plain scalar text at s: up to a comment, trailing
- * blanks dropped. *comment: a comment ends it. */
-static size_t plain_len(const char *s, bool *comment)
-{
-	size_t n;
-
-	for (n = 0; s[n]; n++)
-		if (s[n] == '#' && n && blank(s[n - 1]))
-			break;
-	*comment = s[n] == '#';
-	while (n && blank(s[n - 1]))
-		n--;
-	return n;
-}
-
-static int plain_part(struct yparser *p, unsigned no, const char *s,
-		      size_t n, struct buf *b)
-{
-	for (size_t i = 0; i < n; i++)
-		if (s[i] == ':' && (i + 1 == n || blank(s[i + 1])))
-			return fail(p, no, "a value holds \": \"; quote it");
-	if (buf_append(b, s, n))
-		return err_set(p->e, KUBE_ENOMEM, "out of memory");
-	return 0;
-}
-
-/* The value that starts at s (on line no, the current line being the
- * next one), running over the lines deeper than parent. */
-static int inline_value(struct yparser *p, unsigned no, const char *s,
-			int parent, json_t **out)
-{
-	struct buf b;
-	const char *end;
-	size_t n;
-	bool comment;
-	int rc;
+	const char *s = (const char *)ev->data.scalar.value;
+	size_t len = ev->data.scalar.length;
+	const char *tag = (const char *)ev->data.scalar.tag;
+	bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+	const char *type = NULL;
 
 	*out = NULL;
-	switch (*s) {
-	case '"':
-	case '\'':
-		buf_init(&b);
-		rc = quoted(p, &no, s, parent, &b, &end);
-		if (!rc && !rest_empty(end))
-			rc = fail(p, no, "text after a quoted value");
-		if (!rc && !(*out = json_stringn(b.data, b.len)))
-			rc = fail(p, no, "a quoted value is not UTF-8");
-		buf_release(&b);
-		return rc;
-	case '[':
-	case '{':
-		return flow(p, no, s, out);
-	case '&':
-	case '*':
-	case '!':
-		return fail(p, no, "anchors, aliases and tags (&, *, !) are "
-			    "not supported");
-	case '|':
-	case '>':
-		return fail(p, no, "block scalars (| and >) are not "
-			    "supported; write the value on one line");
-	case '%':
-	case '@':
-	case '`':
-		return fail(p, no, "a value cannot start with %, @ or `; "
-			    "quote it");
-	default:
-		break;
-	}
-	if (seq_item(s))
-		return fail(p, no, "a sequence cannot start on its key's "
-			    "line");
-	/* A plain scalar ends where a comment starts. */
-	buf_init(&b);
-	n = plain_len(s, &comment);
-	rc = plain_part(p, no, s, n, &b);
-	while (!rc && !comment) {
-		struct yline *l = continuation(p, parent, false, &b, &rc);
-
-		if (!l)
-			break;
-		if (seq_item(l->text))
-			rc = fail(p, l->no, "a sequence item inside a value "
-				  "that runs over several lines");
+	if (tag && strncmp(tag, YAML_TAG, strlen(YAML_TAG)) == 0) {
+		type = tag + strlen(YAML_TAG);
+		if (strcmp(type, "str") == 0)
+			plain = false;
+		else if (strcmp(type, "int") && strcmp(type, "float") &&
+			 strcmp(type, "bool") && strcmp(type, "null"))
+			return fail(r, ev->start_mark, "the tag !!%s is not "
+				    "supported", type);
 		else
-			rc = plain_part(p, l->no, l->text,
-					plain_len(l->text, &comment), &b);
+			plain = true;
+	} else if (tag) {
+		plain = false;
 	}
-	if (!rc && buf_appends(&b, ""))
-		rc = err_set(p->e, KUBE_ENOMEM, "out of memory");
-	if (!rc && !(*out = plain_value(b.data)))
-		rc = err_set(p->e, KUBE_ENOMEM, "out of memory");
-	buf_release(&b);
-	return rc;
+	if (!plain || strlen(s) != len)
+		*out = json_stringn(s, len);
+	else
+		*out = plain_value(s);
+	if (!*out)
+		return nomem(r);
+	if (!type || strcmp(type, "str") == 0 ||
+	    (strcmp(type, "int") == 0 && json_is_integer(*out)) ||
+	    (strcmp(type, "float") == 0 && json_is_number(*out)) ||
+	    (strcmp(type, "bool") == 0 && json_is_boolean(*out)) ||
+	    (strcmp(type, "null") == 0 && json_is_null(*out)))
+		return 0;
+	json_decref(*out);
+	*out = NULL;
+	return fail(r, ev->start_mark, "\"%.100s\" does not fit its tag "
+		    "!!%s", s, type);
+}
+
+/* ---- anchors ---- */
+
+static const struct anchor *find_anchor(const struct reader *r,
+					const char *name)
+{
+	/* An anchor may be defined again; the latest counts. */
+	for (size_t i = r->n_anchors; i-- > 0;)
+		if (strcmp(r->anchors[i].name, name) == 0)
+			return &r->anchors[i];
+	return NULL;
+}
+
+static int add_anchor(struct reader *r, const char *name, json_t *value,
+		      struct extent ext)
+{
+	struct anchor *grown, *a;
+
+	if (!name)
+		return 0;
+	grown = realloc(r->anchors, (r->n_anchors + 1) * sizeof(*grown));
+	if (!grown)
+		return nomem(r);
+	r->anchors = grown;
+	a = &r->anchors[r->n_anchors];
+	a->name = strdup(name);
+	if (!a->name)
+		return nomem(r);
+	a->value = json_incref(value);
+	a->ext = ext;
+	r->n_anchors++;
+	return 0;
+}
+
+/* ---- building ---- */
+
+static struct frame *top(struct reader *r)
+{
+	return r->depth ? &r->stack[r->depth - 1] : NULL;
+}
+
+static bool wants_key(struct reader *r)
+{
+	struct frame *f = top(r);
+
+	return f && json_is_object(f->node) && !f->key;
+}
+
+static void frame_release(struct frame *f)
+{
+	json_decref(f->node);
+	json_decref(f->written);
+	free(f->anchor);
+	free(f->key);
+	memset(f, 0, sizeof(*f));
+}
+
+/* "<<: value": its mapping's keys, or those of each mapping in a list
+ * (the earlier ones winning), overwrite what the mapping has so far. */
+static int merge(struct reader *r, json_t *obj, json_t *v, yaml_mark_t at)
+{
+	size_t i;
+	json_t *m;
+
+	if (json_is_object(v))
+		return json_object_update(obj, v) ? nomem(r) : 0;
+	json_array_foreach(v, i, m)
+		if (!json_is_object(m))
+			break;
+	if (!json_is_array(v) || i < json_array_size(v))
+		return fail(r, at, "a merge key (<<) needs a mapping, an "
+			    "alias of one, or a list of them");
+	for (i = json_array_size(v); i-- > 0;)
+		if (json_object_update(obj, json_array_get(v, i)))
+			return nomem(r);
+	return 0;
 }
 
 /*
- * Whether text is "key: ..." (or "key:"). If so, *key gets the key
- * (malloc'd) and *rest what follows the colon. Returns -1 when it is not
- * a key line, else 0 or an error.
+ * A finished value (a reference the callee takes) into the collection
+ * that holds it, or as the document.
  */
-static int split_key(struct yparser *p, unsigned no, const char *text,
-		     char **key, const char **rest)
+static int place(struct reader *r, json_t *v, struct extent ext,
+		 yaml_mark_t at)
 {
-	const char *colon = NULL;
+	struct frame *f = top(r);
+	int rc = 0;
 
-	*key = NULL;
-	if ((text[0] == '?' && (text[1] == ' ' || !text[1])))
-		return fail(p, no, "complex keys (\"? \") are not supported");
-	if (text[0] == '"' || text[0] == '\'') {
-		struct buf b;
-		const char *end;
-		int rc;
-
-		buf_init(&b);
-		/* A quote not closed on its line starts a value over
-		 * several lines (keys are one line); a bad escape is
-		 * reported when the value is read. */
-		rc = quoted(p, &no, text, NO_CONTINUATION, &b, &end);
-		while (!rc && blank(*end))
-			end++;
-		if (rc || *end != ':' || (end[1] && !blank(end[1]))) {
-			buf_release(&b);
-			return -1;
-		}
-		if (strlen(b.data) != b.len) {
-			buf_release(&b);
-			return fail(p, no, "a key holds a NUL character");
-		}
-		*key = buf_detach(&b);
-		*rest = end + 1;
+	if (!f) {
+		r->root = v;
 		return 0;
 	}
-	if (strchr("[{&*!|>%@`#", text[0]))
-		return -1;
-	for (const char *c = text; *c; c++) {
-		if (*c == '#' && c > text && blank(c[-1]))
-			return -1;
-		if (*c == ':' && (c[1] == '\0' || blank(c[1]))) {
-			colon = c;
-			break;
-		}
+	if (r->depth + ext.height > DEPTH_MAX) {
+		json_decref(v);
+		return fail(r, at, "nested too deeply (through an alias)");
 	}
-	if (!colon)
-		return -1;
-	while (colon > text && blank(colon[-1]))
-		colon--;
-	*key = strndup(text, (size_t)(colon - text));
-	if (!*key)
-		return err_set(p->e, KUBE_ENOMEM, "out of memory");
-	*rest = strchr(colon, ':') + 1;
-	return 0;
-}
-
-/* ---- blocks ---- */
-
-static int block(struct yparser *p, int parent, json_t **out);
-
-/* What follows "key:" or "-" with nothing after it on the line: a deeper
- * block, a sequence at the same indent (for a key), or null. */
-static int nested(struct yparser *p, int indent, bool after_key,
-		  json_t **out)
-{
-	struct yline *l = cur(p);
-
-	if (l && (l->indent > indent ||
-		  (after_key && l->indent == indent && seq_item(l->text))))
-		return block(p, indent, out);
-	*out = json_null();
-	return 0;
-}
-
-static int check_deeper(struct yparser *p, int indent)
-{
-	struct yline *l = cur(p);
-
-	if (l && l->indent > indent)
-		return fail(p, l->no, "unexpected indentation (values over "
-			    "several lines are not supported)");
-	return 0;
-}
-
-static int sequence(struct yparser *p, int indent, json_t *arr)
-{
-	struct yline *l;
-
-	while ((l = cur(p)) && l->indent == indent && seq_item(l->text)) {
-		size_t skip = 1;
-		json_t *item = NULL;
-		int rc;
-
-		while (blank(l->text[skip]))
-			skip++;
-		if (rest_empty(l->text + skip)) {
-			p->i++;
-			rc = nested(p, indent, false, &item);
-		} else {
-			/* "- x": x is a block node one column past the
-			 * blanks after the dash. */
-			l->indent += (int)skip;
-			l->text += skip;
-			rc = block(p, indent, &item);
-		}
-		if (!rc && json_array_append_new(arr, item))
-			rc = err_set(p->e, KUBE_ENOMEM, "out of memory");
-		if (!rc)
-			rc = check_deeper(p, indent);
-		if (rc)
-			return rc;
+	f->ext.values += ext.values;
+	f->ext.bytes += ext.bytes;
+	if (f->ext.height < ext.height + 1)
+		f->ext.height = ext.height + 1;
+	if (json_is_array(f->node)) {
+		if (json_array_append_new(f->node, v))
+			rc = nomem(r);
+	} else if (f->merge) {
+		rc = merge(r, f->node, v, at);
+		json_decref(v);
+	} else if (json_object_set_new(f->node, f->key, v) ||
+		   json_object_set_new(f->written, f->key, json_true())) {
+		rc = nomem(r);
 	}
-	return 0;
-}
-
-static int mapping(struct yparser *p, int indent, json_t *obj)
-{
-	struct yline *l;
-
-	while ((l = cur(p)) && l->indent == indent) {
-		const char *rest;
-		char *key;
-		json_t *value = NULL;
-		unsigned no = l->no;
-		int rc;
-
-		if (seq_item(l->text))
-			return fail(p, no, "a sequence item where a key was "
-				    "expected");
-		rc = split_key(p, no, l->text, &key, &rest);
-		if (rc == -1)
-			return fail(p, no, "expected \"key: value\"");
-		if (rc)
-			return rc;
-		if (json_object_get(obj, key)) {
-			char msg[200];
-
-			snprintf(msg, sizeof(msg), "the key \"%.100s\" appears "
-				 "twice", key);
-			free(key);
-			return fail(p, no, msg);
-		}
-		while (blank(*rest))
-			rest++;
-		p->i++;
-		if (rest_empty(rest)) {
-			rc = nested(p, indent, true, &value);
-		} else {
-			rc = inline_value(p, no, rest, indent, &value);
-			if (!rc)
-				rc = check_deeper(p, indent);
-		}
-		/* json_object_set_new takes value even when it fails. */
-		if (rc)
-			json_decref(value);
-		else if (json_object_set_new(obj, key, value))
-			rc = err_set(p->e, KUBE_ENOMEM, "out of memory");
-		free(key);
-		if (!rc)
-			rc = check_deeper(p, indent);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-/* The block node on the current line, at that line's indent, inside a
- * node at parent. */
-static int block(struct yparser *p, int parent, json_t **out)
-{
-	struct yline *l = cur(p);
-	int indent = l->indent;
-	const char *rest;
-	char *key;
-	int rc;
-
-	*out = NULL;
-	if (++p->depth > DEPTH_MAX)
-		return fail(p, l->no, "nested too deeply");
-	if (seq_item(l->text)) {
-		*out = json_array();
-		rc = *out ? sequence(p, indent, *out)
-			  : err_set(p->e, KUBE_ENOMEM, "out of memory");
-	} else if ((rc = split_key(p, l->no, l->text, &key, &rest)) == 0) {
-		free(key);
-		*out = json_object();
-		rc = *out ? mapping(p, indent, *out)
-			  : err_set(p->e, KUBE_ENOMEM, "out of memory");
-	} else if (rc == -1) {
-		p->i++;
-		rc = inline_value(p, l->no, l->text, parent, out);
-		if (!rc)
-			rc = check_deeper(p, indent);
-	}
-	p->depth--;
-	if (rc) {
-		json_decref(*out);
-		*out = NULL;
-	}
+	free(f->key);
+	f->key = NULL;
+	f->merge = false;
 	return rc;
 }
 
-/* ---- lines ---- */
-
-static bool marker(const char *text, const char *m)
+/* The key of the mapping on top, from a scalar or an alias of one. */
+static int take_key(struct reader *r, const char *key, size_t len,
+		    bool merge_key, yaml_mark_t at)
 {
-	return strncmp(text, m, 3) == 0 && rest_empty(text + 3) &&
-	       (text[3] == '\0' || blank(text[3]));
+	struct frame *f = top(r);
+
+	if (strlen(key) != len)
+		return fail(r, at, "a key holds a NUL character");
+	if (!merge_key && json_object_get(f->written, key))
+		return fail(r, at, "the key \"%.100s\" appears twice", key);
+	f->key = strdup(key);
+	if (!f->key)
+		return nomem(r);
+	f->merge = merge_key;
+	f->ext.values++;
+	f->ext.bytes += len;
+	return 0;
 }
 
-/* Cuts the copy into lines, skipping blank and comment lines. */
-static int split_lines(struct yparser *p, char *text)
+static int on_scalar(struct reader *r, const yaml_event_t *ev)
 {
-	unsigned no = 0, blanks = 0;
-	bool content = false, ended = false, comment = false;
-	char *s = text;
+	const char *tag = (const char *)ev->data.scalar.tag;
+	struct extent ext = { 1, ev->data.scalar.length, 0 };
+	json_t *v;
+	int rc = scalar_value(r, ev, &v);
 
-	while (*s) {
-		char *eol = strchr(s, '\n');
-		char *next = eol ? eol + 1 : s + strlen(s);
-		int indent = 0;
-		size_t len;
-
-		no++;
-		if (eol)
-			*eol = '\0';
-		len = strlen(s);
-		while (len && (blank(s[len - 1]) || s[len - 1] == '\r'))
-			s[--len] = '\0';
-		while (s[indent] == ' ')
-			indent++;
-		if (s[indent] == '\t')
-			return fail(p, no, "a tab in the indentation (YAML "
-				    "indents with spaces)");
-		if (s[indent] == '\0' || s[indent] == '#') {
-			if (s[indent] == '#')
-				comment = true;
-			else
-				blanks++;
-			s = next;
-			continue;
-		}
-		if (indent == 0 && marker(s, "---")) {
-			if (content)
-				return fail(p, no, "more than one document");
-			s = next;
-			continue;
-		}
-		if (indent == 0 && marker(s, "...")) {
-			ended = true;
-			s = next;
-			continue;
-		}
-		if (ended || (indent == 0 && s[0] == '%'))
-			return fail(p, no, ended ? "text after the end of the "
-				    "document (...)" : "directives (%) are not "
-				    "supported");
-		content = true;
-		if (p->n % 64 == 0) {
-			struct yline *grown = realloc(
-				p->lines, (p->n + 64) * sizeof(*grown));
-
-			if (!grown)
-				return err_set(p->e, KUBE_ENOMEM,
-					       "out of memory");
-			p->lines = grown;
-		}
-		p->lines[p->n++] = (struct yline){ no, indent, s + indent,
-						   blanks, comment };
-		blanks = 0;
-		comment = false;
-		s = next;
+	if (!rc)
+		rc = add_anchor(r, (const char *)ev->data.scalar.anchor, v,
+				ext);
+	if (rc) {
+		json_decref(v);
+		return rc;
 	}
+	if (!wants_key(r))
+		return place(r, v, ext, ev->start_mark);
+	json_decref(v);
+	return take_key(r, (const char *)ev->data.scalar.value,
+			ev->data.scalar.length,
+			(ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+			 !tag && strcmp((const char *)ev->data.scalar.value,
+					"<<") == 0) ||
+			(tag && strcmp(tag, YAML_TAG "merge") == 0),
+			ev->start_mark);
+}
+
+static int on_alias(struct reader *r, const yaml_event_t *ev)
+{
+	const char *name = (const char *)ev->data.alias.anchor;
+	const struct anchor *a = find_anchor(r, name);
+
+	if (!a) {
+		for (size_t i = 0; i < r->depth; i++)
+			if (r->stack[i].anchor &&
+			    strcmp(r->stack[i].anchor, name) == 0)
+				return fail(r, ev->start_mark, "the alias "
+					    "*%.100s is inside its own anchor",
+					    name);
+		return fail(r, ev->start_mark, "the alias *%.100s names no "
+			    "anchor before it", name);
+	}
+	r->aliased.values += a->ext.values;
+	r->aliased.bytes += a->ext.bytes;
+	if (r->aliased.values > ALIAS_VALUES_MAX ||
+	    r->aliased.bytes > ALIAS_BYTES_MAX)
+		return fail(r, ev->start_mark, "aliases expand the document "
+			    "by more than %d values or %u MiB, as an alias "
+			    "bomb does", ALIAS_VALUES_MAX,
+			    ALIAS_BYTES_MAX >> 20);
+	if (wants_key(r)) {
+		if (!json_is_string(a->value))
+			return fail(r, ev->start_mark, "the alias *%.100s is "
+				    "a key but not a string", name);
+		return take_key(r, json_string_value(a->value),
+				json_string_length(a->value), false,
+				ev->start_mark);
+	}
+	return place(r, json_incref(a->value), a->ext, ev->start_mark);
+}
+
+static int on_start(struct reader *r, const yaml_event_t *ev, bool mapping)
+{
+	const char *anchor = (const char *)(mapping
+		? ev->data.mapping_start.anchor
+		: ev->data.sequence_start.anchor);
+	struct frame *f;
+
+	if (wants_key(r))
+		return fail(r, ev->start_mark, "complex keys (a mapping or "
+			    "list as a key) are not supported");
+	if (r->depth == DEPTH_MAX)
+		return fail(r, ev->start_mark, "nested too deeply");
+	f = &r->stack[r->depth++];
+	f->node = mapping ? json_object() : json_array();
+	f->written = mapping ? json_object() : NULL;
+	f->anchor = anchor ? strdup(anchor) : NULL;
+	f->ext = (struct extent){ 1, 0, 1 };
+	if (!f->node || (mapping && !f->written) || (anchor && !f->anchor))
+		return nomem(r);
 	return 0;
 }
 
-static int json_document(const char *text, size_t len, json_t **out,
-			 struct err *e)
+static int on_end(struct reader *r, const yaml_event_t *ev)
 {
-	json_error_t je;
+	struct frame f = r->stack[--r->depth];
+	int rc;
 
-	*out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!*out)
-		return err_set(e, KUBE_ECONFIG, "line %d: not JSON: %s",
-			       je.line, je.text);
-	return 0;
+	memset(&r->stack[r->depth], 0, sizeof(f));
+	rc = add_anchor(r, f.anchor, f.node, f.ext);
+	if (!rc) {
+		rc = place(r, f.node, f.ext, ev->start_mark);
+		f.node = NULL;
+	}
+	frame_release(&f);
+	return rc;
+}
+
+/* One event; *done once the first document has ended. */
+static int on_event(struct reader *r, const yaml_event_t *ev, bool *done)
+{
+	switch (ev->type) {
+	case YAML_STREAM_END_EVENT:
+		return err_set(r->e, KUBE_ECONFIG, "the document is empty");
+	case YAML_DOCUMENT_END_EVENT:
+		/* kubectl reads the first document and ignores the rest,
+		 * without even parsing it. */
+		*done = true;
+		return 0;
+	case YAML_SCALAR_EVENT:
+		return on_scalar(r, ev);
+	case YAML_ALIAS_EVENT:
+		return on_alias(r, ev);
+	case YAML_MAPPING_START_EVENT:
+	case YAML_SEQUENCE_START_EVENT:
+		return on_start(r, ev, ev->type == YAML_MAPPING_START_EVENT);
+	case YAML_MAPPING_END_EVENT:
+	case YAML_SEQUENCE_END_EVENT:
+		return on_end(r, ev);
+	default:
+		return 0;
+	}
 }
 
 int yaml_parse(const char *text, size_t len, json_t **out, struct err *e)
 {
-	struct yparser p = { .e = e };
-	size_t skip = 0;
-	char *copy;
-	int rc;
+	struct reader r = { .text = text, .len = len, .e = e };
+	bool done = false;
+	int rc = 0;
 
 	*out = NULL;
-	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
-		skip = 3;
-	if (memchr(text + skip, '\0', len - skip))
-		return err_set(e, KUBE_ECONFIG, "a NUL byte: not a text "
-			       "file");
-	while (skip < len && strchr(" \t\r\n", text[skip]))
-		skip++;
-	if (skip < len && text[skip] == '{')
-		return json_document(text + skip, len - skip, out, e);
-	copy = strndup(text + skip, len - skip);
-	if (!copy)
-		return err_set(e, KUBE_ENOMEM, "out of memory");
-	rc = split_lines(&p, copy);
-	if (!rc && p.n == 0)
-		rc = err_set(e, KUBE_ECONFIG, "the document is empty");
-	if (!rc && p.lines[0].indent != 0)
-		rc = fail(&p, p.lines[0].no, "the document's first line is "
-			  "indented");
-	if (!rc)
-		rc = block(&p, -1, out);
-	if (!rc && cur(&p))
-		rc = fail(&p, cur(&p)->no, "unexpected indentation");
-	if (rc) {
-		json_decref(*out);
-		*out = NULL;
+	if (!yaml_parser_initialize(&r.parser))
+		return nomem(&r);
+	yaml_parser_set_input_string(&r.parser, (const unsigned char *)text,
+				     len);
+	while (!rc && !done) {
+		yaml_event_t ev;
+
+		if (!yaml_parser_parse(&r.parser, &ev))
+			rc = parser_error(&r);
+		else {
+			rc = on_event(&r, &ev, &done);
+			yaml_event_delete(&ev);
+		}
 	}
-	free(p.lines);
-	free(copy);
+	while (r.depth)
+		frame_release(&r.stack[--r.depth]);
+	for (size_t i = 0; i < r.n_anchors; i++) {
+		free(r.anchors[i].name);
+		json_decref(r.anchors[i].value);
+	}
+	free(r.anchors);
+	yaml_parser_delete(&r.parser);
+	if (rc)
+		json_decref(r.root);
+	else
+		*out = r.root;
 	return rc;
 }

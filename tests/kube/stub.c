@@ -56,6 +56,33 @@ char *slurp(const char *path)
 	return buf_detach(&b);
 }
 
+void kubeconfig_scratch(char *dir, size_t len)
+{
+	scratch_make(dir, len);
+	unsetenv("KUBECONFIG");
+	setenv("HOME", dir, 1);
+}
+
+int kubeconfig_load(const char *dir, const char *text, const char *context,
+		    struct kube_config *c, struct err *e)
+{
+	const char *path = scratch_write(dir, "config", text, false);
+
+	err_init(e);
+	return kube_config_load(path, context, c, e);
+}
+
+void kubeconfig_refused(const char *dir, const char *text, const char *want)
+{
+	struct kube_config c;
+	struct err e;
+
+	cr_assert_eq(kubeconfig_load(dir, text, NULL, &c, &e), KUBE_ECONFIG,
+		     "accepted:\n%s", text);
+	cr_assert(strstr(e.msg, want), "message \"%s\" lacks \"%s\"", e.msg,
+		  want);
+}
+
 void tls_make(const char *dir)
 {
 	char cmd[2048];

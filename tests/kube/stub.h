@@ -25,6 +25,19 @@ const char *scratch_write(const char *dir, const char *name,
 /* The file's text (free it), or NULL. */
 char *slurp(const char *path);
 
+/* A stand-in certificate for kubeconfigs, as text and as base64. */
+#define CA_TEXT "-----BEGIN CERTIFICATE-----\nCA\n"
+#define CA_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkNBCg=="
+
+/* For kubeconfig tests: a scratch directory that is also HOME, with
+ * KUBECONFIG unset. */
+void kubeconfig_scratch(char *dir, size_t len);
+/* Writes text to dir/config and loads it (kube_config_load). */
+int kubeconfig_load(const char *dir, const char *text, const char *context,
+		    struct kube_config *c, struct err *e);
+/* Asserts that loading text is KUBE_ECONFIG with a message holding want. */
+void kubeconfig_refused(const char *dir, const char *text, const char *want);
+
 /* In dir: ca.pem/ca.key, srv.pem/srv.key (127.0.0.1, signed by ca),
  * client.pem/client.key (signed by ca), other.pem (an unrelated CA). */
 void tls_make(const char *dir);
