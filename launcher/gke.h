@@ -47,7 +47,7 @@ struct gke_spec {
  */
 int gke_check(const struct gke_spec *s, struct err *e);
 
-/* The JobSet (CONTRACTS.md "The rendered JobSet"); gke_check first. */
+/* The JobSet (docs/DESIGN.md "The rendered JobSet"); gke_check first. */
 int gke_render(const struct gke_spec *s, json_t **out, struct err *e);
 
 /* obj as a YAML document (block style, keys in their order), appended to

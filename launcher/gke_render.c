@@ -1,8 +1,9 @@
 /*
- * gke_render.c: the JobSet of a run (see gke.h and CONTRACTS.md). Every
- * field is set explicitly where a webhook would otherwise default it to
- * something the supervisor does not expect (restartPolicy, completion
- * mode), and nothing is set that Kueue owns (spec.suspend).
+ * gke_render.c: the JobSet of a run (see gke.h and docs/DESIGN.md "The
+ * rendered JobSet"). Every field is set explicitly where a webhook would
+ * otherwise default it to something the supervisor does not expect
+ * (restartPolicy, completion mode), and nothing is set that Kueue owns
+ * (spec.suspend).
  */
 #include "launcher/gke.h"
 

@@ -142,8 +142,8 @@ class Fake:
 
 def rendered(name, cmd, slices=2, workers=2, queue="lq", max_restarts=2,
 	     grace=5, tpu=4, env=(), prio=None, mounts=(), volumes=()):
-	"""A JobSet as CONTRACTS.md says h-gke renders it, with cmd (sh)
-	as the worker's command."""
+	"""A JobSet as docs/DESIGN.md "The rendered JobSet" says h-gke renders
+	it, with cmd (sh) as the worker's command."""
 	fr = lambda p: {"valueFrom": {"fieldRef": {"fieldPath": p}}}  # noqa
 	pod = {
 		"restartPolicy": "Never",

@@ -2,9 +2,9 @@
  * slicectl job --target gke: the JobSet it renders for every family and
  * capacity mode, checked against the JobSet CRD's schema with unknown
  * fields refused (tests/launcher/gke_validate.py, python3 jsonschema) and
- * its YAML read back to the same objects; the values CONTRACTS.md fixes;
- * and what is refused before anything is touched (webhook name rules, an
- * unknown type, flags that do not go together).
+ * its YAML read back to the same objects; the values docs/DESIGN.md "The
+ * rendered JobSet" fixes; and what is refused before anything is touched
+ * (webhook name rules, an unknown type, flags that do not go together).
  */
 #include "tests/harness/harness.h"
 
@@ -238,7 +238,7 @@ static const char *key(json_t *map, const char *k)
 	return json_string_value(v);
 }
 
-/* What CONTRACTS.md fixes, for v5litepod-16 x 2. */
+/* What docs/DESIGN.md "The rendered JobSet" fixes, for v5litepod-16 x 2. */
 Test(gke_render, contract_values)
 {
 	json_t *l = render_json("demo", "v5litepod-16",

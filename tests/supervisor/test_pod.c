@@ -1,5 +1,5 @@
 /*
- * slice-supervisor in a pod (`run --pod`, CONTRACTS.md "slice-supervisor
+ * slice-supervisor in a pod (`run --pod`, docs/DESIGN.md "slice-supervisor
  * in a pod"): real supervisor processes started as a JobSet's containers
  * are, with the downward API's variables in their environment, against a
  * file:// run and tests/supervisor/toy_trainer.py. Identity from the
