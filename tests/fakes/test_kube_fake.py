@@ -985,6 +985,11 @@ class Controllers(unittest.TestCase):
 			self.assertTrue(os.path.exists(os.path.join(
 				out, p["metadata"]["name"] + ".0")))
 		# Node loss: slice 1's pods die at once (no TERM), restart 2.
+		# Attempt 0's pods may still be terminating on a loaded
+		# machine; the node would take them down too.
+		f.until("attempt 0 gone", lambda: not [
+			p for p in f.pods(sel) if p["metadata"]["labels"][
+				"jobset.sigs.k8s.io/restart-attempt"] == "0"], 60)
 		s, body = f.ctl("POST", "/_fake/lose-node",
 				{"node": "gke-tpu-slice-1"})
 		self.assertEqual(len(body["pods"]), 2)

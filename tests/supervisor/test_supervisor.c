@@ -109,9 +109,11 @@ static void up(unsigned n, const char *fields, const char *toy_env)
 		 "%s/tests/supervisor/toy_trainer.py\", \"num_slices\": 1, "
 		 "\"workers_per_slice\": %u, \"heartbeat_s\": 1, "
 		 "\"grace_s\": %d%s%s, \"env\": {\"TOY_EVENTS\": \"%s\", "
-		 "\"TOY_SYNC_DIR\": \"%s\"%s%s}}",
+		 "\"TOY_SYNC_DIR\": \"%s\", \"TOY_CHECKPOINTS\": "
+		 "\"%s/checkpoints\"%s%s}}",
 		 src ? src : ".", n, GRACE_S, *fields ? ", " : "", fields,
-		 w.events, w.sync_dir, *toy_env ? ", " : "", toy_env);
+		 w.events, w.sync_dir, w.run_dir, *toy_env ? ", " : "",
+		 toy_env);
 	snprintf(path, sizeof(path), "%s/job.json", w.run_dir);
 	write_file(path, job);
 	for (unsigned i = 0; i < n; i++) {
@@ -268,7 +270,8 @@ Test(sup, a_crash_restarts_every_worker_from_the_last_committed_step)
 {
 	long long restored = -1;
 
-	up(2, "", "\"TOY_TOTAL\": \"25\", \"TOY_CRASH_AT\": \"1:12:1\"");
+	up(2, "", "\"TOY_TOTAL\": \"25\", \"TOY_CRASH_AT\": \"1:12:1\", "
+	   "\"TOY_FAULT_AFTER_COMMIT\": \"10\"");
 	start_all();
 	all_exit_0(90);
 	assert_control(2, "done", NULL);
@@ -288,7 +291,8 @@ Test(sup, a_hang_is_ended_and_the_group_restarts)
 	/* Long enough that a trainer slow to start on a loaded machine is
 	 * not taken for a hung one. */
 	up(2, "\"hang_timeout_s\": 5",
-	   "\"TOY_TOTAL\": \"15\", \"TOY_HANG_AT\": \"0:7:1\"");
+	   "\"TOY_TOTAL\": \"15\", \"TOY_HANG_AT\": \"0:7:1\", "
+	   "\"TOY_FAULT_AFTER_COMMIT\": \"5\"");
 	start_all();
 	all_exit_0(90);
 	assert_control(2, "done", NULL);
@@ -376,7 +380,9 @@ Test(sup, a_part_an_earlier_generation_left_never_joins_a_commit)
 	char stale[HARNESS_PATH + 16], dest[HARNESS_PATH + 16];
 	char path[HARNESS_PATH + 64], *log, *state;
 
-	up(2, "", "\"TOY_TOTAL\": \"20\"");
+	/* Step 15 is the last: a later one could supersede it in the
+	 * shipper's queue on a slow machine, and it would never commit. */
+	up(2, "", "\"TOY_TOTAL\": \"15\"");
 	snprintf(stale, sizeof(stale), "%s/stale", w.dir);
 	snprintf(dest, sizeof(dest), "%s/dest", w.dir);
 	cr_assert_eq(sh("mkdir -p '%s' && echo old > '%s/stale.txt' && "

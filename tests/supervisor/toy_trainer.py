@@ -11,6 +11,10 @@ exits, as a real trainer should.
 Faults, for tests, each "PROCESS:STEP:GENERATION" (any field may be *):
   TOY_CRASH_AT   exit 3 when reaching STEP
   TOY_HANG_AT    stop printing and stepping at STEP (sleep forever)
+TOY_FAULT_AFTER_COMMIT=N holds a fault until step N is committed in the
+file:// run whose checkpoints/ folder TOY_CHECKPOINTS names: the process
+waits (up to 120 s) for its COMMIT, so a test that needs step N committed
+before the fault does not depend on how fast the upload ran.
 TOY_QUIET=1 prints no line per step: with SLICE_STEP_FILE (written after
 every step, as the contract's optional progress report) the supervisor
 still sees it make progress.
@@ -72,6 +76,19 @@ def save(step, what=None):
     with open(os.path.join(ckpt_dir, "step-%d.done" % step), "w"):
         pass
     event("ckpt")
+
+
+def await_fault_gate():
+    gate = None
+    if env.get("TOY_FAULT_AFTER_COMMIT"):
+        gate = os.path.join(env["TOY_CHECKPOINTS"], "step-%010d" %
+                            int(env["TOY_FAULT_AFTER_COMMIT"]), "COMMIT")
+    deadline = time.monotonic() + 120
+    while gate and not os.path.exists(gate) and not stopping:
+        if time.monotonic() > deadline:
+            print("TOY_FAULT_AFTER_COMMIT: %s never appeared" % gate, flush=True)
+            return
+        time.sleep(0.01)
 
 
 def on_term(signum, frame):
@@ -149,10 +166,12 @@ while state["step"] < total:
         print("SIGTERM: final step %d saved" % final["step"], flush=True)
         sys.exit(0)
     if matches(env.get("TOY_CRASH_AT")):
+        await_fault_gate()
         event("crash")
         print("crashing at step %d" % state["step"], flush=True)
         sys.exit(3)
     if matches(env.get("TOY_HANG_AT")):
+        await_fault_gate()
         event("hang")
         while True:
             time.sleep(3600)
