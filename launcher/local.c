@@ -102,6 +102,11 @@ struct lrun {
 	uint64_t t0;
 	struct chaos_event *chaos;
 	size_t nchaos, next_chaos;
+	/* Chaos's clock: it runs only while every trainer runs at the
+	 * current generation and no failure is pending, so a slow boot or
+	 * restore on a loaded machine delays the next event instead of
+	 * swallowing it. */
+	uint64_t trained_ms, clock_at;
 	struct preemption *pre;
 	size_t npre;
 	/* what the run's history said */
@@ -690,6 +695,19 @@ static void check_recovered(struct lrun *r)
 	      "failure)", (long long)r->gen, (double)lost / 1000.0);
 }
 
+/* Whether every trainer runs at the current generation, with no
+ * injected failure pending and none being recovered from: the time
+ * chaos events count. */
+static bool training(const struct lrun *r)
+{
+	if (r->recovering || r->chaos_at || r->gen < 1)
+		return false;
+	for (unsigned i = 0; i < r->n; i++)
+		if (r->started[i] != r->gen)
+			return false;
+	return true;
+}
+
 /* Kinds whose step is one the trainers of its generation finished. */
 static bool trained_kind(const char *kind)
 {
@@ -1019,8 +1037,11 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 
 		reap(&r);
 		now = mono_ms();
+		if (training(&r))
+			r.trained_ms += now - r.clock_at;
+		r.clock_at = now;
 		while (!end_by && r.next_chaos < r.nchaos &&
-		       now - r.t0 >= r.chaos[r.next_chaos].at_ms)
+		       r.trained_ms >= r.chaos[r.next_chaos].at_ms)
 			inject(&r, &r.chaos[r.next_chaos++]);
 		preemptions(&r);
 		for (unsigned i = 0; i < r.n; i++) {

@@ -32,7 +32,7 @@ int local_run(const struct prepared_run *run, const struct local_options *o);
 struct chaos_event {
 	enum { CHAOS_PREEMPT, CHAOS_RESET, CHAOS_CRASH, CHAOS_HANG } kind;
 	int slice, worker;     /* -1: every */
-	uint64_t at_ms;        /* after the run started */
+	uint64_t at_ms;        /* of training: while every trainer runs */
 };
 int chaos_parse(const char *spec, uint64_t seed, unsigned num_slices,
 		unsigned workers_per_slice, struct chaos_event **out, size_t *n,

@@ -6,7 +6,10 @@
  *   reset@T             every worker is reset (the queued resource's reset)
  *   crash:worker=P@T    process P's trainer is killed (SIGKILL)
  *   hang:worker=P@T     process P's trainer is stopped (SIGSTOP)
- * TIME is seconds after the run started: 20, 20s, 1.5s, 500ms, 2m, 1h.
+ * TIME is seconds of training: 20, 20s, 1.5s, 500ms, 2m, 1h. The clock runs
+ * only while every trainer runs at the current generation and no injected
+ * failure is pending (local.c), so the same spec hits the same point of a
+ * run on a fast or a loaded machine, and each event finds the group whole.
  * "random" draws a deterministic mix from the seed instead.
  */
 #include "launcher/local.h"

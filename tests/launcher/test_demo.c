@@ -193,13 +193,13 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 	char *chaos_params, *calm_params;
 
 	setup_dir();
-	/* 600 steps at about 25 ms: some 15 s of training, stretched past
-	 * the last event (at 24 s) by the time the failures cost. */
+	/* 600 steps at about 25 ms: some 15 s of training, past the last
+	 * event (at 12 s of training). */
 	cr_assert_eq(run_slicectl(&r, job_argv("chaos", "600", "0.02",
 					       "crash:worker=1@3s,"
-					       "hang:worker=2@7s,"
-					       "preempt:slice=1@14s,"
-					       "reset@24s"),
+					       "hang:worker=2@6s,"
+					       "preempt:slice=1@9s,"
+					       "reset@12s"),
 				  NULL),
 		     0);
 	cr_assert_eq(r.status, 0, "status %d\n%s\n%s", r.status, r.out, r.err);
