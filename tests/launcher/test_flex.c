@@ -310,6 +310,44 @@ static void qr_state(const char *name, char *out, size_t cap)
 	json_decref(qr);
 }
 
+/* Whether control.json says the run is done. */
+static bool run_done(void)
+{
+	json_t *c = run_control(w.run_dir);
+	const char *state = json_string_value(json_object_get(c, "state"));
+	bool done = state && !strcmp(state, "done");
+
+	json_decref(c);
+	return done;
+}
+
+/* After a window's end: whether the run is done (it may have finished
+ * just as the window ended), else waits until every worker waits for
+ * the next window. */
+static bool done_or_waiting(unsigned timeout_s)
+{
+	double end = mono_s() + timeout_s;
+	char state[32] = "";
+
+	while (mono_s() < end) {
+		unsigned waiting = 0;
+
+		if (run_done())
+			return true;
+		for (unsigned i = 0; i < MAXW; i++) {
+			run_heartbeat_state(w.run_dir, i, state, sizeof(state));
+			waiting += !strcmp(state, "waiting");
+		}
+		if (waiting == MAXW)
+			return false;
+		sleep_ms(50);
+	}
+	cr_assert_fail("the window ended; the run is not done and the workers "
+		       "do not all wait (worker 0's heartbeat says '%s')\n%s",
+		       state, supervisor_log(w.dir, 0));
+	return false;
+}
+
 /* Waits until queued resource name's state is `want`. */
 static void wait_qr(const char *name, const char *want, unsigned timeout_s)
 {
@@ -700,25 +738,18 @@ Test(flex, a_watched_job_runs_through_windows_to_an_uninterrupted_result,
 		hold("PROVISIONING", true);
 		/* Until the run is done or the window is over. */
 		end = mono_s() + 30 + SLOW_S;
-		while (strcmp(qrs, "SUSPENDING") && !done) {
-			json_t *c = run_control(w.run_dir);
-
+		while (strcmp(qrs, "SUSPENDING") && !(done = run_done())) {
 			cr_assert_lt(mono_s(), end, "window %u: the queued "
 				     "resource is %s, the run not done",
 				     windows, qrs);
-			done = !strcmp(json_string_value(json_object_get(
-					       c, "state")), "done");
-			json_decref(c);
 			qr_state("fj", qrs, sizeof(qrs));
 			sleep_ms(100);
 		}
-		if (done)
+		if (done || done_or_waiting(SLOW_S))
 			break;
 		/* Between two windows: the workers wait (also once their VMs
 		 * went with the nodes), nobody is stuck, and status shows
 		 * the queued resource. */
-		for (unsigned i = 0; i < MAXW; i++)
-			wait_heartbeat(i, "waiting", SLOW_S);
 		stop_workers(SIGTERM);
 		for (unsigned i = 0; i < MAXW; i++) {
 			run_heartbeat_state(w.run_dir, i, state, sizeof(state));
