@@ -594,6 +594,9 @@ static int run_cloud(struct job_options *o)
 		return rc == CLOUD_EINVAL ? EXIT_USAGE : 1;
 	}
 	tpu_qr_spec_init(&spec);
+	/* TPU VM images (Ubuntu 20.04's glibc 2.31 and OpenSSL 1.1 among
+	 * them) need not have the build machine's libraries. */
+	o->r.portable = true;
 	if (job_prepare(&o->r, &run, &e)) {
 		status = prepare_status(&e);
 		goto out;

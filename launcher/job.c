@@ -228,8 +228,9 @@ static int find_supervisor(const struct job_request *r, char *out, size_t cap,
 		slash = strrchr(self, '/');
 		if (slash) {
 			*slash = '\0';
-			/* A container image may lack the build's
-			 * libraries: pods get the self-contained one. */
+			/* A TPU VM image, a container image or a
+			 * cluster node may lack the build's libraries:
+			 * those get the self-contained one. */
 			static const char *const rel[] = {
 				"/slice-supervisor.portable",
 				"/../supervisor/slice-supervisor.portable",
@@ -241,15 +242,41 @@ static int find_supervisor(const struct job_request *r, char *out, size_t cap,
 				int k = snprintf(out, cap, "%s%s", self,
 						 rel[i]);
 
-				if (k > 0 && (size_t)k < cap &&
-				    executable_file(out))
-					return 0;
+				if (k <= 0 || (size_t)k >= cap ||
+				    !executable_file(out))
+					continue;
+				if (i >= 2 && r->portable)
+					log_warn("no slice-supervisor.portable "
+						 "next to slicectl: uploading "
+						 "%s, which starts only on "
+						 "workers with this machine's "
+						 "glibc and libraries", out);
+				return 0;
 			}
 		}
 	}
 	return err_set(e, COMMON_EUSAGE,
 		       "cannot find slice-supervisor next to slicectl; pass "
 		       "--supervisor-bin PATH or set SLICE_SUPERVISOR_BIN");
+}
+
+/* Whether path is a slice-supervisor.portable: it ends with the trailer
+ * supervisor/portable.c describes, "SLICEPB1" then three 8-byte fields. */
+static bool portable_file(const char *path)
+{
+	static const char magic[] = "SLICEPB1";
+	char tr[32];
+	bool yes;
+	FILE *f;
+
+	f = fopen(path, "rb");
+	if (!f)
+		return false;
+	yes = !fseek(f, -(long)sizeof(tr), SEEK_END) &&
+	      fread(tr, 1, sizeof(tr), f) == sizeof(tr) &&
+	      !memcmp(tr, magic, sizeof(magic) - 1);
+	fclose(f);
+	return yes;
 }
 
 static int sha256_file(const char *path, char hex[65], uint64_t *size,
@@ -343,7 +370,8 @@ static int upload_bundle(struct store *s, const char *dir, struct err *e)
 }
 
 static int upload_supervisor(struct store *s, const char *path,
-			     const char *sha, uint64_t size, struct err *e)
+			     const char *sha, bool portable, uint64_t size,
+			     struct err *e)
 {
 	struct store_object o = { 0 };
 	char name[128];
@@ -361,7 +389,8 @@ static int upload_supervisor(struct store *s, const char *path,
 	err_init(e);
 	rc = upload_file(s, name, path, e);
 	if (!rc)
-		log_info("uploaded %s", store_url(s, name));
+		log_info("uploaded %s%s", store_url(s, name),
+			 portable ? " (slice-supervisor.portable)" : "");
 	return rc;
 }
 
@@ -465,6 +494,7 @@ static int plan(const struct job_request *r, struct prepared_run *out,
 		return err_set(e, COMMON_EUSAGE,
 			       "--bucket %s is not gs://BUCKET[/PREFIX] or "
 			       "file:///DIR", r->bucket);
+	out->supervisor_portable = portable_file(supervisor);
 	return sha256_file(supervisor, out->supervisor_sha256, size, e);
 }
 
@@ -516,7 +546,7 @@ int job_prepare(const struct job_request *r, struct prepared_run *out,
 		rc = upload_bundle(s, r->script_dir, e);
 	if (!rc)
 		rc = upload_supervisor(s, supervisor, out->supervisor_sha256,
-				       size, e);
+				       out->supervisor_portable, size, e);
 	if (!rc && !exists) {
 		rc = store_put(s, RUN_JOB, json, strlen(json),
 			       STORE_CREATE_ONLY, NULL, e);
@@ -537,6 +567,7 @@ int job_prepare(const struct job_request *r, struct prepared_run *out,
 
 	sp.run_url = out->run_url;
 	sp.supervisor_sha256 = out->supervisor_sha256;
+	sp.supervisor_portable = out->supervisor_portable;
 	sp.grace_s = r->grace_s;
 	rc = startup_render(&sp, &out->startup_script, &out->startup_len, e);
 out:

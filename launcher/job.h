@@ -26,7 +26,10 @@ struct job_request {
 	bool spot, reserved, best_effort, delete_on_finish;
 	const char *project, *zone;   /* cloud only (flags or CLOUDSDK_*) */
 	const char *supervisor_bin;   /* NULL: found next to slicectl */
-	bool portable;                /* prefer slice-supervisor.portable */
+	/* Prefer slice-supervisor.portable next to slicectl: workers whose
+	 * libraries are not the build machine's (TPU VM images, pods,
+	 * Slurm nodes). */
+	bool portable;
 	/* job.json's "target" (GKE); NULL: none. Not owned. */
 	const struct job_target *target;
 };
@@ -38,6 +41,7 @@ void job_request_release(struct job_request *r);
 struct prepared_run {
 	char run_url[2048];           /* BUCKET/RUN */
 	char supervisor_sha256[65];
+	bool supervisor_portable;     /* it is a slice-supervisor.portable */
 	char *startup_script;         /* rendered, malloc'd */
 	size_t startup_len;
 	struct job job;               /* as written to job.json */

@@ -188,6 +188,8 @@ static int put_value(struct buf *b, const struct startup_params *p,
 		r = shq_append(b, p->run_url);
 	} else if (IS("SUPERVISOR_SHA256")) {
 		r = shq_append(b, p->supervisor_sha256);
+	} else if (IS("SUPERVISOR_PORTABLE")) {
+		r = shq_append(b, p->supervisor_portable ? "1" : "0");
 	} else if (IS("FROM_SOURCE")) {
 		r = shq_append(b, p->supervisor_from_source ? "1" : "0");
 	} else if (IS("SOURCE_TARGET")) {

@@ -39,6 +39,9 @@ struct startup_params {
 	const char *run_url;            /* gs://... or file:///... */
 	const char *supervisor_sha256;  /* 64 lowercase hex chars */
 	bool supervisor_from_source;    /* source bundle instead of a binary */
+	/* The binary is a slice-supervisor.portable (its own loader and
+	 * libraries): the script's log says which kind runs. */
+	bool supervisor_portable;
 	unsigned grace_s;               /* the supervisor's grace period */
 	/* With supervisor_from_source: the ninja target (an output path in
 	 * the build directory) installed as the supervisor. NULL means

@@ -699,10 +699,14 @@ Test(e2e, watch_recreates_a_suspended_qr_and_the_run_resumes)
 	set_env();
 	snprintf(out_path, sizeof(out_path), "%s/watch.out", w.dir);
 	snprintf(err_path, sizeof(err_path), "%s/watch.err", w.dir);
+	/* The first VMs' trainers stop stepping at step 10 (after its
+	 * checkpoint): however long the test takes to preempt them, their
+	 * run is not over by then. */
 	w.watch = spawn_slicectl(job_args(&a, "e2", 60, "0.1",
 					  (const char *const[]){
 						  "--spot", "--watch",
 						  "--recreate-budget", "2",
+						  "--env", "TOY_HANG_AT=*:10:1",
 						  NULL }),
 				 out_path, err_path);
 	cr_assert_gt(w.watch, 0);

@@ -16,6 +16,14 @@
  *   the group resumes from that very step; `slicectl maintenance RUN
  *   --after-commit` performs it right after the next committed step, the
  *   VMs go away in it and come back, and the run resumes from that step.
+ *
+ * Nothing here depends on the machine's speed: every wait is for the
+ * event it needs (a state, a commit, a heartbeat) with a generous bound,
+ * and the TPU fake holds a queued resource in PROVISIONING until the
+ * trainers run (so a window begins only then) and, where the test plays
+ * the VMs going, in SUSPENDING until it has stopped them. What remains
+ * timed is the supervisors' own lead, which the grace period makes
+ * generous.
  */
 #include "common/common.h"
 #include "tests/cloud/fake_tpu.h"
@@ -35,10 +43,15 @@
 #define ZONE "us-central2-b"
 #define API "/v2alpha1/projects/proj/locations/" ZONE
 #define MAXW 2
-#define GRACE_S 2
+/* A long grace period makes a long lead: the supervisors have that long
+ * to see a deadline and commit ahead of it, however slow the machine,
+ * while the test waits only for the part of a window before the lead. */
+#define GRACE_S 20
 /* The supervisors' lead before a deadline: the grace period, no upload
  * measured yet (the steps are tiny), and deadline.h's 10 s margin. */
 #define LEAD_S (GRACE_S + 10)
+/* Bounds on waits for what takes long only on a slow machine. */
+#define SLOW_S 120
 
 static struct {
 	char dir[HARNESS_PATH];
@@ -48,6 +61,7 @@ static struct {
 	struct fake_tpu tpu;
 	bool tpu_up;
 	pid_t sup[MAXW];
+	pid_t cmd;                        /* slicectl in the background */
 	unsigned boots;
 } w;
 
@@ -96,6 +110,10 @@ static void stop_workers(int sig)
 
 static void down(void)
 {
+	if (w.cmd > 0) {
+		kill(w.cmd, SIGTERM);
+		waitpid(w.cmd, NULL, 0);
+	}
 	stop_workers(SIGKILL);
 	if (w.tpu_up)
 		fake_tpu_stop(&w.tpu);
@@ -112,15 +130,15 @@ static void slicectl_ok(struct run_result *r, const char *const *argv)
 		     r->status, r->out, r->err);
 }
 
-/* A queued resource of one v4-16 node (two workers), ACTIVE; extra
- * arguments for slicectl create (NULL-terminated). */
-static void create(const char *name, const char *const *extra)
+/* A queued resource of one v4-16 node (two workers), ACTIVE when
+ * `wait`; extra arguments for slicectl create (NULL-terminated). */
+static void create(const char *name, bool wait, const char *const *extra)
 {
 	const char *argv[24] = { "create", name, "--accelerator-type",
 				 "v4-16", "--runtime-version", "rt",
 				 "--no-ssh-key", "--wait" };
 	struct run_result r;
-	size_t n = 8;
+	size_t n = wait ? 8 : 7;
 
 	for (size_t i = 0; extra && extra[i]; i++)
 		argv[n++] = extra[i];
@@ -192,13 +210,42 @@ static void boot(const char *run, const char *qr, unsigned total,
 
 static void wait_started(long long generation, unsigned timeout_s)
 {
-	for (unsigned t = 0; t < timeout_s * 20; t++) {
+	double end = mono_s() + timeout_s;
+
+	while (mono_s() < end) {
 		if (toy_events(w.events, -1, generation, "start", NULL) == MAXW)
 			return;
 		sleep_ms(50);
 	}
 	cr_assert_fail("generation %lld did not start\n%s", generation,
 		       supervisor_log(w.dir, 0));
+}
+
+/* The TPU fake keeps queued resources in `state` (a timed one) until
+ * released; released, they leave it now. */
+static void hold(const char *state, bool on)
+{
+	char body[128];
+
+	snprintf(body, sizeof(body), "{\"delays\": {\"%s\": %s}}", state,
+		 on ? "-1" : "null");
+	cr_assert_eq(fake_tpu_config(&w.tpu, body), 0);
+}
+
+/* Waits until worker i's heartbeat state is `want`. */
+static void wait_heartbeat(unsigned i, const char *want, unsigned timeout_s)
+{
+	char state[32] = "";
+	double end = mono_s() + timeout_s;
+
+	while (mono_s() < end) {
+		run_heartbeat_state(w.run_dir, i, state, sizeof(state));
+		if (!strcmp(state, want))
+			return;
+		sleep_ms(50);
+	}
+	cr_assert_fail("worker %u's heartbeat says '%s', never '%s'\n%s", i,
+		       state, want, supervisor_log(w.dir, i));
 }
 
 /* Unix time now, in ms. */
@@ -232,8 +279,9 @@ static json_t *deadline_member(void)
 static void wait_deadline(const char *kind, unsigned timeout_s)
 {
 	const char *got = "";
+	double end = mono_s() + timeout_s;
 
-	for (unsigned t = 0; t < timeout_s * 20; t++) {
+	while (mono_s() < end) {
 		json_t *d = deadline_member();
 
 		got = d ? json_string_value(json_object_get(d, "kind")) : "";
@@ -262,27 +310,87 @@ static void qr_state(const char *name, char *out, size_t cap)
 	json_decref(qr);
 }
 
+/* Whether control.json says the run is done. */
+static bool run_done(void)
+{
+	json_t *c = run_control(w.run_dir);
+	const char *state = json_string_value(json_object_get(c, "state"));
+	bool done = state && !strcmp(state, "done");
+
+	json_decref(c);
+	return done;
+}
+
+/* After a window's end: whether the run is done (it may have finished
+ * just as the window ended), else waits until every worker waits for
+ * the next window. */
+static bool done_or_waiting(unsigned timeout_s)
+{
+	double end = mono_s() + timeout_s;
+	char state[32] = "";
+
+	while (mono_s() < end) {
+		unsigned waiting = 0;
+
+		if (run_done())
+			return true;
+		for (unsigned i = 0; i < MAXW; i++) {
+			run_heartbeat_state(w.run_dir, i, state, sizeof(state));
+			waiting += !strcmp(state, "waiting");
+		}
+		if (waiting == MAXW)
+			return false;
+		sleep_ms(50);
+	}
+	cr_assert_fail("the window ended; the run is not done and the workers "
+		       "do not all wait (worker 0's heartbeat says '%s')\n%s",
+		       state, supervisor_log(w.dir, 0));
+	return false;
+}
+
+/* Waits until queued resource name's state is `want`. */
+static void wait_qr(const char *name, const char *want, unsigned timeout_s)
+{
+	char state[32] = "";
+	double end = mono_s() + timeout_s;
+
+	while (mono_s() < end) {
+		qr_state(name, state, sizeof(state));
+		if (!strcmp(state, want))
+			return;
+		sleep_ms(50);
+	}
+	cr_assert_fail("queued resource %s is %s, never %s", name, state,
+		       want);
+}
+
 /* ---- a flex-start window */
 
 Test(flex, a_window_ends_after_the_final_step_is_committed)
 {
-	char state[32], qrs[32] = "";
+	char state[32], window[16];
 	uint64_t end_ms, seen_ms = 0;
 	long long step = 0, last = -1;
 	json_t *qr;
 
-	/* Long enough for the workers to start before the lead begins. */
-	create("fx", (const char *const[]){ "--provisioning-model",
-					    "flex-start", "--max-run-duration",
-					    "25s", NULL });
+	/* The window begins (ACTIVE) once the trainers run: then 13 s of
+	 * training, and the lead. */
+	hold("PROVISIONING", true);
+	snprintf(window, sizeof(window), "%ds", LEAD_S + 13);
+	create("fx", false, (const char *const[]){
+		"--provisioning-model", "flex-start", "--max-run-duration",
+		window, NULL });
+	wait_qr("fx", "PROVISIONING", SLOW_S);
+	boot("f1", "fx", 100000, 100000);
+	wait_started(1, SLOW_S);
+	hold("PROVISIONING", false);
+	wait_qr("fx", "ACTIVE", SLOW_S);
 	qr = fake_tpu_get(&w.tpu, API "/queuedResources/fx");
 	cr_assert_not_null(qr);
 	end_ms = parse_ms(json_string_value(json_object_get(
 		json_object_get(qr, "runDuration"), "terminationTime")));
 	json_decref(qr);
-	boot("f1", "fx", 100000, 100000);
-	wait_started(1, 20);
-	wait_deadline("run-end", 10);
+	wait_deadline("run-end", SLOW_S);
 	while (!step && now_ms() < end_ms + 5000) {
 		step = run_newest_committed(w.run_dir);
 		seen_ms = now_ms();
@@ -300,21 +408,19 @@ Test(flex, a_window_ends_after_the_final_step_is_committed)
 	}
 	/* The fake ends the run at its time: SUSPENDED, and the workers
 	 * wait for capacity. */
-	for (int t = 0; t < 400 && strcmp(qrs, "SUSPENDED"); t++) {
-		qr_state("fx", qrs, sizeof(qrs));
-		sleep_ms(50);
-	}
-	cr_assert_str_eq(qrs, "SUSPENDED");
+	wait_qr("fx", "SUSPENDED", SLOW_S);
+	for (unsigned i = 0; i < MAXW; i++)
+		wait_heartbeat(i, "waiting", SLOW_S);
+	assert_run_control(w.run_dir, 1, "running", NULL);
+	/* Worker 0 no longer sees a run end ahead. */
+	wait_deadline("", SLOW_S);
+	/* The VMs go with the window; they were waiting, and still are. */
+	stop_workers(SIGTERM);
 	for (unsigned i = 0; i < MAXW; i++) {
 		run_heartbeat_state(w.run_dir, i, state, sizeof(state));
 		cr_assert_str_eq(state, "waiting", "worker %u\n%s", i,
 				 supervisor_log(w.dir, i));
 	}
-	assert_run_control(w.run_dir, 1, "running", NULL);
-	/* Worker 0 no longer sees a run end ahead. */
-	wait_deadline("", 10);
-	/* The VMs go with the window. */
-	stop_workers(SIGTERM);
 	cr_assert_eq(run_newest_committed(w.run_dir), step);
 }
 
@@ -340,22 +446,48 @@ static void announce(const char *node, double in_s)
 		     200);
 }
 
+/* The maintenance performed (the TPU fake's log of it), within
+ * timeout_s: its JSON (an array of one), to json_decref. */
+static json_t *wait_performed(unsigned timeout_s)
+{
+	double end = mono_s() + timeout_s;
+	char *text = NULL;
+	json_t *log = NULL;
+
+	while (mono_s() < end) {
+		cr_assert_eq(fake_tpu_call(&w.tpu, "GET", "/_fake/maintenance",
+					   NULL, &text), 200);
+		log = json_loads(text, 0, NULL);
+		free(text);
+		text = NULL;
+		if (json_array_size(log))
+			return log;
+		json_decref(log);
+		sleep_ms(20);
+	}
+	cr_assert_fail("no maintenance performed in %u s", timeout_s);
+	return NULL;
+}
+
 Test(flex, maintenance_announced_checkpointed_performed_resumed)
 {
 	long long saved = -1, restored = -1, after = -1;
-	struct run_result r;
+	char out_path[HARNESS_PATH + 32], err_path[HARNESS_PATH + 32];
+	char *o;
 	json_t *out, *log;
-	char *text = NULL;
+	int status;
 
-	create("mx", NULL);
+	create("mx", true, NULL);
 	boot("m1", "mx", 100000, 40);
-	wait_started(1, 20);
+	wait_started(1, SLOW_S);
+	/* The lead begins 4 s from now; the supervisors have until the
+	 * window (LEAD_S more) to see it. */
 	announce("mx", LEAD_S + 4);
-	wait_deadline("maintenance", 10);
+	wait_deadline("maintenance", SLOW_S);
 
 	/* Checkpointed ahead of the window: generation 2 restores exactly
 	 * the step generation 1 saved when told to stop. */
-	wait_started(2, 30);
+	wait_started(2, SLOW_S);
 	for (int p = 0; p < MAXW; p++) {
 		cr_assert_eq(toy_events(w.events, p, 1, "final", &saved), 1,
 			     "%s", supervisor_log(w.dir, (unsigned)p));
@@ -372,26 +504,34 @@ Test(flex, maintenance_announced_checkpointed_performed_resumed)
 	}
 
 	/* The operator takes it now, right after the next committed step;
-	 * the VMs go away in it. */
-	slicectl_ok(&r, (const char *const[]){ "maintenance", "m1",
-					       "--after-commit", "--wait",
-					       "--timeout", "60", "--format",
-					       "json", NULL });
+	 * the VMs go away in it: the test ends them as soon as the fake
+	 * performs it (the next step commits 4 s of steps later), not when
+	 * the command has also waited for its end. */
+	for (size_t i = 0; env[i]; i++)
+		cr_assert_eq(putenv((char *)env[i]), 0);
+	snprintf(out_path, sizeof(out_path), "%s/maintenance.out", w.dir);
+	snprintf(err_path, sizeof(err_path), "%s/maintenance.err", w.dir);
+	w.cmd = spawn_slicectl((const char *const[]){
+		"maintenance", "m1", "--after-commit", "--wait", "--timeout",
+		"300", "--format", "json", NULL }, out_path, err_path);
+	cr_assert_gt(w.cmd, 0);
+	log = wait_performed(SLOW_S + 60);
 	stop_workers(SIGKILL);
-	out = json_loads(r.out, 0, NULL);
-	cr_assert_not_null(out, "%s", r.out);
+	status = wait_exit(w.cmd, SLOW_S);
+	w.cmd = 0;
+	o = read_file(out_path, NULL);
+	cr_assert_eq(status, 0, "maintenance: exit %d\n%s%s", status,
+		     o ? o : "", read_file(err_path, NULL));
+	out = json_loads(o, 0, NULL);
+	cr_assert_not_null(out, "%s", o);
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 out, "queued_resource")), "mx");
 	cr_assert_str_eq(json_string_value(json_object_get(out, "run")), "m1");
 	after = json_integer_value(json_object_get(out, "after_step"));
-	cr_assert_gt(after, restored, "%s", r.out);
+	cr_assert_gt(after, restored, "%s", o);
 	cr_assert(json_is_true(json_object_get(out, "done")));
 	json_decref(out);
-	run_result_release(&r);
-	cr_assert_eq(fake_tpu_call(&w.tpu, "GET", "/_fake/maintenance", NULL,
-				   &text), 200);
-	log = json_loads(text, 0, NULL);
-	free(text);
+	free(o);
 	cr_assert_eq(json_array_size(log), 1);
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_array_get(log, 0), "kind")),
@@ -401,21 +541,21 @@ Test(flex, maintenance_announced_checkpointed_performed_resumed)
 	/* Back from maintenance: new boots, and the run resumes from the
 	 * step committed just before it. */
 	boot("m1", "mx", 100000, 40);
-	wait_started(3, 30);
+	wait_started(3, SLOW_S);
 	for (int p = 0; p < MAXW; p++) {
 		cr_assert_eq(toy_events(w.events, p, 3, "restored", &restored),
 			     1);
 		cr_assert_eq(restored, after);
 	}
 	/* Nothing is announced any more. */
-	wait_deadline("", 10);
+	wait_deadline("", SLOW_S);
 }
 
 Test(flex, maintenance_refuses_what_it_cannot_do)
 {
 	struct run_result r;
 
-	create("qx", NULL);
+	create("qx", true, NULL);
 	/* Nothing announced: the API's refusal, said. */
 	cr_assert_eq(run_slicectl(&r, (const char *const[]){
 				  "maintenance", "qx", NULL }, env), 0);
@@ -544,7 +684,7 @@ static long long restored_params(const char *run, long long step,
 #define TOTAL 250
 
 Test(flex, a_watched_job_runs_through_windows_to_an_uninterrupted_result,
-     .timeout = 480)
+     .timeout = 580)
 {
 	char out_path[HARNESS_PATH + 32], err_path[HARNESS_PATH + 32];
 	char command[HARNESS_PATH + 64], e_events[HARNESS_PATH + 32];
@@ -553,7 +693,6 @@ Test(flex, a_watched_job_runs_through_windows_to_an_uninterrupted_result,
 	unsigned windows = 0;
 	bool done = false, checked_between = false;
 	struct run_result r;
-	pid_t watch;
 	json_t *st;
 	int status;
 
@@ -566,47 +705,52 @@ Test(flex, a_watched_job_runs_through_windows_to_an_uninterrupted_result,
 	snprintf(err_path, sizeof(err_path), "%s/watch.err", w.dir);
 	for (size_t i = 0; env[i]; i++)
 		cr_assert_eq(putenv((char *)env[i]), 0);
-	/* Time for the test to end the VMs when the nodes go, before the
-	 * watch sees SUSPENDED and moves the run to its next window. */
-	cr_assert_eq(fake_tpu_config(&w.tpu, "{\"delays\": {\"SUSPENDING\": "
-						 "1.5}}"), 0);
-	/* Each 30 s window trains for about 16 s (less the lead and the
-	 * start), some 150 steps: the run needs two windows, or more on a
-	 * slow machine. */
-	watch = spawn_slicectl((const char *const[]){
+	/* Each window begins once its trainers run, and ends (SUSPENDING)
+	 * for as long as the test takes to end its VMs, before the watch
+	 * sees SUSPENDED and moves the run to its next window. */
+	hold("PROVISIONING", true);
+	hold("SUSPENDING", true);
+	/* Each 30 s window trains for about 18 s (less the 12 s lead), some
+	 * 150 steps: the run needs two windows, or more on a slow machine. */
+	w.cmd = spawn_slicectl((const char *const[]){
 		"job", "--name", "fj", "--accelerator-type", "v4-16",
 		"--command", command, "--env", e_events, "--env", e_sync,
 		"--env", "TOY_TOTAL=250", "--env", "TOY_STEP_S=0.1", "--env",
 		"TOY_CKPT_EVERY=50", "--grace", "2", "--provisioning-model",
 		"flex-start", "--max-run-duration", "30s", "--watch",
 		"--recreate-budget", "4", NULL }, out_path, err_path);
-	cr_assert_gt(watch, 0);
+	cr_assert_gt(w.cmd, 0);
 	while (!done) {
-		for (int t = 0; t < 1200 && strcmp(qrs, "ACTIVE"); t++) {
+		double end;
+
+		for (double t = mono_s() + SLOW_S;
+		     strcmp(qrs, "PROVISIONING") && mono_s() < t;
+		     sleep_ms(50))
 			qr_state("fj", qrs, sizeof(qrs));
-			sleep_ms(50);
-		}
-		cr_assert_str_eq(qrs, "ACTIVE", "window %u never came\n%s",
-				 windows + 1, read_file(err_path, NULL));
+		cr_assert_str_eq(qrs, "PROVISIONING", "window %u never came"
+				 "\n%s", windows + 1,
+				 read_file(err_path, NULL));
 		windows++;
 		cr_assert_leq(windows, 4, "more windows than the budget");
 		boot_vms("fj", true);
+		wait_started(windows, SLOW_S);
+		hold("PROVISIONING", false);
+		hold("PROVISIONING", true);
 		/* Until the run is done or the window is over. */
-		while (!strcmp(qrs, "ACTIVE") && !done) {
-			json_t *c = run_control(w.run_dir);
-
-			done = !strcmp(json_string_value(json_object_get(
-					       c, "state")), "done");
-			json_decref(c);
+		end = mono_s() + 30 + SLOW_S;
+		while (strcmp(qrs, "SUSPENDING") && !(done = run_done())) {
+			cr_assert_lt(mono_s(), end, "window %u: the queued "
+				     "resource is %s, the run not done",
+				     windows, qrs);
 			qr_state("fj", qrs, sizeof(qrs));
 			sleep_ms(100);
 		}
-		if (done)
+		if (done || done_or_waiting(SLOW_S))
 			break;
-		/* The window's VMs go with its nodes (while SUSPENDING). */
+		/* Between two windows: the workers wait (also once their VMs
+		 * went with the nodes), nobody is stuck, and status shows
+		 * the queued resource. */
 		stop_workers(SIGTERM);
-		/* Between two windows: the workers wait, nobody is stuck,
-		 * and status shows the queued resource. */
 		for (unsigned i = 0; i < MAXW; i++) {
 			run_heartbeat_state(w.run_dir, i, state, sizeof(state));
 			cr_assert_str_eq(state, "waiting", "worker %u\n%s", i,
@@ -626,14 +770,17 @@ Test(flex, a_watched_job_runs_through_windows_to_an_uninterrupted_result,
 			run_result_release(&r);
 			checked_between = true;
 		}
+		hold("SUSPENDING", false);
+		hold("SUSPENDING", true);
 	}
 	cr_assert_geq(windows, 2, "the run fit in one window");
 	fprintf(stderr, "%d steps in %u flex-start windows of 30 s\n", TOTAL,
 		windows);
 	for (unsigned i = 0; i < MAXW; i++)
-		cr_assert_eq(wait_child(&w.sup[i], 60), 0, "worker %u\n%s", i,
+		cr_assert_eq(wait_child(&w.sup[i], SLOW_S), 0, "worker %u\n%s", i,
 			     supervisor_log(w.dir, i));
-	status = wait_exit(watch, 60);
+	status = wait_exit(w.cmd, SLOW_S);
+	w.cmd = 0;
 	cr_assert_eq(status, 0, "watch: exit %d\n%s", status,
 		     read_file(err_path, NULL));
 	/* Each window resumed from the step the last one saved before its

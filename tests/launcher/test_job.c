@@ -272,6 +272,74 @@ Test(job, cloud_job_puts_the_run_in_the_bucket_and_asks_for_the_qr)
 	run_result_release(&r);
 }
 
+/* Run `name` (v4-8) with env e and extra arguments (NULL-terminated):
+ * wants the object supervisor/slice-supervisor-SHA of file `want` in the
+ * bucket, and the startup script asked for saying whether it is the
+ * portable one. */
+static void uploads(const char *name, const char *const *e,
+		    const char *const *extra, const char *want, bool portable)
+{
+	const char *argv[16] = { "job", name, "--bucket", bucket,
+				 "--accelerator-type", "v4-8", "--command",
+				 "true" };
+	char path[HARNESS_PATH * 2];
+	struct run_result r;
+	size_t n = 8;
+	char *sha = sha256_of(want);
+	json_t *body;
+	const char *script;
+
+	for (size_t i = 0; extra && extra[i]; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	slicectl_in(&r, e, argv);
+	ok(&r);
+	run_result_release(&r);
+	snprintf(path, sizeof(path),
+		 "%s/bucket/%s/supervisor/slice-supervisor-%s", tmp, name, sha);
+	cr_assert_eq(access(path, F_OK), 0, "%s: not %s's supervisor", name,
+		     want);
+	free(sha);
+	body = create_body();
+	script = json_string_value(json_object_get(json_object_get(
+		json_object_get(json_array_get(json_object_get(
+			json_object_get(body, "tpu"), "nodeSpec"), 0), "node"),
+		"metadata"), "startup-script"));
+	cr_assert_not_null(script);
+	ASSERT_HAS(script, portable ? "\nSUPERVISOR_PORTABLE='1'\n"
+				    : "\nSUPERVISOR_PORTABLE='0'\n");
+	json_decref(body);
+}
+
+/* A TPU VM image need not have the build machine's glibc and OpenSSL
+ * (Ubuntu 20.04's have 2.31 and 1.1): by default a TPU VM run gets
+ * slice-supervisor.portable from next to slicectl; $SLICE_SUPERVISOR_BIN
+ * and --supervisor-bin (first) still choose. */
+Test(job, a_tpu_vm_run_gets_the_portable_supervisor_unless_told)
+{
+	const char *plain = getenv("SLICE_SUPERVISOR_BIN");
+	const char *build = getenv("SLICECTL_BUILDDIR");
+	const char *no_env[16];
+	char port[HARNESS_PATH + 64];
+	size_t n = 0;
+
+	cr_assert_not_null(plain, "SLICE_SUPERVISOR_BIN is not set");
+	cr_assert_not_null(build, "SLICECTL_BUILDDIR is not set");
+	snprintf(port, sizeof(port), "%s/supervisor/slice-supervisor.portable",
+		 build);
+	for (; env[n]; n++)
+		no_env[n] = env[n];
+	no_env[n++] = "SLICE_SUPERVISOR_BIN=";
+	no_env[n] = NULL;
+	uploads("p1", no_env, NULL, port, true);
+	uploads("p2", env, NULL, plain, false);
+	uploads("p3", env, (const char *const[]){ "--supervisor-bin", port,
+						  NULL }, port, true);
+	uploads("p4", no_env, (const char *const[]){ "--supervisor-bin",
+						     plain, NULL }, plain,
+		false);
+}
+
 /* Runs a bad job: status want, stderr mentioning needle, no API request. */
 static void refused(int want, const char *needle, const char *const *argv)
 {

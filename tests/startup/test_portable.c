@@ -8,7 +8,10 @@
  * (glibc 2.31, OpenSSL 1.1: Ubuntu 20.04 TPU images' libraries) it runs
  * --version and a real `run --pod`, where the plainly linked supervisor
  * does not start; there the startup script says which binary runs and,
- * for one that does not, turns to the source bundle.
+ * for one that does not, turns to the source bundle. What `slicectl job`
+ * uploads for a TPU VM run (its default, against the TPU fake) is the
+ * portable one, and the queued resource's startup script, run there with
+ * the metadata fake as the VM's server, installs it and runs the job.
  *
  * The chroot tests need root and the Debian 11 root
  * (tests/startup/debian11-root.sh makes it once and caches it); without
@@ -16,9 +19,12 @@
  */
 #include "startup/startup.h"
 
+#include "tests/cloud/fake_metadata.h"
+#include "tests/cloud/fake_tpu.h"
 #include "tests/harness/harness.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +37,10 @@
 static char tmp[PATHLEN];   /* a host directory of the test */
 static char deb[PATHLEN];   /* the Debian 11 root, when a test uses it */
 static char inside[128];    /* the test's directory, as seen inside it */
+/* The Cloud TPU API and a VM's metadata server, when a test uses them. */
+static struct fake_tpu tpu;
+static struct fake_metadata md;
+static bool tpu_up, md_up;
 
 static void setup(void)
 {
@@ -39,14 +49,22 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (tmp[0])
-		rm_rf(tmp);
+	if (md_up)
+		fake_metadata_stop(&md);
+	if (tpu_up)
+		fake_tpu_stop(&tpu);
+	md_up = tpu_up = false;
 	if (deb[0] && inside[0]) {
 		char p[PATHLEN + 128];
 
 		snprintf(p, sizeof(p), "%s%s", deb, inside);
 		rm_rf(p);
 	}
+	/* tmp's mount point in the root, when it was shared: empty. */
+	if (deb[0] && tmp[0])
+		sh("rmdir '%s%s' 2>/dev/null || :", deb, tmp);
+	if (tmp[0])
+		rm_rf(tmp);
 	deb[0] = inside[0] = '\0';
 }
 
@@ -210,18 +228,28 @@ static void debian11(void)
 		     0, "%s is not a Debian 11 root", deb);
 }
 
-/* Runs cmd (a shell command line) in the Debian 11 root with /proc
- * mounted, in a mount namespace of its own. */
-static int in_debian11(struct run_result *r, const char *cmd)
+/* Runs cmd (a shell command line without single quotes) in the Debian
+ * 11 root with /proc mounted, in a mount namespace of its own; host
+ * directory share, unless NULL, is seen inside at the same path (so a
+ * file:// URL means the same inside and out). */
+static int in_debian11_sharing(struct run_result *r, const char *share,
+			       const char *cmd)
 {
 	char full[CMDLEN * 2];
 
 	snprintf(full, sizeof(full),
 		 "unshare --mount --propagation private /bin/sh -c "
-		 "'mount -t proc proc \"$0/proc\" && exec chroot \"$0\" "
-		 "/bin/sh -c \"$1\"' '%s' '%s'",
-		 deb, cmd);
+		 "'if [ -n \"$2\" ]; then mkdir -p \"$0$2\" && "
+		 "mount --bind \"$2\" \"$0$2\" || exit; fi && "
+		 "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" "
+		 "/bin/sh -c \"$1\"' '%s' '%s' '%s'",
+		 deb, cmd, share ? share : "");
 	return capture(r, full);
+}
+
+static int in_debian11(struct run_result *r, const char *cmd)
+{
+	return in_debian11_sharing(r, NULL, cmd);
 }
 
 Test(portable, it_runs_and_supervises_in_debian_11)
@@ -295,6 +323,7 @@ static int startup_in_debian11(struct run_result *r, const char *bin,
 	snprintf(url, sizeof(url), "file://%s/run", inside);
 	p.run_url = url;
 	p.supervisor_sha256 = sha;
+	p.supervisor_portable = !strcmp(bin, portable());
 	p.source_sha256 = source_sha256;
 	p.grace_s = 5;
 	err_init(&e);
@@ -323,7 +352,8 @@ Test(portable, the_startup_script_checks_the_binary_in_debian_11)
 	/* The portable supervisor runs: installed, nothing else to do. */
 	cr_assert_eq(startup_in_debian11(&r, portable(), NULL), 0, "%s",
 		     r.out);
-	has(r.out, "runs here: slice-supervisor ");
+	has(r.out, "(slice-supervisor.portable, its own loader and "
+		   "libraries) runs here: slice-supervisor ");
 	has(r.out, "installed, not started");
 	run_result_release(&r);
 	/* The plain build does not: the script says so and turns to the
@@ -336,6 +366,126 @@ Test(portable, the_startup_script_checks_the_binary_in_debian_11)
 	run_result_release(&r);
 	/* And without a source bundle it stops there, saying why. */
 	cr_assert_neq(startup_in_debian11(&r, plain, NULL), 0, "%s", r.out);
+	has(r.out, "(binary, using this machine's glibc and libraries) does "
+		   "not run on this machine (");
 	has(r.out, "and the run has no source bundle to build it from");
 	run_result_release(&r);
+}
+
+/* The startup-script metadata slicectl asked the TPU fake for
+ * (malloc'd). */
+static char *asked_startup_script(void)
+{
+	json_t *all = fake_tpu_requests(&tpu), *q, *script = NULL;
+	char *text;
+	size_t i;
+
+	json_array_foreach(all, i, q) {
+		json_t *spec = json_array_get(json_object_get(json_object_get(
+			json_object_get(q, "body"), "tpu"), "nodeSpec"), 0);
+
+		if (spec)
+			script = json_object_get(json_object_get(
+				json_object_get(spec, "node"), "metadata"),
+				"startup-script");
+	}
+	cr_assert(json_is_string(script), "no create request with a "
+		  "startup script");
+	text = strdup(json_string_value(script));
+	json_decref(all);
+	cr_assert_not_null(text);
+	return text;
+}
+
+/* What a TPU VM run uploads by default (slicectl job on the Cloud TPU
+ * path, no --supervisor-bin) starts in Debian 11; and the queued
+ * resource's startup script, run there as a VM runs it at boot, fetches
+ * it from the bucket, says which binary runs, and runs the job to its
+ * end. The bucket is file:// under tmp, which the root sees at the same
+ * path. */
+Test(portable, a_tpu_vm_run_s_supervisor_runs_in_debian_11)
+{
+	struct run_result r = { 0 };
+	char env_tpu[128], env_home[PATHLEN + 32], bucket[PATHLEN + 16];
+	char obj[PATHLEN + 160], cmd[CMDLEN], *sha, *script;
+	/* SLICE_SUPERVISOR_BIN empty: the default, next to slicectl. */
+	const char *env[] = { env_tpu, env_home,
+			      "SLICECTL_ACCESS_TOKEN=test-token",
+			      "CLOUDSDK_CORE_PROJECT=proj",
+			      "CLOUDSDK_COMPUTE_ZONE=us-central2-b",
+			      "SLICE_SUPERVISOR_BIN=", NULL };
+	FILE *f;
+
+	debian11();
+	cr_assert_eq(fake_tpu_start(&tpu, (const char *const[]){
+					 "--delay", "0.05", NULL }),
+		     0, "the TPU fake did not start");
+	tpu_up = true;
+	cr_assert_eq(fake_metadata_start(&md, (const char *const[]){
+						 "--workers", "1", NULL }),
+		     0, "the metadata fake did not start");
+	md_up = true;
+	snprintf(env_tpu, sizeof(env_tpu), "SLICECTL_TPU_ENDPOINT=%s",
+		 tpu.base);
+	snprintf(env_home, sizeof(env_home), "SLICECTL_HOME=%s/home", tmp);
+	snprintf(bucket, sizeof(bucket), "file://%s/bucket", tmp);
+	cr_assert_eq(sh("mkdir -p '%s/bucket'", tmp), 0);
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			 "job", "deb11", "--bucket", bucket,
+			 "--accelerator-type", "v4-8", "--grace", "5",
+			 "--command", "d=$SLICE_CHECKPOINT_DIR; mkdir -p "
+			 "$d/step-1 && echo $SLICE_WORKER_ID > $d/step-1/w "
+			 "&& touch $d/step-1.done && sleep 1", NULL }, env),
+		     0);
+	cr_assert_eq(r.status, 0, "exit %d\n%s", r.status, r.err);
+	has(r.err, "(slice-supervisor.portable)");
+	run_result_release(&r);
+
+	/* The object in the bucket is the portable supervisor, and it is
+	 * the only one there. */
+	snprintf(cmd, sizeof(cmd), "sha256sum < '%s'", portable());
+	cr_assert_eq(capture(&r, cmd), 0);
+	sha = strndup(r.out, 64);
+	run_result_release(&r);
+	snprintf(obj, sizeof(obj), "%s/bucket/deb11/supervisor/"
+		 "slice-supervisor-%s", tmp, sha);
+	snprintf(cmd, sizeof(cmd), "ls '%s/bucket/deb11/supervisor'", tmp);
+	cr_assert_eq(capture(&r, cmd), 0, "%s", r.out);
+	snprintf(cmd, sizeof(cmd), "%s\n", strrchr(obj, '/') + 1);
+	cr_assert_str_eq(r.out, cmd, "the bucket's supervisor is not the "
+			 "portable one");
+	run_result_release(&r);
+	free(sha);
+	/* An object is no program: a worker copies it out and marks it. */
+	snprintf(cmd, sizeof(cmd),
+		 "cp %s %s/fetched && chmod 0755 %s/fetched && "
+		 "%s/fetched --version", obj, tmp, tmp, tmp);
+	cr_assert_eq(in_debian11_sharing(&r, tmp, cmd), 0, "%s", r.out);
+	has(r.out, "slice-supervisor ");
+	run_result_release(&r);
+
+	/* Boot: the startup script the queued resource was asked with,
+	 * in the foreground (SLICE_SYSTEMD=none), as worker 0 with the
+	 * metadata fake for its server. */
+	script = asked_startup_script();
+	snprintf(obj, sizeof(obj), "%s/startup-script", tmp);
+	f = fopen(obj, "w");
+	cr_assert_not_null(f);
+	fputs(script, f);
+	cr_assert_eq(fclose(f), 0);
+	free(script);
+	snprintf(cmd, sizeof(cmd),
+		 "cd / && SLICE_ROOT=%s/vm SLICE_SYSTEMD=none "
+		 "GCE_METADATA_HOST=127.0.0.1:%u %s "
+		 "SLICECTL_ACCESS_TOKEN=vm-token timeout 300 /bin/sh %s",
+		 tmp, fake_metadata_port(&md, 0), env_tpu, obj);
+	cr_assert_eq(in_debian11_sharing(&r, tmp, cmd), 0, "%s", r.out);
+	has(r.out, "(slice-supervisor.portable, its own loader and "
+		   "libraries) runs here: slice-supervisor ");
+	has(r.out, "running the supervisor in the foreground");
+	run_result_release(&r);
+	cr_assert_eq(sh("grep -q '\"done\"' '%s/bucket/deb11/control.json' && "
+			"[ -f '%s/bucket/deb11/checkpoints/step-0000000001/"
+			"COMMIT' ]", tmp, tmp),
+		     0, "the run in Debian 11 did not finish with step 1");
 }

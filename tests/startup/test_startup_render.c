@@ -32,12 +32,18 @@ Test(startup, render_values_are_shell_quoted)
 	assert_has(s, "\nRUN_URL='file:///runs/it'\\''s a run'\n");
 	assert_has(s, "\nSUPERVISOR_SHA256='0123456789abcdef");
 	assert_has(s, "\nFROM_SOURCE='0'\n");
+	assert_has(s, "\nSUPERVISOR_PORTABLE='0'\n");
 	assert_has(s, "\nSOURCE_TARGET='supervisor/slice-supervisor'\n");
 	assert_has(s, "\nGRACE_S='120'\n");
 	/* Nothing left to fill in; the template's own '@' survive. */
 	assert_lacks(s, "@RUN_URL@");
 	assert_lacks(s, "@GRACE_S@");
 	assert_has(s, ":@+=,-");
+	free(s);
+
+	p.supervisor_portable = true;
+	s = render(&p);
+	assert_has(s, "\nSUPERVISOR_PORTABLE='1'\n");
 	free(s);
 
 	p.supervisor_from_source = true;
