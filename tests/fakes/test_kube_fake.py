@@ -49,7 +49,7 @@ class Fake:
 		self.state = os.path.join(self.tmp.name, "state")
 		self.proc = fake_start.start("kube_fake.py", port_file, [
 			"--state-dir", self.state, "--bookmark-interval",
-			"0.5"] + list(args), seconds=20)
+			"0.5"] + list(args), seconds=90)
 		with open(port_file) as f:
 			self.port, self.plain = [int(x) for x in f.read().split()]
 		self.tls = "--tls" in args
