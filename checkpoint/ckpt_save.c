@@ -156,9 +156,11 @@ static int before_upload(struct store *s, uint64_t step, const char *obj,
 		return another_save(s, obj, e);
 	if (r && r != CLOUD_ENOTFOUND)
 		return r;
+	if (!r)
+		log_info("step %llu: %s of an earlier save discarded (never "
+			 "committed)", (unsigned long long)step,
+			 store_url(s, obj));
 	err_init(e);
-	log_info("step %llu: %s of an earlier save discarded (never "
-		 "committed)", (unsigned long long)step, store_url(s, obj));
 	/* A commit that listed the part just before it went names a part
 	 * that is gone now: said here, as nothing can mend it. */
 	r = refuse_committed(s, step, e);
