@@ -4,7 +4,8 @@
  * and renders the startup script; on Cloud TPU this file then creates the
  * queued resource that boots every worker with it, and with --watch stays
  * to recreate the queued resource when a preemption suspends it. With
- * --local the local provider (local.h) runs the workers here instead.
+ * --local the local provider (local.h) runs the workers here instead;
+ * --target gke and --target slurm hand over to gke_job.c and slurm_job.c.
  */
 #include "launcher/accelerator.h"
 #include "launcher/gke.h"

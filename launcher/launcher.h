@@ -33,8 +33,9 @@ int cmd_stop(int argc, char **argv);
 /* A run's history (events/) as a list, and as a picture. */
 int cmd_events(int argc, char **argv);
 int cmd_report(int argc, char **argv);
-/* A job handed to the workers' supervisors (job.h): on Cloud TPU, or
- * with --local on this machine (local.h). */
+/* A job handed to the workers' supervisors (job.h), on one of four
+ * targets: tpu-vm (queued resources, the default), gke (a JobSet, gke.h),
+ * slurm (a batch job, slurm.h) or local (this machine, local.h). */
 int cmd_job(int argc, char **argv);
 /* Google's announced maintenance of a run's (or queued resource's)
  * nodes, now, optionally right after a committed step. */
