@@ -8,6 +8,10 @@
 
 #include "common/common.h"
 
+/* slicectl's own directory: $SLICECTL_HOME, else ~/.slicectl (known
+ * hosts, the SSH key, the local provider's runs). Appends "/name" to b. */
+int slicectl_home_path(struct buf *b, const char *name, struct err *e);
+
 /* Exit statuses of our own (remote commands' statuses pass through),
  * besides common.h's EXIT_USAGE (2: bad flags or arguments, nothing was
  * started). */
