@@ -131,7 +131,13 @@ static int mount_private(const char *tmp)
 		if (mount(m[i].source, m[i].target, m[i].type, m[i].flags,
 			  m[i].data) < 0) {
 			fprintf(stderr, "reaper: cannot mount %s for the "
-				"test: %s\n", m[i].target, strerror(errno));
+				"test: %s%s\n", m[i].target, strerror(errno),
+				i == 0 && errno == EINVAL
+					? " (/ is not a mount point: in a "
+					  "chroot, bind-mount its root onto "
+					  "itself first, or run meson test "
+					  "--setup bare)"
+					: "");
 			return -1;
 		}
 	return 0;
