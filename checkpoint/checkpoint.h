@@ -108,9 +108,7 @@ struct ckpt_save_options {
 };
 
 struct ckpt_save_result {
-	uint64_t bytes;          /* compressed size of this part; set once
-				    it is stored, even when the commit after
-				    fails */
+	uint64_t bytes;          /* compressed size of this part */
 	uint32_t crc32c;
 	bool committed;          /* this save saw the step committed */
 	struct pack_stats stats;
@@ -120,11 +118,7 @@ void ckpt_save_options_init(struct ckpt_save_options *o);
 
 /* Streams dir as tar+zstd straight to the store as this host's part of
  * step (no temporary file), then commits the step if every expected part
- * is there. A save killed at any moment never yields a committed step.
- * The part is created, never written over (the upload is create-only):
- * CKPT_ECOMMITTED when the step is committed; an uncommitted step's part
- * that is there already is deleted first; CLOUD_EPRECONDITION when
- * another save of the same part got there meanwhile. */
+ * is there. A save killed at any moment never yields a committed step. */
 int ckpt_save(struct store *s, const char *dir, uint64_t step,
 	      const struct ckpt_save_options *o, struct ckpt_save_result *r,
 	      struct err *e);

@@ -1,10 +1,9 @@
 /*
  * checkpoint/ckpt_save.c: a directory streamed as one part of a step
  * (pack_tree straight into a store upload, nothing staged on disk), and
- * the commit protocol: a part is created, never written over; COMMIT is
- * written last, create-only, once every expected part is listed, so a
- * step is either committed whole or not at all, whatever is killed when,
- * and a part COMMIT names stays as it was.
+ * the commit protocol: COMMIT is written last, create-only, once every
+ * expected part is listed, so a step is either committed whole or not at
+ * all, whatever is killed when.
  */
 #include "checkpoint/ckpt_internal.h"
 
@@ -97,16 +96,11 @@ static int put_unpacked(struct store *s, uint64_t step, const char *leaf,
 	return rc;
 }
 
-/* The part changed since this save looked: another save of it won. */
-static int another_save(struct store *s, const char *obj, struct err *e)
-{
-	return err_set(e, CLOUD_EPRECONDITION, "another save of %s finished "
-		       "while this one ran; this one was dropped",
-		       store_url(s, obj));
-}
-
-/* CKPT_ECOMMITTED when step's COMMIT exists, else 0. */
-static int refuse_committed(struct store *s, uint64_t step, struct err *e)
+/* Fails when the step is committed; otherwise the generation the part
+ * must still have when the upload ends (or STORE_CREATE_ONLY): a save
+ * racing another save of the same part fails instead of mixing. */
+static int before_upload(struct store *s, uint64_t step, const char *obj,
+			 int64_t *if_gen, struct err *e)
 {
 	char commit[CKPT_NAME_MAX];
 	struct store_object o;
@@ -114,61 +108,27 @@ static int refuse_committed(struct store *s, uint64_t step, struct err *e)
 
 	ckpt_object_name(commit, sizeof(commit), step, CKPT_COMMIT);
 	r = store_stat(s, commit, &o, e);
-	if (r == CLOUD_ENOTFOUND) {
-		err_init(e);
-		return 0;
+	if (!r) {
+		store_object_release(&o);
+		return err_set(e, CKPT_ECOMMITTED,
+			       "step %llu is already committed (%s exists); "
+			       "its parts are final: save to a new step",
+			       (unsigned long long)step,
+			       store_url(s, commit));
 	}
-	if (r)
-		return r;
-	store_object_release(&o);
-	return err_set(e, CKPT_ECOMMITTED,
-		       "step %llu is already committed (%s exists); its parts "
-		       "are final: save to a new step",
-		       (unsigned long long)step, store_url(s, commit));
-}
-
-/* A part is only ever created, never written over: the upload that
- * follows is create-only, so the store itself refuses it once any part
- * by that name exists, and no upload can change a part a COMMIT names.
- * The part of an uncommitted step found here (an earlier save of it, or
- * an earlier generation's) is discarded first, at the generation seen,
- * so a save racing another save of the same part fails instead. */
-static int before_upload(struct store *s, uint64_t step, const char *obj,
-			 struct err *e)
-{
-	struct store_object o;
-	int64_t gen;
-	int r = refuse_committed(s, step, e);
-
-	if (r)
+	if (r != CLOUD_ENOTFOUND)
 		return r;
 	r = store_stat(s, obj, &o, e);
 	if (r == CLOUD_ENOTFOUND) {
 		err_init(e);
+		*if_gen = STORE_CREATE_ONLY;
 		return 0;
 	}
 	if (r)
 		return r;
-	gen = o.generation;
+	*if_gen = o.generation;
 	store_object_release(&o);
-	r = store_delete(s, obj, gen, e);
-	if (r == CLOUD_EPRECONDITION)
-		return another_save(s, obj, e);
-	if (r && r != CLOUD_ENOTFOUND)
-		return r;
-	if (!r)
-		log_info("step %llu: %s of an earlier save discarded (never "
-			 "committed)", (unsigned long long)step,
-			 store_url(s, obj));
-	err_init(e);
-	/* A commit that listed the part just before it went names a part
-	 * that is gone now: said here, as nothing can mend it. */
-	r = refuse_committed(s, step, e);
-	if (r == CKPT_ECOMMITTED)
-		log_error("step %llu was committed while %s was being "
-			  "discarded; that COMMIT may name a part that is "
-			  "gone", (unsigned long long)step, store_url(s, obj));
-	return r;
+	return 0;
 }
 
 int ckpt_save(struct store *s, const char *dir, uint64_t step,
@@ -181,6 +141,7 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 	struct store_object done;
 	char leaf[CKPT_PART_NAME_MAX + sizeof(CKPT_PART_SUFFIX)];
 	char obj[CKPT_NAME_MAX];
+	int64_t if_gen = STORE_CREATE_ONLY;
 	int rc;
 
 	err_init(e);
@@ -204,14 +165,12 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 
 	if (cancelled(o, e, &rc))
 		return rc;
-	rc = before_upload(s, step, obj, e);
+	rc = before_upload(s, step, obj, &if_gen, e);
 	if (rc)
 		return rc;
 	if (cancelled(o, e, &rc))
 		return rc;
-	rc = store_upload_begin(s, obj, STORE_CREATE_ONLY, &sink.u, e);
-	if (rc == CLOUD_EPRECONDITION)
-		return another_save(s, obj, e);
+	rc = store_upload_begin(s, obj, if_gen, &sink.u, e);
 	if (rc)
 		return rc;
 	rc = pack_tree(dir, &o->pack, save_write, &sink, &r->stats, e);
@@ -231,8 +190,12 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 		return rc;
 	}
 	rc = store_upload_finish(sink.u, &done, e);
-	if (rc == CLOUD_EPRECONDITION)
-		return another_save(s, obj, e);
+	if (rc == CLOUD_EPRECONDITION) {
+		return err_set(e, CLOUD_EPRECONDITION,
+			       "another save of %s finished while this one "
+			       "ran; this one was dropped",
+			       store_url(s, obj));
+	}
 	if (rc)
 		return rc;
 	r->bytes = done.size;

@@ -389,7 +389,6 @@ void shipper_reset(struct shipper *s)
 			 dropped);
 	s->st.newest_done = -1;
 	s->st.newest_uploaded = -1;
-	s->nuploaded = s->uploaded_next = 0;
 	s->st.failures = 0;
 	s->pending_commit = -1;
 	s->error_step = -1;

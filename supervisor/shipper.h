@@ -15,11 +15,8 @@
  * uploaded is finished first. Uploads that fail (a bucket answering 503
  * for minutes) are retried with backoff while the spool holds them; the
  * spool is bounded (job spool_mb): when full, the oldest waiting steps go
- * first, never the newest. A step written again whose part went up in
- * this generation is not uploaded again (its step may be committed with
- * that part): only its commit is tried. After each commit worker 0 prunes
- * per keep and keep_every. The threads take no signals: the supervisor's
- * loop does.
+ * first, never the newest. After each commit worker 0 prunes per keep and
+ * keep_every. The threads take no signals: the supervisor's loop does.
  */
 #ifndef SLICECTL_SUPERVISOR_SHIPPER_H
 #define SLICECTL_SUPERVISOR_SHIPPER_H

@@ -25,8 +25,6 @@
 #define SPOOL_PATH 4096
 #define DONE_SUFFIX ".done"
 #define TRASH_PREFIX ".trash-"
-/* Steps whose part went up in this epoch that are remembered. */
-#define UPLOADED_KEPT 64
 
 /* Steps are ordered by when their .done marker appeared (seq), not by
  * number: a trainer told to stop may save a step older than one it
@@ -68,11 +66,6 @@ struct shipper {
 	unsigned long long trash_seq;
 
 	unsigned epoch;          /* bumped by shipper_reset */
-	/* The newest UPLOADED_KEPT steps whose part went up in this epoch
-	 * (a ring): a step written again is not uploaded again, as its
-	 * step may be committed with the part that is there. */
-	uint64_t uploaded[UPLOADED_KEPT];
-	unsigned nuploaded, uploaded_next;
 	bool stop, kick;
 	int64_t pending_commit;  /* worker 0: uploaded, not seen committed */
 	uint64_t next_pass_ms;

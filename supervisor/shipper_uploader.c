@@ -79,31 +79,10 @@ static void commit_pass(struct shipper *s, struct store *store)
 		prune(s, store);
 }
 
-/* Under mu: whether step's part went up in this epoch. */
-static bool part_is_up(const struct shipper *s, uint64_t step)
-{
-	for (unsigned i = 0; i < s->nuploaded; i++)
-		if (s->uploaded[i] == step)
-			return true;
-	return false;
-}
-
-/* Under mu: step's part went up. */
-static void note_part_up(struct shipper *s, uint64_t step)
-{
-	if (part_is_up(s, step))
-		return;
-	s->uploaded[s->uploaded_next] = step;
-	s->uploaded_next = (s->uploaded_next + 1) % UPLOADED_KEPT;
-	if (s->nuploaded < UPLOADED_KEPT)
-		s->nuploaded++;
-}
-
-/* The unlocked part of an attempt: ckpt_save of the spool's step, or
- * only its commit when its part is up already (up), its time in *us. */
+/* The unlocked part of an attempt: ckpt_save of the spool's step, its
+ * time in *us. */
 static int save(struct shipper *s, struct store *store, uint64_t step,
-		bool up, struct ckpt_save_result *res, uint64_t *us,
-		struct err *e)
+		struct ckpt_save_result *res, uint64_t *us, struct err *e)
 {
 	struct ckpt_save_options o;
 	char path[SPOOL_PATH];
@@ -113,12 +92,8 @@ static int save(struct shipper *s, struct store *store, uint64_t step,
 	o.part = s->part;
 	o.parts_expected = s->parts_expected;
 	o.cancel = &s->cancel;
-	memset(res, 0, sizeof(*res));
 	*us = mono_us();
-	if (up)
-		rc = ckpt_commit(store, step, s->parts_expected,
-				 &res->committed, e);
-	else if (!spool_step_path(path, s->spool_dir, step, ""))
+	if (!spool_step_path(path, s->spool_dir, step, ""))
 		rc = err_set(e, CKPT_EINVAL, "spool path too long");
 	else
 		rc = ckpt_save(store, path, step, &o, res, e);
@@ -158,25 +133,17 @@ static void drop_older(struct shipper *s, uint64_t step, uint64_t seq,
 	}
 }
 
-/* Entry at (arrival seq) is uploaded, was committed already (rc
- * CKPT_ECOMMITTED), or is a step written again whose part went up
- * before (up). Returns whether to prune. */
+/* Entry at (arrival seq) is uploaded, or was committed already (rc
+ * CKPT_ECOMMITTED). Returns whether to prune. */
 static bool uploaded(struct shipper *s, size_t at, uint64_t seq, int rc,
-		     bool committed, bool up)
+		     bool committed)
 {
 	uint64_t step = s->w[at].step;
 	struct timespec made = s->w[at].made;
 
-	if (up)
-		log_info("step %llu was written again: its part %s went up "
-			 "in this generation already and stays%s",
-			 (unsigned long long)step, s->part,
-			 committed ? "; committed" : "");
-	else
-		log_info("step %llu uploaded as %s%s",
-			 (unsigned long long)step, s->part,
-			 rc == CKPT_ECOMMITTED ? " (it was already committed)"
-			 : committed ? "; committed" : "");
+	log_info("step %llu uploaded as %s%s", (unsigned long long)step,
+		 s->part, rc == CKPT_ECOMMITTED ? " (it was already committed)"
+			  : committed ? "; committed" : "");
 	if (seq > s->uploaded_seq) {
 		s->uploaded_seq = seq;
 		s->st.newest_uploaded = (int64_t)step;
@@ -238,7 +205,7 @@ static void upload_newest(struct shipper *s, struct store *store)
 	uint64_t step = ent->step, seq = ent->seq, us;
 	unsigned epoch = s->epoch;
 	struct ckpt_save_result res;
-	bool up = part_is_up(s, step), committed, do_prune = false;
+	bool committed, do_prune = false;
 	struct err e;
 	ssize_t at;
 	int rc;
@@ -247,7 +214,7 @@ static void upload_newest(struct shipper *s, struct store *store)
 	s->preempted = false;
 	atomic_store(&s->cancel, s->stop ? 1 : 0);
 	pthread_mutex_unlock(&s->mu);
-	rc = save(s, store, step, up, &res, &us, &e);
+	rc = save(s, store, step, &res, &us, &e);
 	committed = rc == CKPT_ECOMMITTED || (!rc && res.committed);
 	pthread_mutex_lock(&s->mu);
 	at = spool_find(s, step);
@@ -263,13 +230,10 @@ static void upload_newest(struct shipper *s, struct store *store)
 		spool_publish(s);
 		return;
 	}
-	/* Stored, even if what came after failed: never sent again. */
-	if (res.bytes)
-		note_part_up(s, step);
 	if (!rc && res.bytes)
 		note_speed(s, step, res.bytes, us);
 	if (!rc || rc == CKPT_ECOMMITTED)
-		do_prune = uploaded(s, (size_t)at, seq, rc, committed, up);
+		do_prune = uploaded(s, (size_t)at, seq, rc, committed);
 	else
 		failed(s, (size_t)at, seq, rc, &e);
 	/* The step that was in flight may be dropped now if over bound. */

@@ -10,7 +10,7 @@
  */
 #include "checkpoint/checkpoint.h"
 #include "tests/checkpoint/ckpt_check.h"
-#include "tests/checkpoint/ckpt_gcs.h"
+#include "tests/cloud/fake_gcs.h"
 #include "tests/harness/harness.h"
 
 #include <criterion/criterion.h>
@@ -19,8 +19,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-TestSuite(retries, .init = ckpt_gcs_setup, .fini = ckpt_gcs_teardown,
-	  .timeout = 600);
+static struct fake_gcs fake;
+
+static void setup(void)
+{
+	ckpt_setup();
+	cr_assert_eq(fake_gcs_start(&fake, NULL), 0, "GCS fake did not start");
+	setenv("STORAGE_EMULATOR_HOST", fake.base, 1);
+	setenv("SLICECTL_HTTP_RETRY_BASE_MS", "5", 1);
+}
+
+static void teardown(void)
+{
+	if (fake.pid > 0)
+		fake_gcs_stop(&fake);
+	ckpt_teardown();
+}
+
+TestSuite(retries, .init = setup, .fini = teardown, .timeout = 600);
 
 /* One kind of request a save makes: method, a regex on path?query, and
  * how many matching requests to let through first. */
@@ -61,12 +77,12 @@ static void add_fault(const struct kind *k, const struct fault *f)
 {
 	char rule[512];
 
-	cr_assert_eq(fake_gcs_call(&ckpt_fake, "POST", "/_fake/reset", "",
-				   NULL), 200);
+	cr_assert_eq(fake_gcs_call(&fake, "POST", "/_fake/reset", "", NULL),
+		     200);
 	snprintf(rule, sizeof(rule),
 		 "{\"method\": \"%s\", \"path\": \"%s\", \"skip\": %u, %s}",
 		 k->method, k->path, k->skip, f->rule);
-	cr_assert_eq(fake_gcs_faults(&ckpt_fake, rule), 0, "%s", rule);
+	cr_assert_eq(fake_gcs_faults(&fake, rule), 0, "%s", rule);
 }
 
 /* Every piece a parallel upload made is gone. */
@@ -98,12 +114,12 @@ static void save_under_fault(const char *src, uint64_t step,
 	cr_assert_eq(ckpt_save(s, src, step, &o, &r, &e), 0,
 		     "%s, %s: %s", k->what, f->what, e.msg);
 	cr_assert(r.committed, "%s, %s: not committed", k->what, f->what);
-	cr_assert_eq(fake_gcs_call(&ckpt_fake, "GET", "/_fake/faults",
-				   NULL, &rules), 200);
+	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/faults", NULL,
+				   &rules), 200);
 	cr_assert(strstr(rules, "\"times\": 0"), "%s, %s: never met: %s",
 		  k->what, f->what, rules);
-	cr_assert_eq(fake_gcs_call(&ckpt_fake, "GET", "/_fake/requests",
-				   NULL, &log), 200);
+	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/requests", NULL,
+				   &log), 200);
 	if (k->create_only && f->processed)
 		cr_assert(strstr(log, "\"status\": 412"),
 			  "%s, %s: the retry did not meet the first "

@@ -166,32 +166,6 @@ Test(gcs, preconditions)
 	}
 }
 
-/* A create-only resumable upload whose session opened while its name was
- * free meets the name taken at its last chunk (a checkpoint part saved
- * and committed meanwhile): GCS refuses it, and the object stays. */
-Test(gcs, a_create_only_upload_ending_after_the_name_is_taken)
-{
-	struct store_object o, now;
-	struct gcs_upload u;
-	struct err e;
-
-	cr_assert_eq(gcs_upload_begin(&client, BUCKET, "step/part",
-				      STORE_CREATE_ONLY, 0, &u, &e), 0, "%s",
-		     e.msg);
-	cr_assert_eq(gcs_upload_write(&u, "late", 4, &e), 0, "%s", e.msg);
-	cr_assert_eq(gcs_put(&client, BUCKET, "step/part", "first", 5,
-			     STORE_CREATE_ONLY, &o, &e), 0, "%s", e.msg);
-	cr_expect_eq(gcs_upload_finish(&u, NULL, &e), CLOUD_EPRECONDITION,
-		     "%s", e.msg);
-	gcs_upload_release(&u);
-	cr_assert_eq(gcs_stat(&client, BUCKET, "step/part", 0, &now, &e), 0,
-		     "%s", e.msg);
-	cr_expect_eq(now.generation, o.generation);
-	expect_object("step/part", "first", 5);
-	store_object_release(&now);
-	store_object_release(&o);
-}
-
 /* Uploads data through a resumable session in writes of step bytes. */
 static int upload(const char *name, const unsigned char *data, size_t len,
 		  size_t chunk, size_t step, struct store_object *out,

@@ -240,33 +240,6 @@ Test(store_file, preconditions)
 	store_close(s);
 }
 
-/* A create-only upload begun while its name was free meets the name
- * taken when it ends (a checkpoint part saved and committed meanwhile):
- * refused, and what took the name stays as it was. */
-Test(store_file, a_create_only_upload_ending_after_the_name_is_taken)
-{
-	struct store *s = open_ok();
-	struct store_upload *u;
-	struct store_object o, now;
-	struct err e;
-	char *text;
-
-	cr_assert_eq(store_upload_begin(s, "step/part", STORE_CREATE_ONLY,
-					&u, &e), 0, "%s", e.msg);
-	cr_assert_eq(store_upload_write(u, "late", 4, &e), 0, "%s", e.msg);
-	put_ok(s, "step/part", "first", STORE_CREATE_ONLY, &o);
-	cr_expect_eq(store_upload_finish(u, NULL, &e), CLOUD_EPRECONDITION);
-	cr_expect_eq(count_tmp_files(), 0);
-	cr_assert_eq(store_stat(s, "step/part", &now, &e), 0, "%s", e.msg);
-	cr_expect_eq(now.generation, o.generation);
-	text = read_ok(s, "step/part");
-	cr_expect_str_eq(text, "first");
-	free(text);
-	store_object_release(&now);
-	store_object_release(&o);
-	store_close(s);
-}
-
 static int collect(void *ud, const void *data, size_t len, struct err *e)
 {
 	(void)e;

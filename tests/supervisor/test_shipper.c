@@ -482,124 +482,15 @@ Test(shipper, two_workers_commit_once_both_parts_are_up)
 	shipper_stop(s0);
 }
 
-/* The other worker (slice-0-worker-1) saves its part of step into url,
- * of parts_expected. Returns whether that committed the step. */
-static bool save_other_part(const char *url, uint64_t step,
-			    unsigned parts_expected)
-{
-	struct ckpt_save_options o;
-	struct ckpt_save_result r;
-	struct store *store;
-	char other[PATHLEN];
-	struct err e;
-
-	snprintf(other, sizeof(other), "%s/other", root);
-	cr_assert_eq(mkdir(other, 0755), 0);
-	write_step_dir(other, step, 10 * KiB);
-	snprintf(other, sizeof(other), "%s/other/step-%llu", root,
-		 (unsigned long long)step);
-	store = open_store(url);
-	ckpt_save_options_init(&o);
-	o.part = "slice-0-worker-1";
-	o.parts_expected = parts_expected;
-	cr_assert_eq(ckpt_save(store, other, step, &o, &r, &e), 0, "%s",
-		     e.msg);
-	store_close(store);
-	return r.committed;
-}
-
-/* The part of step 10 in url, or -1. */
-static int64_t part_generation(const char *url, const char *part)
-{
-	struct store *store = open_store(url);
-	struct store_object o;
-	char name[128];
-	struct err e;
-	int64_t g = -1;
-
-	snprintf(name, sizeof(name), "checkpoints/step-0000000010/%s.tar.zst",
-		 part);
-	if (!store_stat(store, name, &o, &e)) {
-		g = o.generation;
-		store_object_release(&o);
-	}
-	store_close(store);
-	return g;
-}
-
-/* Whether the GCS fake's held request has come. */
-static bool held_request_came(void)
-{
-	char *rules = NULL;
-	bool came;
-
-	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/faults", NULL,
-				   &rules), 200);
-	came = strstr(rules, "\"times\": 0") != NULL;
-	free(rules);
-	return came;
-}
-
-/* The trainer saves step 10 twice (a periodic save, then its final one
- * on SIGTERM); the other worker's part commits the step while the
- * shipper has the second copy. The part that COMMIT names stays: the
- * copy is not uploaded again. */
-Test(shipper, a_step_written_again_after_its_upload_is_not_uploaded_again)
-{
-	const char *url = "gs://bkt/runs/again";
-	char extra[PATHLEN + 32];
-	struct ckpt_verify_result vr;
-	struct shipper_config c;
-	struct store *store;
-	struct shipper *s;
-	struct err e;
-	int64_t g;
-
-	start_fake();
-	config_init(&c, url);
-	c.parts_expected = 2;
-	s = start(&c);
-	make_step(ckpt_dir, 10, 40 * KiB);
-	wait_state(s, uploaded_is, 10, 10000, "uploaded");
-	wait_spool_entries(0, 5000);
-	g = part_generation(url, "slice-0-worker-0");
-	cr_assert_gt(g, 0);
-
-	/* Written again, other bytes; an upload of it is held back. */
-	faults("{\"action\": \"stall\", \"seconds\": 2, \"method\": \"POST\", "
-	       "\"path\": \"uploadType=resumable\", \"times\": 1}");
-	write_step_dir(ckpt_dir, 10, 40 * KiB);
-	snprintf(extra, sizeof(extra), "%s/step-10/extra.bin", ckpt_dir);
-	write_random(extra, 1000, 3);
-	mark_done(ckpt_dir, 10);
-	for (unsigned t = 0; !held_request_came(); t++) {
-		cr_assert_lt(t, 1000, "the copy was neither uploaded nor "
-			     "dropped");
-		if (!exists("%s/step-10.done", ckpt_dir) &&
-		    !count_entries(spool_dir))
-			break;
-		sleep_ms(10);
-	}
-
-	/* Meanwhile the other worker's part commits the step. */
-	cr_assert(save_other_part(url, 10, 2));
-	wait_spool_entries(0, 10000);
-	wait_state(s, waiting_is, 0, 10000, "nothing waiting");
-	shipper_stop(s);
-
-	store = open_store(url);
-	cr_assert_eq(part_generation(url, "slice-0-worker-0"), g,
-		     "worker 0's part was replaced after COMMIT");
-	cr_assert_eq(ckpt_verify(store, 10, &vr, &e), 0, "%s", e.msg);
-	cr_assert_eq(vr.parts_bad, 0, "%s", vr.problem);
-	cr_assert_eq(vr.parts_ok, 2);
-	store_close(store);
-}
-
 Test(shipper, worker_0_commits_for_a_writer_that_died)
 {
 	struct shipper_config c;
+	struct ckpt_save_options o;
+	struct ckpt_save_result r;
 	struct shipper *s;
+	struct store *store;
+	char other[PATHLEN];
+	struct err e;
 
 	config_init(&c, file_url);
 	c.parts_expected = 2;
@@ -611,7 +502,17 @@ Test(shipper, worker_0_commits_for_a_writer_that_died)
 
 	/* The other worker's part arrives, but its writer dies before it
 	 * can commit (it believes more parts are needed). */
-	cr_assert(!save_other_part(file_url, 3, 99));
+	snprintf(other, sizeof(other), "%s/other", root);
+	cr_assert_eq(mkdir(other, 0755), 0);
+	write_step_dir(other, 3, 10 * KiB);
+	snprintf(other, sizeof(other), "%s/other/step-3", root);
+	store = open_store(file_url);
+	ckpt_save_options_init(&o);
+	o.part = "slice-0-worker-1";
+	o.parts_expected = 99;
+	cr_assert_eq(ckpt_save(store, other, 3, &o, &r, &e), 0, "%s", e.msg);
+	cr_assert(!r.committed);
+	store_close(store);
 
 	wait_state(s, committed_is, 3, 10000, "worker 0 committed");
 	expect_steps(file_url, "3:c:2");
