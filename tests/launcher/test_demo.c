@@ -151,7 +151,7 @@ static const char *const *job_argv(const char *name, const char *steps,
 	argv[n++] = "--env";
 	argv[n++] = "PYTHONUNBUFFERED=1";
 	argv[n++] = "--hang-timeout";
-	argv[n++] = "4s";
+	argv[n++] = "8s";
 	argv[n++] = "--grace";
 	argv[n++] = "2s";
 	argv[n++] = "--max-restarts";
