@@ -470,6 +470,7 @@ static int setup(struct sup *s, struct err *e)
 	    fs_mkdir_p(s->log_dir, 0755, e) ||
 	    fs_mkdir_p(s->progress_dir, 0755, e))
 		return e->code;
+	step_watch_open(&s->steps, s->ckpt_dir, s->progress_dir);
 	if ((rc = boot_id_read(s->boot_id, e)) ||
 	    (rc = sup_state_load(s->state_path, &s->st, &s->st_found, e)) ||
 	    (rc = load_job(s, e)) ||
@@ -568,6 +569,18 @@ static void drain_pipe(struct sup *s)
 	}
 }
 
+/* A step's marker has the shipper look at once (it tells the loop what
+ * it found); a changed step file is read by the next look. */
+static void take_step_news(struct sup *s)
+{
+	unsigned news = step_watch_read(&s->steps);
+
+	if (news & STEP_NEWS_DONE)
+		shipper_kick(s->ship);
+	if (news & STEP_NEWS_STEP)
+		s->step_news = true;
+}
+
 /* As a container's first process (a pod), the supervisor inherits every
  * orphan of the trainer's tree: reaped here, the trainer itself left to
  * trainer_reap (waitid's WNOWAIT only looks). */
@@ -591,14 +604,17 @@ static void loop(struct sup *s)
 	bool init = getpid() == 1, moved = false;
 
 	while (s->phase != P_END) {
-		struct pollfd p[2] = { { s->pipe[0], POLLIN, 0 },
-				       { s->trainer.out_fd, POLLIN, 0 } };
+		/* poll passes over a negative fd: no trainer, no inotify. */
+		struct pollfd p[3] = { { s->pipe[0], POLLIN, 0 },
+				       { s->trainer.out_fd, POLLIN, 0 },
+				       { s->steps.fd, POLLIN, 0 } };
 
-		if (poll(p, s->trainer.out_fd >= 0 ? 2 : 1,
-			 moved ? 0 : sup_wait_ms(s)) < 0 &&
+		if (poll(p, 3, moved ? 0 : sup_wait_ms(s)) < 0 &&
 		    errno != EINTR)
 			break;
 		drain_pipe(s);
+		if (p[2].revents)
+			take_step_news(s);
 		if (s->trainer.pid) {
 			trainer_drain(&s->trainer);
 			trainer_reap(&s->trainer);
@@ -626,7 +642,7 @@ static int pod_status(struct sup *s)
 int supervise(const struct supervise_options *o)
 {
 	struct sup s = { .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
-			 .lock_fd = -1,
+			 .lock_fd = -1, .steps = { .fd = -1 },
 			 .newest_done = -1, .trained = -1,
 			 .timed_step = -1 };
 	struct err e;
@@ -656,6 +672,7 @@ int supervise(const struct supervise_options *o)
 	events_stop(mono_ms() + 5000);
 	if (s.ready)
 		sup_save_state(&s);
+	step_watch_close(&s.steps);
 	self_pipe_release(s.pipe, caught, N_CAUGHT);
 	identity_release(&s.id);
 	job_release(&s.job);
