@@ -94,6 +94,14 @@ struct sup {
 
 /* ---- supervise.c ---- */
 
+/* What supervise() runs around its loop, and a test around the actions
+ * it drives: a supervisor of o->run_url in o->state_dir with its threads
+ * started (set-up), then stopped and everything released (release, also
+ * after a set-up that failed). */
+void sup_init(struct sup *s, const struct supervise_options *o);
+int sup_setup(struct sup *s, struct err *e);
+void sup_release(struct sup *s);
+
 /* Every state change goes through here: logged by name, the syncer's
  * closer polls off outside RUN, timers reset (entering STOP or EMERGENCY
  * starts the trainer's grace period), why kept for the heartbeat. */

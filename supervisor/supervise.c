@@ -444,7 +444,7 @@ static int64_t earlier_pod_generation(const struct sup *s)
 	return g;
 }
 
-static int setup(struct sup *s, struct err *e)
+int sup_setup(struct sup *s, struct err *e)
 {
 	const struct supervise_options *o = s->o;
 	struct shipper_config sc = { 0 };
@@ -639,20 +639,48 @@ static int pod_status(struct sup *s)
 	return 0;
 }
 
+void sup_init(struct sup *s, const struct supervise_options *o)
+{
+	*s = (struct sup){ .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
+			   .lock_fd = -1, .steps = { .fd = -1 },
+			   .newest_done = -1, .trained = -1,
+			   .timed_step = -1 };
+	job_init(&s->job);
+	identity_init(&s->id);
+	trainer_init(&s->trainer);
+}
+
+void sup_release(struct sup *s)
+{
+	trainer_release(&s->trainer);
+	deadline_poller_stop(s->poller);
+	watch_stop(s->watch);
+	if (s->ship)
+		shipper_stop(s->ship);
+	if (s->sync)
+		syncer_stop(s->sync, mono_ms() + 10000);
+	/* What the store does not take by then stays in the spool, for
+	 * this worker's next start. */
+	events_stop(mono_ms() + 5000);
+	if (s->ready)
+		sup_save_state(s);
+	step_watch_close(&s->steps);
+	self_pipe_release(s->pipe, caught, N_CAUGHT);
+	identity_release(&s->id);
+	job_release(&s->job);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+}
+
 int supervise(const struct supervise_options *o)
 {
-	struct sup s = { .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
-			 .lock_fd = -1, .steps = { .fd = -1 },
-			 .newest_done = -1, .trained = -1,
-			 .timed_step = -1 };
+	struct sup s;
 	struct err e;
 	int status = 0;
 
 	err_init(&e);
-	job_init(&s.job);
-	identity_init(&s.id);
-	trainer_init(&s.trainer);
-	if (setup(&s, &e)) {
+	sup_init(&s, o);
+	if (sup_setup(&s, &e)) {
 		log_error("%s", e.msg);
 		status = 1;
 	} else {
@@ -660,23 +688,6 @@ int supervise(const struct supervise_options *o)
 		if (o->pod)
 			status = pod_status(&s);
 	}
-	trainer_release(&s.trainer);
-	deadline_poller_stop(s.poller);
-	watch_stop(s.watch);
-	if (s.ship)
-		shipper_stop(s.ship);
-	if (s.sync)
-		syncer_stop(s.sync, mono_ms() + 10000);
-	/* What the store does not take by then stays in the spool, for
-	 * this worker's next start. */
-	events_stop(mono_ms() + 5000);
-	if (s.ready)
-		sup_save_state(&s);
-	step_watch_close(&s.steps);
-	self_pipe_release(s.pipe, caught, N_CAUGHT);
-	identity_release(&s.id);
-	job_release(&s.job);
-	if (s.lock_fd >= 0)
-		close(s.lock_fd);
+	sup_release(&s);
 	return status;
 }
