@@ -18,8 +18,8 @@ static void fall_back(struct step_watch *w, const char *why)
 		close(w->fd);
 	w->fd = -1;
 	if (!w->said)
-		log_warn("no inotify (%s): new steps are looked for on a "
-			 "timer", why);
+		log_warn("cannot watch for new steps with inotify (%s): "
+			 "looking on a timer", why);
 	w->said = true;
 }
 

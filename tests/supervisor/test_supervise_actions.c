@@ -364,3 +364,27 @@ Test(action, run_phase_sleeps_until_news)
 	write_text(marker, "");
 	cr_assert_eq(step_watch_read(&w.s.steps), STEP_NEWS_DONE);
 }
+
+/* Without inotify (a directory it cannot watch here) the step file is
+ * read on a timer, a second apart. */
+Test(action, without_inotify_the_run_phase_looks_every_second)
+{
+	struct step_watch none;
+	struct control c;
+	int ms;
+
+	step_watch_open(&none, "/nonexistent/checkpoints", "/nonexistent");
+	cr_assert_eq(none.fd, -1);
+	cr_assert(none.said);
+	up("exec sleep 600");
+	step_watch_close(&w.s.steps);
+	run_trainer();
+	c = control_as("running");
+	cr_assert_eq(raise_in(P_RUN, EV_LOOK, &c), P_RUN);
+	ms = sup_wait_ms(&w.s);
+	cr_assert(ms > 0 && ms <= 1000, "the run phase wakes in %d ms", ms);
+	write_text(w.s.step_path, "4\n");
+	proc_sleep_ms((unsigned)ms + 10, false);
+	cr_assert_eq(raise_in(P_RUN, EV_LOOK, &c), P_RUN);
+	cr_assert_eq(w.s.trained, 4);
+}
