@@ -75,8 +75,8 @@ int pack_tree(const char *src, const struct pack_options *o,
 	      struct err *e);
 
 /*
- * Checkpoints in an object store (DESIGN.md, "Bucket layout" and "commit
- * protocol"): step N of a run is
+ * Checkpoints in an object store (docs/DESIGN.md, "Bucket layout" and
+ * "Commit protocol"): step N of a run is
  *     checkpoints/step-NNNNNNNNNN/PART.tar.zst   one part per host
  *     checkpoints/step-NNNNNNNNNN/COMMIT         manifest, created last
  * and exists only once COMMIT exists. COMMIT is JSON:

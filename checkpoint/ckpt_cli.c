@@ -48,7 +48,7 @@ static int open_store(const char *url, struct store **s)
 	err_init(&e);
 	if (store_open(s, url, &e)) {
 		log_error("%s", e.msg);
-		return e.code == CLOUD_EURL ? OPT_EXIT_USAGE : 1;
+		return e.code == CLOUD_EURL ? EXIT_USAGE : 1;
 	}
 	return 0;
 }
@@ -72,7 +72,7 @@ static int ckpt_save_cmd(struct ckpt_args *a)
 
 	if (!a->step) {
 		log_error("ckpt save needs --step N (N from 1)");
-		return OPT_EXIT_USAGE;
+		return EXIT_USAGE;
 	}
 	if ((rc = open_store(a->pos.v[1], &s)))
 		return rc;
@@ -223,7 +223,7 @@ static int ckpt_prune_cmd(struct ckpt_args *a)
 
 	if (!a->keep) {
 		log_error("ckpt prune needs --keep K (K from 1)");
-		return OPT_EXIT_USAGE;
+		return EXIT_USAGE;
 	}
 	ckpt_prune_options_init(&o);
 	o.keep = a->keep;
@@ -344,7 +344,7 @@ static int run_sub(const char *prog, const struct ckpt_command *c, int argc,
 		log_error("ckpt %s takes %zu argument%s, not %zu (see %s "
 			  "--help)", c->name, c->npos,
 			  c->npos == 1 ? "" : "s", a.pos.n, name);
-		status = OPT_EXIT_USAGE;
+		status = EXIT_USAGE;
 	} else if (status < 0) {
 		status = c->fn(&a);
 	}
@@ -365,7 +365,7 @@ int ckpt_cli(const char *prog, int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
 		log_error("'%s' is not a ckpt command; see %s ckpt --help",
 			  argv[1], prog);
-		return OPT_EXIT_USAGE;
+		return EXIT_USAGE;
 	}
 	printf("usage: %s ckpt COMMAND [ARGS]\n\n"
 	       "Checkpoints in gs://BUCKET/PREFIX or file:///DIR:\n", prog);
@@ -374,5 +374,5 @@ int ckpt_cli(const char *prog, int argc, char **argv)
 		       ckpt_commands[i].summary);
 	printf("\nExit status: 0 done; 1 failed (the message says why); 2 bad\n"
 	       "arguments; 3 verify found a bad part.\n");
-	return argc >= 2 ? 0 : OPT_EXIT_USAGE;
+	return argc >= 2 ? 0 : EXIT_USAGE;
 }

@@ -19,7 +19,9 @@
 
 static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+#ifdef CRC32C_HAVE_SSE42
 static bool crc_hw;
+#endif
 
 static void crc_init(void)
 {
@@ -100,12 +102,6 @@ uint32_t crc32c_update_sw(uint32_t crc, const void *data, size_t len)
 {
 	pthread_once(&crc_once, crc_init);
 	return ~crc_sw_raw(~crc, data, len);
-}
-
-bool crc32c_hw_available(void)
-{
-	pthread_once(&crc_once, crc_init);
-	return crc_hw;
 }
 
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len)

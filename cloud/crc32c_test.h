@@ -6,13 +6,10 @@
 #ifndef SLICECTL_CLOUD_CRC32C_TEST_H
 #define SLICECTL_CLOUD_CRC32C_TEST_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* crc32c_update, always through the slicing-by-8 tables. */
 uint32_t crc32c_update_sw(uint32_t crc, const void *data, size_t len);
-/* Whether crc32c_update uses the CPU's crc32 instruction. */
-bool crc32c_hw_available(void);
 
 #endif

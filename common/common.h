@@ -156,12 +156,13 @@ void opt_usage(FILE *f, const char *usage, const struct opt *opts);
  * never has an entry written over, however many each splice wrote. */
 struct opt *opt_end(struct opt *opts);
 
-/* The exit status of a command given bad arguments. */
-#define OPT_EXIT_USAGE 2
+/* The exit status of a command given bad arguments, in every binary
+ * (slicectl, slice-supervisor, the checkpoint CLI): nothing was started. */
+#define EXIT_USAGE 2
 
 /* How every command turns argv into options, so --help and bad flags read
  * the same everywhere: name is how the command is typed ("slicectl run").
- * Returns -1 to go on; 0 after printing usage for --help; OPT_EXIT_USAGE
+ * Returns -1 to go on; 0 after printing usage for --help; EXIT_USAGE
  * after saying what was wrong and where help is. */
 int opt_parse_command(const struct opt *opts, int argc, char **argv,
 		      const char *name, const char *usage,

@@ -287,7 +287,7 @@ int opt_parse_command(const struct opt *opts, int argc, char **argv,
 	}
 	if (rc) {
 		log_error("%s (see %s --help)", e.msg, name);
-		return OPT_EXIT_USAGE;
+		return EXIT_USAGE;
 	}
 	return -1;
 }

@@ -4,7 +4,8 @@
  * and renders the startup script; on Cloud TPU this file then creates the
  * queued resource that boots every worker with it, and with --watch stays
  * to recreate the queued resource when a preemption suspends it. With
- * --local the local provider (local.h) runs the workers here instead.
+ * --local the local provider (local.h) runs the workers here instead;
+ * --target gke and --target slurm hand over to gke_job.c and slurm_job.c.
  */
 #include "launcher/accelerator.h"
 #include "launcher/gke.h"
@@ -19,6 +20,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,11 +133,14 @@ struct job_options {
 	int format;
 };
 
-static int usage_error(const char *fmt, const char *arg)
+int usage_error(const char *fmt, ...)
 {
-	char msg[512];
+	char msg[1024];
+	va_list ap;
 
-	snprintf(msg, sizeof(msg), fmt, arg ? arg : "");
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	log_error("%s (see slicectl job --help)", msg);
 	return EXIT_USAGE;
 }
@@ -193,7 +198,7 @@ static int check_capacity(const struct job_options *o)
 	t.node_count = o->r.num_slices;
 	rc = qr_spec_capacity(&t, &f, &e);
 	tpu_qr_spec_release(&t);
-	return rc ? usage_error("%.400s", e.msg) : 0;
+	return rc ? usage_error("%s", e.msg) : 0;
 }
 
 /* Checks what only the cloud path needs, before anything is touched. */
@@ -204,7 +209,7 @@ static int check_cloud(struct job_options *o)
 
 	if (!r->accelerator_type)
 		return usage_error("--accelerator-type is required (for example "
-				   "v4-32 or v5litepod-16)%s", NULL);
+				   "v4-32 or v5litepod-16)");
 	r->workers_per_slice = job_workers_per_slice(r->accelerator_type);
 	if (!r->workers_per_slice)
 		return unknown_type(r->accelerator_type);
@@ -227,15 +232,14 @@ static int check_cloud(struct job_options *o)
 	if (!r->project)
 		return usage_error("no project: pass --project, set "
 				   "CLOUDSDK_CORE_PROJECT or run `gcloud config "
-				   "set project PROJECT`%s", NULL);
+				   "set project PROJECT`");
 	if (!r->zone)
 		return usage_error("no zone: pass --zone (for example "
 				   "us-central2-b), set CLOUDSDK_COMPUTE_ZONE or "
-				   "run `gcloud config set compute/zone ZONE`%s",
-				   NULL);
+				   "run `gcloud config set compute/zone ZONE`");
 	if (o->local_dir || o->chaos || o->seed)
 		return usage_error("--local-dir, --chaos and --seed are for "
-				   "--local%s", NULL);
+				   "--local");
 	return check_capacity(o);
 }
 
@@ -634,15 +638,14 @@ static int run_local(struct job_options *o)
 	int status;
 
 	if (!o->r.workers_per_slice)
-		return usage_error("--local needs --workers-per-slice W%s",
-				   NULL);
+		return usage_error("--local needs --workers-per-slice W");
 	if (o->watch || o->r.spot || o->r.reserved || o->r.best_effort ||
 	    o->provisioning_model || o->gke.max_run_ms || o->to.project ||
 	    o->to.zone)
 		return usage_error("--watch, --spot, --reserved, --best-effort, "
 				   "--provisioning-model, --max-run-duration, "
 				   "--project and --zone are for Cloud TPU, not "
-				   "--local%s", NULL);
+				   "--local");
 	if (o->seed) {
 		char *end;
 
@@ -653,7 +656,7 @@ static int run_local(struct job_options *o)
 					   o->seed);
 	}
 	if (o->seed && (!o->chaos || strcmp(o->chaos, "random")))
-		return usage_error("--seed goes with --chaos random%s", NULL);
+		return usage_error("--seed goes with --chaos random");
 	lo.dir = o->local_dir;
 	lo.chaos = o->chaos;
 	lo.quiet = o->quiet;
@@ -696,19 +699,19 @@ static int check_target_flags(const struct job_options *o)
 				   "--priority-class, --image, --kubeconfig, "
 				   "--context, --reservation, --flex-start, "
 				   "--queued-provisioning and --max-run-duration "
-				   "are for --target gke%s", NULL);
+				   "are for --target gke");
 	if (o->target != TARGET_FLAG_SLURM && slurm_flags)
 		return usage_error("--partition, --nodes, --gpus-per-node, "
 				   "--account, --qos, --time, --constraint and "
 				   "--slurmrestd "
-				   "are for --target slurm%s", NULL);
+				   "are for --target slurm");
 	if (!o->target && (gke_flags || g->cluster || g->render))
 		return usage_error("--cluster, --location, --namespace, --queue, "
 				   "--priority-class, --image, --kubeconfig, "
 				   "--context, --reservation, --flex-start, "
 				   "--queued-provisioning and --render are for "
 				   "--target gke (--cluster and --render also for "
-				   "--target slurm)%s", NULL);
+				   "--target slurm)");
 	return 0;
 }
 
@@ -720,14 +723,12 @@ static int run_name(struct job_request *r, const char *name,
 	if (pos->n > 1)
 		return usage_error("unexpected argument '%s': the run's name "
 				   "is the only argument", pos->v[1]);
-	if (pos->n && name && strcmp(name, pos->v[0])) {
-		log_error("the run is named twice: '%s' and --name '%s' (see "
-			  "slicectl job --help)", pos->v[0], name);
-		return EXIT_USAGE;
-	}
+	if (pos->n && name && strcmp(name, pos->v[0]))
+		return usage_error("the run is named twice: '%s' and --name "
+				   "'%s'", pos->v[0], name);
 	r->name = pos->n ? pos->v[0] : name;
 	if (!r->name || !*r->name)
-		return usage_error("no run name: slicectl job RUN ...%s", NULL);
+		return usage_error("no run name: slicectl job RUN ...");
 	return 0;
 }
 
@@ -851,7 +852,7 @@ int cmd_job(int argc, char **argv)
 		goto out;
 	if (o.hang_timeout_ms % 1000 || o.grace_ms % 1000) {
 		status = usage_error("--hang-timeout and --grace take whole "
-				     "seconds%s", NULL);
+				     "seconds");
 		goto out;
 	}
 	r->hang_timeout_s = o.hang_timeout_ms / 1000;
@@ -872,7 +873,7 @@ int cmd_job(int argc, char **argv)
 	else if (r->workers_per_slice || o.quiet || o.format)
 		status = usage_error("--workers-per-slice, --quiet and --format "
 				     "are for --local (--format also for "
-				     "--target gke --render)%s", NULL);
+				     "--target gke --render)");
 	else
 		status = run_cloud(&o);
 out:

@@ -1,7 +1,7 @@
 /*
  * cmd_restart.c: `slicectl restart RUN`: a group restart by hand, the
  * same compare-and-swap bump of control.json's generation a supervisor
- * makes after a failure (DESIGN.md, "Group restarts").
+ * makes after a failure (docs/DESIGN.md, "Group restarts").
  */
 #include "launcher/launcher.h"
 #include "launcher/run_options.h"

@@ -68,7 +68,10 @@ static const char usage[] =
 	"\"worker\", \"restart_attempt\", \"phase\", \"node\"}]}.\n"
 	"A run on Slurm (--target slurm) shows its batch job the same way:\n"
 	"Slurm's JobState and reason, its restart count, and one row per node\n"
-	"(\"kueue\" holds the JobState, \"pods\" the nodes).\n"
+	"with its slice, worker, requeue count and the job's state; in JSON\n"
+	"\"job_state\" stands for \"kueue\", \"nodes\" for \"pods\", and each\n"
+	"node has \"requeue\" and \"state\" for \"restart_attempt\" and\n"
+	"\"phase\".\n"
 	"\n" RUN_USAGE_BUCKET "\n"
 	"Exit status: 0 shown (stuck workers or not); 1 the store failed; 2 bad\n"
 	"arguments; 4 no run RUN under BUCKET (no job.json).";
@@ -97,7 +100,8 @@ struct pending_step {
 
 struct view {
 	struct run_options *ro;
-	/* The target's own view (GKE: Kueue and the pods). */
+	/* The target's own view (GKE: Kueue and the pods; Slurm: the batch
+	 * job and its nodes). */
 	bool have_target;
 	struct target_view tv;
 	struct control control;
@@ -482,30 +486,43 @@ static json_t *watch_json(const struct view *v)
 			 run_json_text(ws->time));
 }
 
+/* The JSON keys of a target's view, each in the target's own words. */
+struct view_keys {
+	const char *state, *workers, *attempt, *phase;
+};
+
+static const struct view_keys gke_keys = { "kueue", "pods",
+					   "restart_attempt", "phase" };
+static const struct view_keys slurm_keys = { "job_state", "nodes", "requeue",
+					     "state" };
+
 static json_t *target_json(const struct view *v)
 {
 	const struct target_view *t = &v->tv;
-	json_t *o = json_object(), *pods = json_array();
+	const struct view_keys *k = target_of(&v->ro->job) == TARGET_SLURM
+					    ? &slurm_keys
+					    : &gke_keys;
+	json_t *o = json_object(), *workers = json_array();
 
 	for (size_t i = 0; i < t->n; i++) {
 		const struct target_worker *w = &t->workers[i];
 
 		json_array_append_new(
-			pods, json_pack("{s:s, s:o, s:o, s:o, s:s, s:o}", "name",
-					w->name,
-					"slice", int_or_null(w->slice >= 0, w->slice),
-					"worker",
-					int_or_null(w->worker >= 0, w->worker),
-					"restart_attempt",
-					int_or_null(w->restart_attempt >= 0,
-						    w->restart_attempt),
-					"phase", w->phase, "node",
-					run_json_text(*w->node ? w->node : NULL)));
+			workers,
+			json_pack("{s:s, s:o, s:o, s:o, s:s, s:o}", "name",
+				  w->name, "slice",
+				  int_or_null(w->slice >= 0, w->slice),
+				  "worker", int_or_null(w->worker >= 0, w->worker),
+				  k->attempt,
+				  int_or_null(w->restart_attempt >= 0,
+					      w->restart_attempt),
+				  k->phase, w->phase, "node",
+				  run_json_text(*w->node ? w->node : NULL)));
 	}
 	json_object_set_new(o, "kind", json_string(target_name(
 					       target_of(&v->ro->job))));
 	json_object_set_new(o, "object", json_string(t->what));
-	json_object_set_new(o, "kueue", json_string(t->state));
+	json_object_set_new(o, k->state, json_string(t->state));
 	json_object_set_new(o, "message",
 			    run_json_text(*t->message ? t->message : NULL));
 	json_object_set_new(o, "position",
@@ -513,7 +530,7 @@ static json_t *target_json(const struct view *v)
 	json_object_set_new(o, "restarts",
 			    int_or_null(t->restarts >= 0, t->restarts));
 	json_object_set_new(o, "end", run_json_text(*t->end ? t->end : NULL));
-	json_object_set_new(o, "pods", pods);
+	json_object_set_new(o, k->workers, workers);
 	return o;
 }
 
@@ -565,9 +582,9 @@ static void load_watch(struct view *v)
 static void print_target(const struct view *v)
 {
 	const struct target_view *t = &v->tv;
+	bool slurm = target_of(&v->ro->job) == TARGET_SLURM;
 
-	printf("\n%s: %s %s%s%s", t->what,
-	       target_of(&v->ro->job) == TARGET_SLURM ? "Slurm" : "Kueue",
+	printf("\n%s: %s %s%s%s", t->what, slurm ? "Slurm" : "Kueue",
 	       t->state, *t->message ? ": " : "", t->message);
 	if (t->position >= 0)
 		printf(", %ld ahead of it in its queue", t->position);
@@ -578,10 +595,9 @@ static void print_target(const struct view *v)
 	printf("\n");
 	if (!t->n)
 		return;
-	printf("%-40s %5s %6s %7s %-11s %s\n",
-	       target_of(&v->ro->job) == TARGET_SLURM ? "WORKER NODE" : "POD",
-	       "SLICE", "WORKER",
-	       "ATTEMPT", "PHASE", "NODE");
+	printf("%-40s %5s %6s %7s %-11s %s\n", slurm ? "WORKER NODE" : "POD",
+	       "SLICE", "WORKER", slurm ? "REQUEUE" : "ATTEMPT",
+	       slurm ? "STATE" : "PHASE", "NODE");
 	for (size_t i = 0; i < t->n; i++) {
 		const struct target_worker *w = &t->workers[i];
 

@@ -18,7 +18,7 @@ static const int interrupts[] = { SIGINT, SIGTERM, SIGHUP };
 int fanout_cmd_run(const struct host_options *ho, struct fanout_config *cfg,
 		   bool sent_column)
 {
-	struct targets t;
+	struct host_list t;
 	struct output out;
 	struct output_config oc = { 0 };
 	struct fanout_callbacks cb = { 0 };
@@ -29,14 +29,14 @@ int fanout_cmd_run(const struct host_options *ho, struct fanout_config *cfg,
 	int rc, status = EXIT_USAGE;
 
 	err_init(&e);
-	targets_init(&t);
+	host_list_init(&t);
 	memset(&out, 0, sizeof(out));
 	if (ho->verbose)
 		log_setup("slicectl", LOG_DEBUG);
-	rc = targets_build(&t, ho, &e);
+	rc = host_list_build(&t, ho, &e);
 	if (rc) {
 		log_error("%s", e.msg);
-		targets_release(&t);
+		host_list_release(&t);
 		return rc == COMMON_EUSAGE ? EXIT_USAGE : EXIT_FAILURE_SSH;
 	}
 	oc.json = ho->format == 1;
@@ -84,6 +84,6 @@ int fanout_cmd_run(const struct host_options *ho, struct fanout_config *cfg,
 	}
 	output_release(&out);
 	free(results);
-	targets_release(&t);
+	host_list_release(&t);
 	return status;
 }

@@ -110,12 +110,6 @@ static int print_render(const json_t *js, int format)
 	return status;
 }
 
-static int usage_error(const struct err *e)
-{
-	log_error("%s (see slicectl job --help)", e->msg);
-	return EXIT_USAGE;
-}
-
 /* The flags only the other targets take. */
 static int check_flags(const struct job_request *r, const struct gke_options *g,
 		       struct err *e)
@@ -179,7 +173,7 @@ int gke_job(struct job_request *r, const struct gke_options *g, int format)
 	err_init(&e);
 	gke_conn_init(&conn);
 	if (check_flags(r, g, &e))
-		return usage_error(&e);
+		return usage_error("%s", e.msg);
 	if (!r->accelerator_type)
 		return log_error("--accelerator-type is required (for example "
 				 "v5litepod-16 or v6e-16)"),
@@ -215,7 +209,7 @@ int gke_job(struct job_request *r, const struct gke_options *g, int format)
 	s.reservation = g->reservation;
 	s.max_run_s = g->max_run_ms / 1000;
 	if (gke_check(&s, &e)) {
-		status = usage_error(&e);
+		status = usage_error("%s", e.msg);
 		goto out;
 	}
 	if (!g->render) {

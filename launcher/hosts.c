@@ -1,5 +1,5 @@
 /*
- * hosts.c: from --hosts files and --host flags to the list of targets the
+ * hosts.c: from --hosts files and --host flags to the host list the
  * fan-out runs on. A hosts file has one host per line,
  *     [USER@]HOST[:PORT] [NAME=VALUE ...]     # comment
  * where values may be 'single' or "double" quoted; the per-host variables
@@ -147,20 +147,20 @@ void host_options_config(const struct host_options *ho,
 	c->fail_fast = ho->fail_fast;
 }
 
-void targets_init(struct targets *t)
+void host_list_init(struct host_list *t)
 {
 	memset(t, 0, sizeof(*t));
 	strlist_init(&t->strings);
 }
 
-void targets_release(struct targets *t)
+void host_list_release(struct host_list *t)
 {
 	for (size_t i = 0; t->envs && i < t->n; i++)
 		free(t->envs[i]);
 	free(t->envs);
 	free(t->v);
 	strlist_release(&t->strings);
-	targets_init(t);
+	host_list_init(t);
 }
 
 int host_spec_parse(const char *spec, char **user, char **host,
@@ -377,7 +377,7 @@ static int read_hosts_file(struct entries *es, const char *path,
 }
 
 /* The label output uses: the host alone where that is unique. */
-static int make_label(struct targets *t, const struct entries *es, size_t i,
+static int make_label(struct host_list *t, const struct entries *es, size_t i,
 		      unsigned port, const char **label)
 {
 	bool dup = false;
@@ -403,7 +403,7 @@ static int make_label(struct targets *t, const struct entries *es, size_t i,
 	return 0;
 }
 
-int targets_keep(struct targets *t, const char *s, const char **out)
+int host_list_keep(struct host_list *t, const char *s, const char **out)
 {
 	if (strlist_push(&t->strings, s))
 		return COMMON_ENOMEM;
@@ -413,7 +413,7 @@ int targets_keep(struct targets *t, const char *s, const char **out)
 
 /* Environment of host i: SLICE_* first, then --env, then the hosts file,
  * later values winning because later exports override earlier ones. */
-static int build_env(struct targets *t, const struct host_options *ho,
+static int build_env(struct host_list *t, const struct host_options *ho,
 		     const struct entry *en, size_t i, size_t n)
 {
 	size_t count = 2 + ho->env.n + en->env.n, k = 0;
@@ -425,17 +425,17 @@ static int build_env(struct targets *t, const struct host_options *ho,
 		return COMMON_ENOMEM;
 	t->envs[i] = env;
 	snprintf(kv, sizeof(kv), "SLICE_PROCESS_ID=%zu", i);
-	if (targets_keep(t, kv, &s))
+	if (host_list_keep(t, kv, &s))
 		return COMMON_ENOMEM;
 	env[k++] = (char *)s;
 	snprintf(kv, sizeof(kv), "SLICE_NUM_PROCESSES=%zu", n);
-	if (targets_keep(t, kv, &s))
+	if (host_list_keep(t, kv, &s))
 		return COMMON_ENOMEM;
 	env[k++] = (char *)s;
 	for (size_t j = 0; j < ho->env.n; j++)
 		env[k++] = ho->env.v[j];
 	for (size_t j = 0; j < en->env.n; j++) {
-		if (targets_keep(t, en->env.v[j], &s))
+		if (host_list_keep(t, en->env.v[j], &s))
 			return COMMON_ENOMEM;
 		env[k++] = (char *)s;
 	}
@@ -444,7 +444,7 @@ static int build_env(struct targets *t, const struct host_options *ho,
 	return 0;
 }
 
-static int fill(struct targets *t, const struct host_options *ho,
+static int fill(struct host_list *t, const struct host_options *ho,
 		const struct entries *es, struct err *e)
 {
 	char me[USER_NAME_MAX];
@@ -465,8 +465,8 @@ static int fill(struct targets *t, const struct host_options *ho,
 		struct fanout_target *ft = &t->v[i];
 
 		ft->port = en->port ? en->port : ho->port ? ho->port : 22;
-		if (targets_keep(t, en->user ? en->user : user, &ft->user) ||
-		    targets_keep(t, en->host, &ft->host) ||
+		if (host_list_keep(t, en->user ? en->user : user, &ft->user) ||
+		    host_list_keep(t, en->host, &ft->host) ||
 		    make_label(t, es, i, ft->port, &ft->label) ||
 		    build_env(t, ho, en, i, es->n))
 			return err_set(e, COMMON_ENOMEM, "out of memory");
@@ -492,8 +492,8 @@ static int check_options(const struct host_options *ho, struct err *e)
 	return 0;
 }
 
-int targets_build(struct targets *t, const struct host_options *ho,
-		  struct err *e)
+int host_list_build(struct host_list *t, const struct host_options *ho,
+		    struct err *e)
 {
 	struct entries es = { 0 };
 	int rc = check_options(ho, e);
@@ -505,7 +505,7 @@ int targets_build(struct targets *t, const struct host_options *ho,
 			return err_set(e, COMMON_EUSAGE,
 				       "--tpu names the hosts: leave out "
 				       "--hosts and --host");
-		return tpu_targets_build(t, ho, e);
+		return tpu_hosts_build(t, ho, e);
 	}
 	if (!rc && (ho->project || ho->zone || ho->external_ip))
 		rc = err_set(e, COMMON_EUSAGE,

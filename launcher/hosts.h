@@ -1,6 +1,7 @@
 /*
  * hosts.h (private to launcher/): the host options that `run` and `push`
- * share, and the list of targets built from them.
+ * share, and the host list built from them: the SSH hosts a fan-out runs
+ * on (not a run's target, target.h).
  */
 #ifndef SLICECTL_LAUNCHER_HOSTS_H
 #define SLICECTL_LAUNCHER_HOSTS_H
@@ -50,33 +51,33 @@ int host_options_parse(struct host_options *ho, int argc, char **argv,
 		       struct strlist *pos);
 void host_options_release(struct host_options *ho);
 
-struct targets {
+struct host_list {
 	struct fanout_target *v;
 	size_t n;
-	struct strlist strings; /* owns every string the targets point to */
-	char ***envs;           /* per-target env arrays */
-	/* What the targets' source decided instead of the defaults (--tpu:
+	struct strlist strings; /* owns every string the hosts point to */
+	char ***envs;           /* per-host env arrays */
+	/* What the hosts' source decided instead of the defaults (--tpu:
 	 * slicectl's key and known_hosts); NULL to keep the options'. */
 	const char *identity;
 	const char *known_hosts;
 };
 
-void targets_init(struct targets *t);
-void targets_release(struct targets *t);
+void host_list_init(struct host_list *t);
+void host_list_release(struct host_list *t);
 
-/* Builds the targets from --hosts and --host, applying --user, --port and
+/* Builds the list from --hosts and --host, applying --user, --port and
  * --env, and SLICE_PROCESS_ID / SLICE_NUM_PROCESSES for each host. */
-int targets_build(struct targets *t, const struct host_options *ho,
-		  struct err *e);
+int host_list_build(struct host_list *t, const struct host_options *ho,
+		    struct err *e);
 
 /* Keeps a copy of s in t->strings; *out points to it. */
-int targets_keep(struct targets *t, const char *s, const char **out);
+int host_list_keep(struct host_list *t, const char *s, const char **out);
 
 /* --tpu NAME: every worker of the queued resource, in slice and worker
  * order, with the SLICE_* variables; their host keys, from the TPU API's
  * guest attributes, written into slicectl's known_hosts first. */
-int tpu_targets_build(struct targets *t, const struct host_options *ho,
-		      struct err *e);
+int tpu_hosts_build(struct host_list *t, const struct host_options *ho,
+		    struct err *e);
 
 /* Parses "[USER@]HOST[:PORT]" ("[v6addr]:port" too). */
 int host_spec_parse(const char *spec, char **user, char **host,

@@ -1,9 +1,9 @@
 /*
  * job.h (private to launcher/): what `slicectl job` does before any worker
- * exists, shared by the Cloud TPU path (cmd_job.c) and the local provider
- * (local.h): check the request, then put the run's objects under
- * BUCKET/RUN (job.json, bundle.tar.zst, the supervisor, control.json) and
- * render the startup script that boots every worker.
+ * exists, shared by every target (tpu-vm and local in cmd_job.c, gke in
+ * gke_job.c, slurm in slurm_job.c): check the request, then put the run's
+ * objects under BUCKET/RUN (job.json, bundle.tar.zst, the supervisor,
+ * control.json) and render the startup script that boots every worker.
  */
 #ifndef SLICECTL_LAUNCHER_JOB_H
 #define SLICECTL_LAUNCHER_JOB_H
@@ -30,7 +30,8 @@ struct job_request {
 	 * libraries are not the build machine's (TPU VM images, pods,
 	 * Slurm nodes). */
 	bool portable;
-	/* job.json's "target" (GKE); NULL: none. Not owned. */
+	/* job.json's "target" (gke, slurm); NULL: none (tpu-vm, local).
+	 * Not owned. */
 	const struct job_target *target;
 };
 

@@ -6,9 +6,16 @@
 #ifndef SLICECTL_LAUNCHER_H
 #define SLICECTL_LAUNCHER_H
 
-/* Exit statuses of our own (remote commands' statuses pass through). */
+#include "common/common.h"
+
+/* slicectl's own directory: $SLICECTL_HOME, else ~/.slicectl (known
+ * hosts, the SSH key, the local provider's runs). Appends "/name" to b. */
+int slicectl_home_path(struct buf *b, const char *name, struct err *e);
+
+/* Exit statuses of our own (remote commands' statuses pass through),
+ * besides common.h's EXIT_USAGE (2: bad flags or arguments, nothing was
+ * started). */
 enum {
-	EXIT_USAGE = 2,      /* bad flags or arguments: nothing was started */
 	EXIT_STATE = 3,      /* a queued resource ended FAILED or SUSPENDED */
 	EXIT_NOT_FOUND = 4,  /* no such queued resource, run, worker or log */
 	EXIT_TIMEOUT = 124,  /* as timeout(1) */
@@ -33,9 +40,14 @@ int cmd_stop(int argc, char **argv);
 /* A run's history (events/) as a list, and as a picture. */
 int cmd_events(int argc, char **argv);
 int cmd_report(int argc, char **argv);
-/* A job handed to the workers' supervisors (job.h): on Cloud TPU, or
- * with --local on this machine (local.h). */
+/* A job handed to the workers' supervisors (job.h), on one of four
+ * targets: tpu-vm (queued resources, the default), gke (a JobSet, gke.h),
+ * slurm (a batch job, slurm.h) or local (this machine, local.h). */
 int cmd_job(int argc, char **argv);
+/* Says what was wrong with `slicectl job`'s flags (a printf format and
+ * its arguments), pointing at its --help; returns EXIT_USAGE. For
+ * cmd_job.c and the targets it hands over to (gke_job.c, slurm_job.c). */
+int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Google's announced maintenance of a run's (or queued resource's)
  * nodes, now, optionally right after a committed step. */
 int cmd_maintenance(int argc, char **argv);

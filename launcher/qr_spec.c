@@ -2,6 +2,7 @@
  * qr_spec.c: see qr_spec.h.
  */
 #include "launcher/qr_spec.h"
+#include "launcher/launcher.h"
 #include "launcher/tpu_options.h"
 #include "ssh/fanout.h"
 

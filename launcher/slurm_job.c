@@ -46,12 +46,6 @@ void slurm_options_table(struct slurm_options *o, struct opt *opts)
 	memcpy(opts, table, sizeof(table));
 }
 
-static int usage_error(const struct err *e)
-{
-	log_error("%s (see slicectl job --help)", e->msg);
-	return EXIT_USAGE;
-}
-
 /* The flags only the other targets take, and the shape. */
 static int check_flags(const struct job_request *r,
 		       const struct slurm_options *o, struct err *e)
@@ -126,7 +120,7 @@ int slurm_job(struct job_request *r, const struct slurm_options *o,
 
 	err_init(&e);
 	if (check_flags(r, o, &e))
-		return usage_error(&e);
+		return usage_error("%s", e.msg);
 	r->workers_per_slice = o->nodes / r->num_slices;
 	r->portable = true;
 	r->target = NULL;
@@ -149,7 +143,7 @@ int slurm_job(struct job_request *r, const struct slurm_options *o,
 	s.supervisor_sha256 = run.supervisor_sha256;
 	buf_init(&script);
 	if (slurm_render(&s, &script, &e)) {
-		status = e.code == COMMON_EUSAGE ? usage_error(&e) : 1;
+		status = e.code == COMMON_EUSAGE ? usage_error("%s", e.msg) : 1;
 		if (status == 1)
 			log_error("%s", e.msg);
 		goto out;

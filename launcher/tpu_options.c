@@ -5,7 +5,6 @@
 #include "launcher/hosts.h"
 #include "launcher/launcher.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -209,22 +208,4 @@ void tpu_print_qr(FILE *f, const struct tpu_qr *q, const struct tpu_node *nodes,
 	fprintf(f, "slices:       %zu\n", q->nnodes);
 	for (size_t i = 0; i < q->nnodes; i++)
 		print_node(f, i, q->node_ids[i], i < nnodes ? &nodes[i] : NULL);
-}
-
-int slicectl_home_path(struct buf *b, const char *name, struct err *e)
-{
-	const char *home = getenv("SLICECTL_HOME");
-	int rc;
-
-	if (home && *home) {
-		rc = buf_appendf(b, "%s/%s", home, name);
-	} else {
-		home = home_dir();
-		if (!home)
-			return err_set(e, COMMON_EUSAGE,
-				       "cannot find your home directory: set "
-				       "HOME or SLICECTL_HOME");
-		rc = buf_appendf(b, "%s/.slicectl/%s", home, name);
-	}
-	return rc ? err_set(e, COMMON_ENOMEM, "out of memory") : 0;
 }

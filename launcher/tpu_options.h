@@ -64,8 +64,4 @@ void tpu_print_progress(void *ud, const struct tpu_qr *q,
 void tpu_print_qr(FILE *f, const struct tpu_qr *q, const struct tpu_node *nodes,
 		  size_t nnodes);
 
-/* slicectl's own directory: $SLICECTL_HOME, else ~/.slicectl. Appends
- * "/name" to b. */
-int slicectl_home_path(struct buf *b, const char *name, struct err *e);
-
 #endif

@@ -77,7 +77,7 @@ static int cmd_run(int argc, char **argv)
 				   run_usage, false, &pos);
 	if (status >= 0)
 		goto out;
-	status = OPT_EXIT_USAGE;
+	status = EXIT_USAGE;
 	if (pos.n) {
 		log_error("unexpected argument '%s' (see slice-supervisor run "
 			  "--help)", pos.v[0]);
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 	signal(SIGXFSZ, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
-		return OPT_EXIT_USAGE;
+		return EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
@@ -162,5 +162,5 @@ int main(int argc, char **argv)
 		return ckpt_cli("slice-supervisor", argc - 1, argv + 1);
 	fprintf(stderr, "slice-supervisor: '%s' is not a command; see "
 			"slice-supervisor --help\n", argv[1]);
-	return OPT_EXIT_USAGE;
+	return EXIT_USAGE;
 }

@@ -419,9 +419,10 @@ static int load_job(struct sup *s, struct err *e)
 	return rc;
 }
 
-/* In a pod the state file goes with the pod; this worker's heartbeat in
- * the bucket says which generation an earlier pod of it ran (0 none). A
- * bucket that cannot say is taken for none, with a warning. */
+/* In a pod (or a Slurm job) the state file goes with the pod (the
+ * allocation); this worker's heartbeat in the bucket says which
+ * generation an earlier one ran (0 none). A bucket that cannot say is
+ * taken for none, with a warning. */
 static int64_t earlier_pod_generation(const struct sup *s)
 {
 	struct worker_status *v = NULL;
@@ -434,7 +435,8 @@ static int64_t earlier_pod_generation(const struct sup *s)
 	if (store_open(&st, s->o->run_url, &e) ||
 	    status_list(st, &v, &n, &e))
 		log_warn("reading the heartbeats: %s (taking this for the "
-			 "worker's first pod)", e.msg);
+			 "worker's first %s)", e.msg,
+			 s->o->slurm ? "allocation" : "pod");
 	for (size_t i = 0; i < n; i++)
 		if (v[i].slice == s->id.slice && v[i].worker == s->id.worker)
 			g = v[i].generation;
@@ -483,9 +485,16 @@ int sup_setup(struct sup *s, struct err *e)
 		 s->job.name, s->id.num_processes, s->boot_id);
 	if (o->pod) {
 		s->earlier_pod_gen = earlier_pod_generation(s);
-		log_info("in a pod, JobSet restart attempt %u; an earlier pod "
-			 "of this worker ran generation %lld",
-			 s->id.restart_attempt, (long long)s->earlier_pod_gen);
+		if (o->slurm)
+			log_info("in a Slurm job, requeue %u; an earlier "
+				 "allocation of this worker ran generation "
+				 "%lld", s->id.restart_attempt,
+				 (long long)s->earlier_pod_gen);
+		else
+			log_info("in a pod, JobSet restart attempt %u; an "
+				 "earlier pod of this worker ran generation "
+				 "%lld", s->id.restart_attempt,
+				 (long long)s->earlier_pod_gen);
 	}
 	/* A supervisor killed outright left its trainer running. */
 	s->orphan = s->st_found && s->st.trainer_pgid;

@@ -1,7 +1,8 @@
 /*
  * supervisor/supervisor.h: slice-supervisor, the per-worker daemon that
- * keeps one worker's share of a run alive (DESIGN.md: trainer environment,
- * checkpoint hand-off, bucket layout, group restarts, signals).
+ * keeps one worker's share of a run alive (docs/DESIGN.md: trainer
+ * environment, checkpoint hand-off, bucket layout, group restarts,
+ * signals).
  *
  * What other parts use: the job spec (job.json), which the launcher
  * writes and checks before anything is created, the names of a run's
@@ -71,7 +72,7 @@ int job_parse(const char *json, size_t len, struct job *out, struct err *e);
 /* job.json for j (*out malloc'd, NUL-terminated). */
 int job_to_json(const struct job *j, char **out, struct err *e);
 
-/* Object names of a run, relative to its prefix (see DESIGN.md). */
+/* Object names of a run, relative to its prefix (see docs/DESIGN.md). */
 #define RUN_JOB "job.json"
 #define RUN_CONTROL "control.json"
 #define RUN_BUNDLE "bundle.tar.zst"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Linear regression by SGD with momentum, following slicectl's trainer
-contract (DESIGN.md, "Trainer environment" and "Checkpoint hand-off").
+contract (docs/DESIGN.md, "Trainer environment" and "Checkpoint hand-off").
 
 Pure Python (standard library only), deterministic to the bit:
 

@@ -1,7 +1,8 @@
 """Starting a fake for the Python tests: a script next to this file that
 takes --port-file and writes it once it listens. start() returns the
 fake's Popen then, and raises, naming the fake, as soon as it exits or
-once a deadline on the monotonic clock passes (the fake is killed)."""
+once a deadline on the monotonic clock passes (the fake is killed): a
+bound for a loaded machine, where Python may start slowly, not a pace."""
 
 import os
 import subprocess
@@ -11,7 +12,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def start(script, port_file, args=(), seconds=10):
+def start(script, port_file, args=(), seconds=60):
 	proc = subprocess.Popen([sys.executable, os.path.join(HERE, script),
 				 "--port-file", port_file] + list(args))
 	deadline = time.monotonic() + seconds

@@ -33,7 +33,9 @@
 #endif
 
 #define SSHD_PATH "/usr/sbin/sshd"
-#define READY_TIMEOUT_MS 10000
+/* A bound for a loaded machine: a dead sshd is seen at once (its pid, a
+ * refused or closed connection), a live one may be slow to answer. */
+#define READY_TIMEOUT_MS 60000
 #define STOP_GRACE_MS 3000
 #define START_ATTEMPTS 3
 
@@ -112,14 +114,16 @@ static int free_port(unsigned *port)
 	return rc;
 }
 
-/* True once a connection to the port is answered with an SSH banner. */
-static bool banner_seen(unsigned port)
+/* True once a connection to the port is answered with an SSH banner by
+ * deadline. One connection waits for it: on a loaded machine sshd's
+ * fork and re-exec may take seconds, and a probe that gave up sooner
+ * would only start that cost again. */
+static bool banner_seen(unsigned port, uint64_t deadline)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	char buf[256];
 	size_t len = 0;
 	bool seen = false;
-	uint64_t deadline = now_ms() + 1000;
 	int fd;
 
 	sa.sin_port = htons((uint16_t)port);
@@ -290,7 +294,7 @@ static int wait_ready(const struct test_sshd *s, bool *reaped)
 				s->port, st);
 			return -1;
 		}
-		if (banner_seen(s->port))
+		if (banner_seen(s->port, deadline))
 			return 0;
 		if (now_ms() >= deadline) {
 			fprintf(stderr, "harness: sshd on port %u sent no "

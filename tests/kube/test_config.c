@@ -560,9 +560,10 @@ Test(yaml, deep_nesting_is_refused)
  * kubeconfig that kubectl itself wrote (folded long values, quoted keys
  * and numbers) and on the corners above, flow style, anchors, tags and
  * block scalars: the same document, value for value. Skipped where
- * kubectl or PyYAML is missing.
+ * kubectl or PyYAML is missing. kubectl starts slowly on a loaded machine:
+ * its timeout is a bound, not a pace.
  */
-Test(kubeconfig, agrees_with_pyyaml_on_what_kubectl_writes)
+Test(kubeconfig, agrees_with_pyyaml_on_what_kubectl_writes, .timeout = 300)
 {
 	static const char *const docs[] = {
 		"a: 1\nb: -2.5\nc: 0x1f\nd: true\ne: yes\nf: Off\ng: ~\nh:\n"

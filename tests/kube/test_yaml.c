@@ -459,7 +459,7 @@ static void same_list(json_t *ours, json_t *theirs, const char *list,
  * -o json --raw`) and by us: the fields kube/config.c uses agree, and the
  * malformed ones are refused by both. Skipped where kubectl is missing.
  */
-Test(kubeconfig_yaml, agrees_with_kubectl)
+Test(kubeconfig_yaml, agrees_with_kubectl, .timeout = 300)
 {
 	static const struct {
 		const char *name, *text;

@@ -346,7 +346,9 @@ static long furthest_logged(const char *roots, long gen)
 Test(local, counts_the_steps_a_crash_makes_it_train_again)
 {
 	struct prepared_run p;
-	struct local_options o = { .format = 1, .chaos = "crash:worker=1@3s" };
+	/* 6 s of training: python may take most of 3 to start on a loaded
+	 * machine, and the crash must find steps to throw away. */
+	struct local_options o = { .format = 1, .chaos = "crash:worker=1@6s" };
 	struct captured c;
 	json_t *s = run_to_summary(&p, &o, "recompute", 1000, 1, &c);
 	long reached = furthest_logged(roots, 1);

@@ -179,7 +179,7 @@ Test(run, barrier_across_256_hosts, .timeout = 300)
 	snprintf(cmd, sizeof(cmd),
 		 ": > %s/$SLICE_PROCESS_ID; "
 		 "while :; do set -- %s/*; [ $# -ge 256 ] && break; "
-		 "sleep 0.3; done; echo passed",
+		 "sleep 1; done; echo passed",
 		 barrier, barrier);
 	const char *args[] = { "run", "--hosts", hosts,
 			       "--connect-concurrency", "8", "--timeout",

@@ -19,9 +19,11 @@
 # call a timeout: a dead slurmctld makes each one wait out its retries.
 set -eu
 
-START_S=30
-# Seconds for one client call (sinfo, squeue, scancel).
-CALL_S=3
+# Bounds for a loaded machine, not paces: a daemon that dies is seen at
+# once by its pid. Seconds for the start, and for one client call (sinfo,
+# squeue, scancel).
+START_S=90
+CALL_S=6
 
 cmd=${1:?usage: slurm-cluster.sh start DIR [NODES] | stop DIR}
 dir=${2:?usage: slurm-cluster.sh start DIR [NODES] | stop DIR}

@@ -101,7 +101,7 @@ Test(slurm, submit_status_delete, .init = start2, .fini = slurm_cluster_stop)
 {
 	char id[32], path[HARNESS_PATH + 64], *text;
 	struct run_result r;
-	json_t *j, *t, *pods;
+	json_t *j, *t, *nodes;
 
 	job(&r, "ops", "2", NULL, NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
@@ -126,12 +126,12 @@ Test(slurm, submit_status_delete, .init = start2, .fini = slurm_cluster_stop)
 	j = slurm_status("ops");
 	t = json_object_get(j, "target");
 	cr_expect_str_eq(slurm_jstr(t, "kind"), "slurm");
-	cr_expect_str_eq(slurm_jstr(t, "kueue"), "RUNNING");
+	cr_expect_str_eq(slurm_jstr(t, "job_state"), "RUNNING");
 	cr_expect_eq(json_integer_value(json_object_get(t, "restarts")), 0);
-	pods = json_object_get(t, "pods");
-	cr_assert_eq(json_array_size(pods), 2);
-	cr_expect_str_eq(slurm_jstr(json_array_get(pods, 0), "node"), "n1");
-	cr_expect_str_eq(slurm_jstr(json_array_get(pods, 1), "node"), "n2");
+	nodes = json_object_get(t, "nodes");
+	cr_assert_eq(json_array_size(nodes), 2);
+	cr_expect_str_eq(slurm_jstr(json_array_get(nodes, 0), "node"), "n1");
+	cr_expect_str_eq(slurm_jstr(json_array_get(nodes, 1), "node"), "n2");
 	json_decref(j);
 	cr_assert_eq(run_slicectl(&r, (const char *const[]){
 					  "status", "ops", "--bucket",

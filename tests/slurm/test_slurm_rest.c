@@ -78,7 +78,7 @@ Test(slurm_rest, submit_status_delete, .init = start,
 {
 	char id[32], want[HARNESS_PATH + 64], *text;
 	struct run_result r;
-	json_t *j, *t, *pods;
+	json_t *j, *t, *nodes;
 
 	job(&r, "ops", rest_url, NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
@@ -116,12 +116,12 @@ Test(slurm_rest, submit_status_delete, .init = start,
 	run_result_release(&r);
 	cr_assert(j);
 	t = json_object_get(j, "target");
-	cr_expect_str_eq(slurm_jstr(t, "kueue"), "RUNNING");
+	cr_expect_str_eq(slurm_jstr(t, "job_state"), "RUNNING");
 	/* slurmrestd says "n[1-2]": expanded here, without scontrol. */
-	pods = json_object_get(t, "pods");
-	cr_assert_eq(json_array_size(pods), 2);
-	cr_expect_str_eq(slurm_jstr(json_array_get(pods, 0), "node"), "n1");
-	cr_expect_str_eq(slurm_jstr(json_array_get(pods, 1), "node"), "n2");
+	nodes = json_object_get(t, "nodes");
+	cr_assert_eq(json_array_size(nodes), 2);
+	cr_expect_str_eq(slurm_jstr(json_array_get(nodes, 0), "node"), "n1");
+	cr_expect_str_eq(slurm_jstr(json_array_get(nodes, 1), "node"), "n2");
 	json_decref(j);
 
 	operate(&r, "delete", true);

@@ -2,7 +2,7 @@
  * slice-supervisor end to end: real supervisor processes, one per worker,
  * running tests/supervisor/toy_trainer.py against a file:// (or, for the
  * outage, the GCS fake's gs://) run, with tests/fakes/metadata_fake.py as
- * each worker's metadata server. Every path of DESIGN.md's group restarts
+ * each worker's metadata server. Every path of docs/DESIGN.md's group restarts
  * and signals: completion, a crash, a hang, the restart budget, preemption
  * through the metadata server and through SIGTERM, a reset, a supervisor
  * killed outright, and a storage outage.

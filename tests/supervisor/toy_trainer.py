@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A toy trainer that follows slicectl's trainer contract (DESIGN.md).
+"""A toy trainer that follows slicectl's trainer contract (docs/DESIGN.md).
 
 It counts steps: every TOY_STEP_S seconds one step, a line of output per
 step, and every TOY_CKPT_EVERY steps a checkpoint: $SLICE_CHECKPOINT_DIR/

@@ -1,5 +1,5 @@
 /*
- * tpu_targets.c: the workers of a queued resource as fan-out targets.
+ * tpu_hosts.c: the workers of a queued resource as a host list.
  *
  * The TPU API is the authority on which workers exist and on their SSH
  * host keys (which each worker's guest agent publishes as guest
@@ -96,7 +96,7 @@ static const char *address(const struct host_options *ho,
 }
 
 /* The SLICE_* variables, then --env (later exports win). */
-static int worker_env(struct targets *t, const struct host_options *ho,
+static int worker_env(struct host_list *t, const struct host_options *ho,
 		      size_t i, const size_t ids[4], size_t nproc)
 {
 	static const char *const names[] = {
@@ -119,7 +119,7 @@ static int worker_env(struct targets *t, const struct host_options *ho,
 		else
 			snprintf(kv, sizeof(kv), "SLICE_NUM_PROCESSES=%zu",
 				 nproc);
-		if (targets_keep(t, kv, &s))
+		if (host_list_keep(t, kv, &s))
 			return COMMON_ENOMEM;
 		env[k++] = (char *)s;
 	}
@@ -130,7 +130,7 @@ static int worker_env(struct targets *t, const struct host_options *ho,
 	return 0;
 }
 
-static int fill(struct targets *t, const struct host_options *ho,
+static int fill(struct host_list *t, const struct host_options *ho,
 		const struct slices *s, struct err *e)
 {
 	char me[USER_NAME_MAX];
@@ -160,9 +160,9 @@ static int fill(struct targets *t, const struct host_options *ho,
 				return COMMON_EUSAGE;
 			snprintf(label, sizeof(label), "s%zu-w%zu", sl, w);
 			ft->port = ho->port ? ho->port : 22;
-			if (targets_keep(t, user, &ft->user) ||
-			    targets_keep(t, addr, &ft->host) ||
-			    targets_keep(t, label, &ft->label) ||
+			if (host_list_keep(t, user, &ft->user) ||
+			    host_list_keep(t, addr, &ft->host) ||
+			    host_list_keep(t, label, &ft->label) ||
 			    worker_env(t, ho, i, ids, s->workers))
 				return err_set(e, COMMON_ENOMEM,
 					       "out of memory");
@@ -173,7 +173,7 @@ static int fill(struct targets *t, const struct host_options *ho,
 
 /* Writes every published key into known_hosts; a worker that published
  * none is refused unless the user chose to trust on first use. */
-static int record_keys(struct targets *t, const struct host_options *ho,
+static int record_keys(struct host_list *t, const struct host_options *ho,
 		       const struct slices *s, struct err *e)
 {
 	struct fanout_known_host *kh = calloc(t->n + 1, sizeof(*kh));
@@ -223,7 +223,7 @@ static int record_keys(struct targets *t, const struct host_options *ho,
 		rc = slicectl_home_path(&path, "known_hosts", e);
 	if (!rc && nkh)
 		rc = fanout_known_hosts_update(path.data, kh, nkh, e);
-	if (!rc && targets_keep(t, path.data, &t->known_hosts))
+	if (!rc && host_list_keep(t, path.data, &t->known_hosts))
 		rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	if (!rc)
 		log_debug("%zu workers' host keys written to %s", nkh,
@@ -236,7 +236,7 @@ static int record_keys(struct targets *t, const struct host_options *ho,
 
 /* Without --identity: slicectl's own key when it has one (the one
  * `slicectl create` put into ssh-keys); else the usual agent and files. */
-static int default_identity(struct targets *t, const struct host_options *ho,
+static int default_identity(struct host_list *t, const struct host_options *ho,
 			    struct err *e)
 {
 	struct buf path;
@@ -247,14 +247,14 @@ static int default_identity(struct targets *t, const struct host_options *ho,
 	buf_init(&path);
 	rc = slicectl_home_path(&path, "id_ed25519", e);
 	if (!rc && access(path.data, R_OK) == 0 &&
-	    targets_keep(t, path.data, &t->identity))
+	    host_list_keep(t, path.data, &t->identity))
 		rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	buf_release(&path);
 	return rc;
 }
 
-int tpu_targets_build(struct targets *t, const struct host_options *ho,
-		      struct err *e)
+int tpu_hosts_build(struct host_list *t, const struct host_options *ho,
+		    struct err *e)
 {
 	struct tpu_options to = { .project = ho->project, .zone = ho->zone };
 	struct tpu_client *c = NULL;
