@@ -11,6 +11,7 @@
 #include "supervisor/identity.h"
 #include "supervisor/shipper.h"
 #include "supervisor/state.h"
+#include "supervisor/step_watch.h"
 #include "supervisor/supervise.h"
 #include "supervisor/supervise_table.h"
 #include "supervisor/syncer.h"
@@ -52,7 +53,10 @@ struct sup {
 	uint64_t moved_ms;         /* the same, for stalls */
 	uint64_t gap_ms;           /* usual time between two of them */
 	unsigned moves;            /* of this trainer */
-	uint64_t look_ms;          /* next step file read (LOOK_MS) */
+	struct step_watch steps;   /* the trainer's new steps on disk */
+	bool step_news;            /* the step file changed: read it */
+	uint64_t look_ms;          /* without inotify: next step file read */
+	uint64_t looked_ms;        /* the run phase's last look */
 	int64_t newest_done;
 	int64_t trained;           /* SLICE_STEP_FILE's step, -1 none yet */
 	bool task_pending;
@@ -89,6 +93,14 @@ struct sup {
 };
 
 /* ---- supervise.c ---- */
+
+/* What supervise() runs around its loop, and a test around the actions
+ * it drives: a supervisor of o->run_url in o->state_dir with its threads
+ * started (set-up), then stopped and everything released (release, also
+ * after a set-up that failed). */
+void sup_init(struct sup *s, const struct supervise_options *o);
+int sup_setup(struct sup *s, struct err *e);
+void sup_release(struct sup *s);
 
 /* Every state change goes through here: logged by name, the syncer's
  * closer polls off outside RUN, timers reset (entering STOP or EMERGENCY
@@ -129,6 +141,11 @@ void sup_trainer_gone(struct sup *s);
 
 /* One pass over the events; true when it moved the machine. */
 bool sup_pass(struct sup *s);
+/* The pass's dispatch of one raised event ev to its cell, given
+ * control.json as last read (NULL before the first read); returns the
+ * phase it left the machine in. A test drives the actions through it. */
+enum sup_phase sup_dispatch(struct sup *s, enum sup_event ev,
+			    const struct control *c);
 /* The milliseconds the loop may sleep, -1 for no limit. */
 int sup_wait_ms(struct sup *s);
 

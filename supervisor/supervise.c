@@ -446,7 +446,7 @@ static int64_t earlier_pod_generation(const struct sup *s)
 	return g;
 }
 
-static int setup(struct sup *s, struct err *e)
+int sup_setup(struct sup *s, struct err *e)
 {
 	const struct supervise_options *o = s->o;
 	struct shipper_config sc = { 0 };
@@ -472,6 +472,7 @@ static int setup(struct sup *s, struct err *e)
 	    fs_mkdir_p(s->log_dir, 0755, e) ||
 	    fs_mkdir_p(s->progress_dir, 0755, e))
 		return e->code;
+	step_watch_open(&s->steps, s->ckpt_dir, s->progress_dir);
 	if ((rc = boot_id_read(s->boot_id, e)) ||
 	    (rc = sup_state_load(s->state_path, &s->st, &s->st_found, e)) ||
 	    (rc = load_job(s, e)) ||
@@ -577,6 +578,18 @@ static void drain_pipe(struct sup *s)
 	}
 }
 
+/* A step's marker has the shipper look at once (it tells the loop what
+ * it found); a changed step file is read by the next look. */
+static void take_step_news(struct sup *s)
+{
+	unsigned news = step_watch_read(&s->steps);
+
+	if (news & STEP_NEWS_DONE)
+		shipper_kick(s->ship);
+	if (news & STEP_NEWS_STEP)
+		s->step_news = true;
+}
+
 /* As a container's first process (a pod), the supervisor inherits every
  * orphan of the trainer's tree: reaped here, the trainer itself left to
  * trainer_reap (waitid's WNOWAIT only looks). */
@@ -600,14 +613,17 @@ static void loop(struct sup *s)
 	bool init = getpid() == 1, moved = false;
 
 	while (s->phase != P_END) {
-		struct pollfd p[2] = { { s->pipe[0], POLLIN, 0 },
-				       { s->trainer.out_fd, POLLIN, 0 } };
+		/* poll passes over a negative fd: no trainer, no inotify. */
+		struct pollfd p[3] = { { s->pipe[0], POLLIN, 0 },
+				       { s->trainer.out_fd, POLLIN, 0 },
+				       { s->steps.fd, POLLIN, 0 } };
 
-		if (poll(p, s->trainer.out_fd >= 0 ? 2 : 1,
-			 moved ? 0 : sup_wait_ms(s)) < 0 &&
+		if (poll(p, 3, moved ? 0 : sup_wait_ms(s)) < 0 &&
 		    errno != EINTR)
 			break;
 		drain_pipe(s);
+		if (p[2].revents)
+			take_step_news(s);
 		if (s->trainer.pid) {
 			trainer_drain(&s->trainer);
 			trainer_reap(&s->trainer);
@@ -632,20 +648,48 @@ static int pod_status(struct sup *s)
 	return 0;
 }
 
+void sup_init(struct sup *s, const struct supervise_options *o)
+{
+	*s = (struct sup){ .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
+			   .lock_fd = -1, .steps = { .fd = -1 },
+			   .newest_done = -1, .trained = -1,
+			   .timed_step = -1 };
+	job_init(&s->job);
+	identity_init(&s->id);
+	trainer_init(&s->trainer);
+}
+
+void sup_release(struct sup *s)
+{
+	trainer_release(&s->trainer);
+	deadline_poller_stop(s->poller);
+	watch_stop(s->watch);
+	if (s->ship)
+		shipper_stop(s->ship);
+	if (s->sync)
+		syncer_stop(s->sync, mono_ms() + 10000);
+	/* What the store does not take by then stays in the spool, for
+	 * this worker's next start. */
+	events_stop(mono_ms() + 5000);
+	if (s->ready)
+		sup_save_state(s);
+	step_watch_close(&s->steps);
+	self_pipe_release(s->pipe, caught, N_CAUGHT);
+	identity_release(&s->id);
+	job_release(&s->job);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+}
+
 int supervise(const struct supervise_options *o)
 {
-	struct sup s = { .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
-			 .lock_fd = -1,
-			 .newest_done = -1, .trained = -1,
-			 .timed_step = -1 };
+	struct sup s;
 	struct err e;
 	int status = 0;
 
 	err_init(&e);
-	job_init(&s.job);
-	identity_init(&s.id);
-	trainer_init(&s.trainer);
-	if (setup(&s, &e)) {
+	sup_init(&s, o);
+	if (sup_setup(&s, &e)) {
 		log_error("%s", e.msg);
 		status = 1;
 	} else {
@@ -653,22 +697,6 @@ int supervise(const struct supervise_options *o)
 		if (o->pod)
 			status = pod_status(&s);
 	}
-	trainer_release(&s.trainer);
-	deadline_poller_stop(s.poller);
-	watch_stop(s.watch);
-	if (s.ship)
-		shipper_stop(s.ship);
-	if (s.sync)
-		syncer_stop(s.sync, mono_ms() + 10000);
-	/* What the store does not take by then stays in the spool, for
-	 * this worker's next start. */
-	events_stop(mono_ms() + 5000);
-	if (s.ready)
-		sup_save_state(&s);
-	self_pipe_release(s.pipe, caught, N_CAUGHT);
-	identity_release(&s.id);
-	job_release(&s.job);
-	if (s.lock_fd >= 0)
-		close(s.lock_fd);
+	sup_release(&s);
 	return status;
 }

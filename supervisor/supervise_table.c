@@ -6,6 +6,7 @@
  */
 #include "supervisor/sup.h"
 #include "checkpoint/checkpoint.h"
+#include "supervisor/deadline.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -23,9 +24,13 @@
  * failed peer stalls every trainer of the group until it restarts. */
 #define STALL_MIN_MS 500
 #define STALL_WATCH_MS 30000
-/* How often the run phase reads SLICE_STEP_FILE and refreshes the
- * heartbeat: a chatty trainer wakes the loop at every line. */
-#define LOOK_MS 100
+/* How often the run phase reads SLICE_STEP_FILE when inotify cannot say
+ * it changed: the hang clock counts in seconds. */
+#define LOOK_FALLBACK_MS 1000
+/* control.json's deadline is on the wall clock, the loop's sleep on the
+ * monotonic one: a sleep towards the deadline's lead is cut to this, so
+ * a clock stepped forward costs at most this much of the margin. */
+#define DEADLINE_RECHECK_MS 5000
 /* How often worker 0 records the trained step in the run's history (the
  * report's step rate): 720 events an hour, from one worker. */
 #define PROGRESS_EVENT_MS 5000
@@ -376,6 +381,13 @@ static enum sup_phase act_finished_retry(struct sup *s,
 	return deletes_qr(s, c) ? s->phase : act_retry(s, c);
 }
 
+/* Quiet for longer than this after its latest sign, a trainer is
+ * stalled. */
+static uint64_t stall_limit(const struct sup *s)
+{
+	return 2 * s->gap_ms > STALL_MIN_MS ? 2 * s->gap_ms : STALL_MIN_MS;
+}
+
 /* moved: the trainer's latest sign of progress. The gap from its start
  * to its first sign (start-up, compilation) is not a usual one. */
 static void watch_stall(struct sup *s, uint64_t moved, uint64_t now)
@@ -391,7 +403,7 @@ static void watch_stall(struct sup *s, uint64_t moved, uint64_t now)
 		s->moves++;
 		s->moved_ms = moved;
 	}
-	limit = 2 * s->gap_ms > STALL_MIN_MS ? 2 * s->gap_ms : STALL_MIN_MS;
+	limit = stall_limit(s);
 	syncer_watch_closely(s->sync, s->moves >= 3 &&
 					      now > s->moved_ms + limit &&
 					      now < s->moved_ms + limit +
@@ -445,27 +457,29 @@ static enum sup_phase act_finished_look(struct sup *s,
 }
 
 /* The trainer's signs of progress: new steps, output, SLICE_STEP_FILE
- * (every LOOK_MS), for the hang and stall clocks and the history. */
+ * (when inotify says it changed, else every LOOK_FALLBACK_MS), for the
+ * hang and stall clocks and the history. */
 static enum sup_phase act_look(struct sup *s, const struct control *c)
 {
 	struct shipper_state ss;
 	uint64_t now = mono_ms(), moved = s->trainer.last_output_ms;
 
 	(void)c;
+	s->looked_ms = now;
 	shipper_get(s->ship, &ss);
 	sup_time_upload(s, &ss, now);
 	if (ss.newest_done > s->newest_done) {
 		s->newest_done = ss.newest_done;
 		moved = now;
 	}
-	if (now >= s->look_ms) {
-		s->look_ms = now + LOOK_MS;
+	if (s->step_news || (s->steps.fd < 0 && now >= s->look_ms)) {
+		s->step_news = false;
+		s->look_ms = now + LOOK_FALLBACK_MS;
 		if (sup_note_trained(s))
 			moved = now;
-		/* Fresh step and committed step for the next regular
-		 * heartbeat. */
-		sup_publish_as(s, false);
 	}
+	/* Fresh step and committed step for the next regular heartbeat. */
+	sup_publish_as(s, false);
 	if (moved > s->progress_ms)
 		s->progress_ms = moved;
 	watch_stall(s, moved, now);
@@ -870,6 +884,32 @@ static bool raised(struct sup *s, enum sup_event ev, const struct control *c,
 	return false;
 }
 
+enum sup_phase sup_dispatch(struct sup *s, enum sup_event ev,
+			    const struct control *c)
+{
+	enum sup_phase from = s->phase, to;
+	const struct cell *k = &table[from][ev];
+
+	if (k->kind == SUP_CELL_DEFERRED)
+		return from;
+	if (is_result(ev)) {
+		s->have_result = false;
+		s->task_pending = false;
+	}
+	if (k->kind != SUP_CELL_ACTION) {
+		if (k->kind != SUP_CELL_IGNORED)
+			log_error("%s in phase %s cannot happen",
+				  sup_event_names[ev], sup_phase_names[from]);
+		return from;
+	}
+	to = k->act(s, c);
+	if (to != s->phase || !((k->next | B(from)) & B(to)))
+		log_error("%s in phase %s led to %s, which the table does not "
+			  "say", sup_event_names[ev], sup_phase_names[from],
+			  sup_phase_names[s->phase]);
+	return s->phase;
+}
+
 /* One pass over the events, in their order, until one moves the machine
  * to another phase. Returns whether one did. */
 bool sup_pass(struct sup *s)
@@ -879,46 +919,69 @@ bool sup_pass(struct sup *s)
 		syncer_control(s->sync, &control) ? &control : NULL;
 	enum sup_phase from = s->phase;
 
-	for (int ev = 0; ev < EV_COUNT && s->phase == from; ev++) {
-		const struct cell *k = &table[from][ev];
-		enum sup_phase to;
-
-		if (!raised(s, ev, c, mono_ms()) ||
-		    k->kind == SUP_CELL_DEFERRED)
-			continue;
-		if (is_result(ev)) {
-			s->have_result = false;
-			s->task_pending = false;
-		}
-		if (k->kind != SUP_CELL_ACTION) {
-			if (k->kind != SUP_CELL_IGNORED)
-				log_error("%s in phase %s cannot happen",
-					  sup_event_names[ev],
-					  sup_phase_names[from]);
-			continue;
-		}
-		to = k->act(s, c);
-		if (to != s->phase || !((k->next | B(from)) & B(to)))
-			log_error("%s in phase %s led to %s, which the table "
-				  "does not say", sup_event_names[ev],
-				  sup_phase_names[from],
-				  sup_phase_names[s->phase]);
-	}
+	for (int ev = 0; ev < EV_COUNT && s->phase == from; ev++)
+		if (raised(s, ev, c, mono_ms()))
+			sup_dispatch(s, ev, c);
 	return s->phase != from;
 }
 
+/* Brings *next forward to t, a time the run phase's last look had not
+ * reached yet (one it had is acted on, or moved, already). */
+static void run_clock(const struct sup *s, uint64_t t, uint64_t *next)
+{
+	if (t > s->looked_ms && t < *next)
+		*next = t;
+}
+
+/* The run phase's clocks, the look's (act_look) and the events after
+ * it: the hang, the stall's start and end, worker 0's progress event,
+ * control.json's deadline coming within its lead, and without inotify
+ * the step file's next read. Output, new steps, a new step file and
+ * control.json's changes wake the loop through its descriptors. */
+static uint64_t run_wake(const struct sup *s, const struct control *c,
+			 uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	if (s->steps.fd < 0)
+		run_clock(s, s->look_ms, &next);
+	if (s->job.hang_timeout_s)
+		run_clock(s, s->progress_ms +
+				     (uint64_t)s->job.hang_timeout_s * 1000 + 1,
+			  &next);
+	if (s->moves >= 3) {
+		uint64_t stalled = s->moved_ms + stall_limit(s);
+
+		run_clock(s, stalled + 1, &next);
+		run_clock(s, stalled + STALL_WATCH_MS, &next);
+	}
+	if (s->id.process_id == 0 && progress_step(s) >= 0)
+		run_clock(s, s->noted_progress_ms + PROGRESS_EVENT_MS, &next);
+	if (c) {
+		int64_t left = deadline_left_ms(&c->deadline,
+						deadline_now_ms());
+		uint64_t lead = sup_lead_ms(s);
+
+		if (left != INT64_MAX && left > 0 && (uint64_t)left > lead)
+			run_clock(s, now + ((uint64_t)left - lead <
+							 DEADLINE_RECHECK_MS
+						 ? (uint64_t)left - lead
+						 : DEADLINE_RECHECK_MS),
+				  &next);
+	}
+	return next;
+}
+
 /* The milliseconds poll may sleep: until the nearest time one of the
- * phase's actions waits for, -1 for none (the pipe and the trainer's
- * output wake it). In the run phase the step file is read every LOOK_MS,
- * which bounds the hang, stall, deadline and progress-event clocks the
- * look feeds. */
+ * phase's actions waits for, -1 for none (the pipe, the trainer's output
+ * and the step watch wake it). */
 int sup_wait_ms(struct sup *s)
 {
 	uint64_t next = UINT64_MAX, now = mono_ms();
 	struct control c;
+	bool have_c = syncer_control(s->sync, &c);
 	/* A finished worker deleting its queued resource waits for that. */
-	bool deleting = s->phase == P_FINISHED &&
-			syncer_control(s->sync, &c) && deletes_qr(s, &c);
+	bool deleting = s->phase == P_FINISHED && have_c && deletes_qr(s, &c);
 
 	if (s->deadline_ms)
 		next = s->deadline_ms;
@@ -926,8 +989,12 @@ int sup_wait_ms(struct sup *s)
 	    table[s->phase][EV_RETRY].kind == SUP_CELL_ACTION &&
 	    s->retry_ms < next)
 		next = s->retry_ms;
-	if (s->phase == P_RUN && s->look_ms < next)
-		next = s->look_ms;
+	if (s->phase == P_RUN) {
+		uint64_t run = run_wake(s, have_c ? &c : NULL, now);
+
+		if (run < next)
+			next = run;
+	}
 	if (s->phase == P_WAIT_GEN && resumes(s) && s->deadline_at_ms < next)
 		next = s->deadline_at_ms;
 	if (s->phase == P_FINISHED && !deleting && s->id.process_id == 0 &&

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,7 @@ uint64_t proc_start_time(pid_t pid)
 int trainer_start(struct trainer *t, const char *command, const char *dir,
 		  char *const *env, const char *log_path, struct err *e)
 {
+	sigset_t all, old;
 	int pipefd[2];
 	pid_t pid;
 
@@ -72,10 +74,18 @@ int trainer_start(struct trainer *t, const char *command, const char *dir,
 		t->log_fd = -1;
 		return err_errno(e, COMMON_EIO, err, "pipe");
 	}
+	/* Until the child has the default dispositions, a signal sent to
+	 * its group waits: the supervisor's handlers, which it inherits,
+	 * would take it for the supervisor and the trainer would not die. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pid = fork();
+	if (pid > 0)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		int err = errno;
 
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		close(pipefd[0]);
 		close(pipefd[1]);
 		close(t->log_fd);
@@ -87,12 +97,12 @@ int trainer_start(struct trainer *t, const char *command, const char *dir,
 		sigset_t none;
 
 		setpgid(0, 0);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (null >= 0)
 			dup2(null, 0);
 		dup2(pipefd[1], 1);
