@@ -1,16 +1,16 @@
 /*
- * supervisor/control.c: control.json, the run's generation and state,
- * changed only by compare-and-swap on the object's generation (control.h).
+ * run/control.c: control.json, the run's generation and state,
+ * changed only by compare-and-swap on the object's generation (run.h).
  *
  * Every change is read, modify, write-if-unchanged. A writer that loses
  * the race reads again and decides anew from what the winner wrote: a
  * bump whose failure another worker already bumped for stops there, so
  * one failure makes one new generation however many workers see it.
  */
-#include "supervisor/control.h"
+#include "run/run.h"
 
 #include "checkpoint/checkpoint.h"
-#include "supervisor/spec_util.h"
+#include "run/spec_util.h"
 
 #include <errno.h>
 #include <jansson.h>

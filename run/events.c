@@ -1,5 +1,5 @@
 /*
- * supervisor/events.c: the run's history, events/ (supervisor.h).
+ * run/events.c: the run's history, events/ (run.h).
  *
  * A supervisor's events go through one writer thread: event_record only
  * queues (and appends the event to a spool file, so a store outage or a
@@ -10,10 +10,10 @@
  * Other processes (slicectl restart, stop; the local provider) record
  * few events and write each at once.
  */
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include "cloud/cloud.h"
-#include "supervisor/spec_util.h"
+#include "run/spec_util.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -1,17 +1,16 @@
 /*
- * supervisor/supervisor.h: slice-supervisor, the per-worker daemon that
- * keeps one worker's share of a run alive (docs/DESIGN.md: trainer
- * environment, checkpoint hand-off, bucket layout, group restarts,
- * signals).
+ * run/run.h: a run's contract, the objects in its bucket that slicectl
+ * and every slice-supervisor read and write (docs/DESIGN.md: job.json,
+ * control.json, heartbeats, events, bucket layout).
  *
- * What other parts use: the job spec (job.json), which the launcher
- * writes and checks before anything is created, the names of a run's
- * objects, and the run's shared state (control.json and the workers'
- * status objects), which slicectl status, logs, restart and stop read and
- * change.
+ * The launcher writes the job spec (job.json), after checking it, before
+ * anything is created; slicectl status, logs, restart and stop read and
+ * change the run's shared state (control.json, the workers' status
+ * objects, the history); the supervisors do all of that and the few
+ * changes that are theirs alone (the last section).
  */
-#ifndef SLICECTL_SUPERVISOR_H
-#define SLICECTL_SUPERVISOR_H
+#ifndef SLICECTL_RUN_H
+#define SLICECTL_RUN_H
 
 #include "common/common.h"
 
@@ -246,5 +245,52 @@ void events_seen_release(struct events_seen *seen);
 
 /* An event's time as Unix milliseconds; -1 when it is not RFC 3339. */
 int64_t event_ms(const struct event *ev);
+
+/* ---- what only the supervisors do to the run's shared state: fix the
+ * step a generation restores, follow a JobSet's restarts, publish a
+ * deadline, and write their own heartbeats ---- */
+
+/*
+ * The step generation `generation` restores: restore_step when already
+ * chosen; else the newest committed, uncorrupt step (0 when none), written
+ * into control.json by compare-and-swap so every worker gets the same
+ * answer. CLOUD_EPRECONDITION when control.json has moved to another
+ * generation meanwhile.
+ */
+int control_restore_step(struct store *s, int64_t generation, int64_t *step,
+			 struct err *e);
+
+/*
+ * The pods of JobSet restart attempt `attempt` join the run: the first of
+ * them moves control.json to the next generation (reason "jobset restart
+ * N", restoring the newest committed step) and records the attempt in
+ * "jobset_restart", so every other pod of it, and any later bump racing
+ * it, makes no second one. The restart counts against max_restarts like
+ * any other: a spent budget sets the run "failed". A run that is not
+ * running is left as it is; *out is control.json as it now stands.
+ */
+int control_join_restart(struct store *s, int64_t attempt,
+			 unsigned max_restarts, const char *by,
+			 struct control *out, struct err *e);
+
+/*
+ * Publishes d as control.json's deadline (kind "" removes it), unless the
+ * run is not running or d is there already. The same kind and time keep
+ * their "checkpointed" mark.
+ */
+int control_set_deadline(struct store *s, const struct control_deadline *d,
+			 struct control *out, struct err *e);
+
+/*
+ * control_bump (restoring the newest committed step) after the group's
+ * checkpoint for seen->deadline: the next generation also marks that
+ * deadline "checkpointed", so it is not taken again.
+ */
+int control_bump_deadline(struct store *s, const struct control *seen,
+			  unsigned max_restarts, const char *reason,
+			  const char *by, struct control *out, struct err *e);
+
+/* Writes st (its time set to now) as status/slice-S-worker-W.json. */
+int status_put(struct store *s, struct worker_status *st, struct err *e);
 
 #endif

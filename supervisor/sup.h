@@ -7,7 +7,7 @@
 #ifndef SLICECTL_SUPERVISOR_SUP_H
 #define SLICECTL_SUPERVISOR_SUP_H
 
-#include "supervisor/control.h"
+#include "run/run.h"
 #include "supervisor/identity.h"
 #include "supervisor/shipper.h"
 #include "supervisor/state.h"
@@ -106,7 +106,7 @@ void sup_release(struct sup *s);
  * closer polls off outside RUN, timers reset (entering STOP or EMERGENCY
  * starts the trainer's grace period), why kept for the heartbeat. */
 void sup_set_phase(struct sup *s, enum sup_phase p, const char *why);
-/* One event in the run's history (supervisor.h) by this worker, of
+/* One event in the run's history (run/run.h) by this worker, of
  * s->generation or of generation. */
 void sup_note(struct sup *s, const char *kind, int64_t step,
 	      const char *cause, const char *details);

@@ -54,7 +54,7 @@ void sup_set_phase(struct sup *s, enum sup_phase p, const char *why)
 		snprintf(s->message, sizeof(s->message), "%s", why);
 }
 
-/* One event in the run's history (supervisor.h), by this worker, of
+/* One event in the run's history (run/run.h), by this worker, of
  * generation. */
 void sup_note_of(struct sup *s, int64_t generation, const char *kind,
 		    int64_t step, const char *cause, const char *details)

@@ -5,7 +5,7 @@
  */
 #include "supervisor/syncer.h"
 #include "checkpoint/checkpoint.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 #ifndef SLICECTL_SUPERVISOR_SYNCER_H
 #define SLICECTL_SUPERVISOR_SYNCER_H
 
-#include "supervisor/control.h"
+#include "run/run.h"
 
 struct syncer;
 

@@ -7,7 +7,7 @@
  */
 #include "cloud/cloud.h"
 #include "startup/startup.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 #include "tests/cloud/fake_tpu.h"
 #include "tests/harness/harness.h"
 

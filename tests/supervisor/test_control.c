@@ -4,8 +4,7 @@
  * workers (threads or processes) race, the restart budget, states, the
  * restore step fixed by the first to ask, and malformed objects.
  */
-#include "supervisor/control.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 #include "tests/supervisor/spec_check.h"
 
 #include "checkpoint/checkpoint.h"

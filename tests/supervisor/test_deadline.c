@@ -14,9 +14,8 @@
  * the final step is committed and the group resumes from exactly that
  * step, so nothing is computed twice.
  */
-#include "supervisor/control.h"
+#include "run/run.h"
 #include "supervisor/deadline.h"
-#include "supervisor/supervisor.h"
 #include "tests/harness/harness.h"
 #include "tests/supervisor/run_check.h"
 

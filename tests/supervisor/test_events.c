@@ -5,7 +5,7 @@
  * and nothing lost to a store outage, not even one that outlasts the
  * writer (GCS fake's fault rules).
  */
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 #include "cloud/cloud.h"
 #include "tests/cloud/fake_gcs.h"
 #include "tests/harness/harness.h"
