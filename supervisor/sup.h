@@ -35,6 +35,7 @@ struct sup {
 	bool st_found;
 	int pipe[2];
 	int lock_fd;               /* STATE_DIR/lock, held to the end */
+	struct events_writer *events; /* this worker's history writer */
 	struct syncer *sync;
 	struct shipper *ship;
 	struct watch *watch;
