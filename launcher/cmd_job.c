@@ -430,8 +430,8 @@ static int recreate(struct watch *w, const struct control *seen,
 	err_init(&e);
 	snprintf(reason, sizeof(reason),
 		 "queued resource recreated after %s", why);
-	if (control_bump(w->s, seen, w->max_restarts, reason, "slicectl", -1,
-			 &after, &e)) {
+	if (control_bump(w->s, NULL, seen, w->max_restarts, reason,
+			 "slicectl", -1, &after, &e)) {
 		log_error("bumping the run's generation: %s", e.msg);
 		return 1;
 	}

@@ -81,7 +81,8 @@ int cmd_restart(int argc, char **argv)
 			goto done;
 		}
 		if (!rc)
-			rc = control_bump(ro.store, &seen, ro.job.max_restarts,
+			rc = control_bump(ro.store, NULL, &seen,
+					  ro.job.max_restarts,
 					  reason, "slicectl", -1, &out, &e);
 		if (rc) {
 			status = run_exit_status(rc, &e);

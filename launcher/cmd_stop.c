@@ -83,8 +83,8 @@ int cmd_stop(int argc, char **argv)
 		status = over(&ro, &seen);
 		goto done;
 	}
-	rc = control_set_state(ro.store, "stopping", reason, "slicectl", &out,
-			       &e);
+	rc = control_set_state(ro.store, NULL, "stopping", reason, "slicectl",
+			       &out, &e);
 	if (rc) {
 		status = run_exit_status(rc, &e);
 		goto done;

@@ -9,7 +9,7 @@
 #define SLICECTL_LAUNCHER_JOB_H
 
 #include "cloud/cloud.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 /* `slicectl job`'s flags, as given. */
 struct job_request {

@@ -8,7 +8,7 @@
 #define SLICECTL_LAUNCHER_REPORT_H
 
 #include "common/common.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 struct report_commit {
 	int64_t step;

@@ -13,7 +13,7 @@
 
 #include "cloud/cloud.h"
 #include "common/common.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -10,7 +10,7 @@
 #define SLICECTL_LAUNCHER_SLURM_H
 
 #include "common/common.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include <stdbool.h>
 

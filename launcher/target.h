@@ -9,7 +9,7 @@
 #ifndef SLICECTL_LAUNCHER_TARGET_H
 #define SLICECTL_LAUNCHER_TARGET_H
 
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include <jansson.h>
 #include <stdbool.h>

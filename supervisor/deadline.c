@@ -4,7 +4,7 @@
  * reads so that stopping it never waits a whole period.
  */
 #include "supervisor/deadline.h"
-#include "supervisor/control.h"
+#include "run/run.h"
 
 #include <errno.h>
 #include <pthread.h>

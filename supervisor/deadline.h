@@ -14,7 +14,7 @@
 #define SLICECTL_SUPERVISOR_DEADLINE_H
 
 #include "cloud/cloud.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 /* Between the trainer's exit and the deadline, besides the upload: the
  * control.json poll, a late heartbeat, clocks a little apart. */

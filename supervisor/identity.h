@@ -9,7 +9,7 @@
 #define SLICECTL_SUPERVISOR_IDENTITY_H
 
 #include "common/common.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 struct identity {
 	unsigned slice, worker;

@@ -22,7 +22,7 @@
 #define SLICECTL_SUPERVISOR_SHIPPER_H
 
 #include "cloud/cloud.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 struct shipper;
 

@@ -7,7 +7,7 @@
 #ifndef SLICECTL_SUPERVISOR_SUP_H
 #define SLICECTL_SUPERVISOR_SUP_H
 
-#include "supervisor/control.h"
+#include "run/run.h"
 #include "supervisor/identity.h"
 #include "supervisor/shipper.h"
 #include "supervisor/state.h"
@@ -35,6 +35,7 @@ struct sup {
 	bool st_found;
 	int pipe[2];
 	int lock_fd;               /* STATE_DIR/lock, held to the end */
+	struct events_writer *events; /* this worker's history writer */
 	struct syncer *sync;
 	struct shipper *ship;
 	struct watch *watch;
@@ -106,7 +107,7 @@ void sup_release(struct sup *s);
  * closer polls off outside RUN, timers reset (entering STOP or EMERGENCY
  * starts the trainer's grace period), why kept for the heartbeat. */
 void sup_set_phase(struct sup *s, enum sup_phase p, const char *why);
-/* One event in the run's history (supervisor.h) by this worker, of
+/* One event in the run's history (run/run.h) by this worker, of
  * s->generation or of generation. */
 void sup_note(struct sup *s, const char *kind, int64_t step,
 	      const char *cause, const char *details);

@@ -54,7 +54,7 @@ void sup_set_phase(struct sup *s, enum sup_phase p, const char *why)
 		snprintf(s->message, sizeof(s->message), "%s", why);
 }
 
-/* One event in the run's history (supervisor.h), by this worker, of
+/* One event in the run's history (run/run.h), by this worker, of
  * generation. */
 void sup_note_of(struct sup *s, int64_t generation, const char *kind,
 		    int64_t step, const char *cause, const char *details)
@@ -68,7 +68,7 @@ void sup_note_of(struct sup *s, int64_t generation, const char *kind,
 	snprintf(ev.by, sizeof(ev.by), "%s", s->id.name);
 	if (details)
 		snprintf(ev.details, sizeof(ev.details), "%s", details);
-	if (event_record(NULL, &ev, &e))
+	if (event_record(s->events, NULL, &ev, &e))
 		log_warn("event not recorded: %s", e.msg);
 }
 
@@ -507,6 +507,10 @@ int sup_setup(struct sup *s, struct err *e)
 	    (rc = self_pipe_catch(s->pipe[1], caught, N_CAUGHT, true, e)))
 		return rc;
 	signal(SIGPIPE, SIG_IGN);
+	/* The history's writer first: the syncer records through it. */
+	if ((rc = events_writer_start(&s->events, o->run_url, s->id.name,
+				      o->state_dir, e)))
+		return rc;
 	sc.run_url = o->run_url;
 	sc.ckpt_dir = s->ckpt_dir;
 	sc.spool_dir = s->spool_dir;
@@ -525,6 +529,7 @@ int sup_setup(struct sup *s, struct err *e)
 	yc.code_dir = s->code_dir;
 	yc.n_workers = s->id.num_processes;
 	yc.notify_fd = s->pipe[1];
+	yc.events = s->events;
 	yc.control_poll_ms = o->control_poll_ms ? o->control_poll_ms : 1000;
 	yc.close_poll_ms = yc.control_poll_ms < CLOSE_POLL_MS
 				   ? yc.control_poll_ms
@@ -544,8 +549,6 @@ int sup_setup(struct sup *s, struct err *e)
 			log_warn("not reading the queued resource's deadlines: "
 				 "%s", pe.msg);
 	}
-	if ((rc = events_start(o->run_url, s->id.name, o->state_dir, e)))
-		return rc;
 	snprintf(s->message, sizeof(s->message), "{\"boot_id\":\"%.40s\"}",
 		 s->boot_id);
 	sup_note(s, "boot", -1, s->orphan ? "restarted" : "started",
@@ -670,7 +673,8 @@ void sup_release(struct sup *s)
 		syncer_stop(s->sync, mono_ms() + 10000);
 	/* What the store does not take by then stays in the spool, for
 	 * this worker's next start. */
-	events_stop(mono_ms() + 5000);
+	events_writer_stop(s->events, mono_ms() + 5000);
+	s->events = NULL;
 	if (s->ready)
 		sup_save_state(s);
 	step_watch_close(&s->steps);

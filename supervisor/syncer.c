@@ -5,7 +5,7 @@
  */
 #include "supervisor/syncer.h"
 #include "checkpoint/checkpoint.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -355,7 +355,7 @@ static void run_task(struct syncer *s, const struct syncer_request *r)
 	case TASK_BUMP:
 		if (r->jobset_restart > 0) {
 			out.rc = control_join_restart(
-				s->store, r->jobset_restart,
+				s->store, s->c.events, r->jobset_restart,
 				s->c.job->max_restarts, s->c.part, &c, &e);
 			break;
 		}
@@ -368,13 +368,14 @@ static void run_task(struct syncer *s, const struct syncer_request *r)
 				s->store, &c, s->c.job->max_restarts,
 				r->reason, s->c.part, &c, &e);
 		else
-			out.rc = control_bump(s->store, &c,
+			out.rc = control_bump(s->store, s->c.events, &c,
 					      s->c.job->max_restarts, r->reason,
 					      s->c.part, r->restore_step, &c,
 					      &e);
 		break;
 	case TASK_SET_STATE:
-		out.rc = control_set_state(s->store, r->state, r->reason,
+		out.rc = control_set_state(s->store, s->c.events, r->state,
+					   r->reason,
 					   s->c.part, &c, &e);
 		break;
 	case TASK_CHECK_DONE: {
@@ -385,7 +386,8 @@ static void run_task(struct syncer *s, const struct syncer_request *r)
 		if (!out.rc && status_all_finished(v, n, s->c.n_workers,
 						   r->generation)) {
 			out.done = true;
-			out.rc = control_set_state(s->store, "done",
+			out.rc = control_set_state(s->store, s->c.events,
+						   "done",
 						   "every worker finished",
 						   s->c.part, &c, &e);
 		}

@@ -14,7 +14,7 @@
 #ifndef SLICECTL_SUPERVISOR_SYNCER_H
 #define SLICECTL_SUPERVISOR_SYNCER_H
 
-#include "supervisor/control.h"
+#include "run/run.h"
 
 struct syncer;
 
@@ -29,6 +29,9 @@ struct syncer_config {
 	const char *code_dir;
 	unsigned n_workers;
 	int notify_fd;
+	/* The worker's history writer, for the changes to control.json it
+	 * makes (control_bump, control_set_state); it outlives the syncer. */
+	struct events_writer *events;
 	unsigned control_poll_ms;  /* control.json read period (longer in
 				      runs of thousands of workers) */
 	unsigned close_poll_ms;    /* the same while watching closely */

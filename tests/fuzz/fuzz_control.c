@@ -6,7 +6,7 @@
 #include "fuzz.h"
 
 #include "cloud/cloud.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include <string.h>
 

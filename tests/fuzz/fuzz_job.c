@@ -6,7 +6,7 @@
  */
 #include "fuzz.h"
 
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 #define SLICECTL_TESTS_RUN_STATE_H
 
 #include "cloud/cloud.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 #include "tests/harness/harness.h"
 
 #include <jansson.h>

@@ -7,7 +7,7 @@
  */
 #include "cloud/cloud.h"
 #include "startup/startup.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 #include "tests/cloud/fake_tpu.h"
 #include "tests/harness/harness.h"
 
@@ -467,8 +467,8 @@ Test(job, watch_recreates_a_suspended_qr_until_the_run_is_done)
 	cr_assert_eq(c.generation, 2);
 	cr_assert_str_eq(c.updated_by, "slicectl");
 	cr_assert_str_eq(c.reason, "queued resource recreated after SUSPENDED");
-	cr_assert_eq(control_set_state(s, "done", "finished", "test", &c, &e),
-		     0, "%s", e.msg);
+	cr_assert_eq(control_set_state(s, NULL, "done", "finished", "test", &c,
+				       &e), 0, "%s", e.msg);
 	store_close(s);
 
 	status = wait_exit(pid, 60);

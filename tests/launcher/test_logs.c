@@ -214,7 +214,8 @@ Test(logs, follow_prints_what_comes_and_ends_with_the_run)
 	wait_for_file(out, wanted);
 
 	/* The run ends: nothing more comes, the follower ends. */
-	cr_assert_eq(control_set_state(st, "done", "every worker finished",
+	cr_assert_eq(control_set_state(st, NULL, "done",
+				       "every worker finished",
 				       "slice-0-worker-0", &c, &e), 0, "%s",
 		     e.msg);
 	cr_assert_eq(slicectl_ended(pid), 0);
@@ -283,7 +284,8 @@ Test(logs, segments_printed_and_followed_beside_old_logs)
 	wait_for_file(out, "old kind\nseg one\nseg two\nthree\n");
 	put_segment("logs/slice-0-worker-0/gen-3/", 0, "gen three\n");
 	wait_for_file(out, "old kind\nseg one\nseg two\nthree\ngen three\n");
-	cr_assert_eq(control_set_state(st, "done", "every worker finished",
+	cr_assert_eq(control_set_state(st, NULL, "done",
+				       "every worker finished",
 				       "slice-0-worker-0", &c, &e), 0, "%s",
 		     e.msg);
 	cr_assert_eq(slicectl_ended(pid), 0);

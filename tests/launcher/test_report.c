@@ -7,7 +7,7 @@
  */
 #include "checkpoint/checkpoint.h"
 #include "cloud/cloud.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 #include "tests/harness/harness.h"
 
 #include <criterion/criterion.h>

@@ -116,8 +116,8 @@ Test(restart, a_run_not_running_is_left_alone)
 
 	put_job(1, 1, 10, 100);
 	control_now();
-	cr_assert_eq(control_set_state(st, "stopping", "maintenance", "test",
-				       &c, &e), 0, "%s", e.msg);
+	cr_assert_eq(control_set_state(st, NULL, "stopping", "maintenance",
+				       "test", &c, &e), 0, "%s", e.msg);
 	cr_assert_eq(ops(&r, (const char *[]){ "restart", "run-1", NULL }), 1);
 	ASSERT_HAS(r.err, "run-1 is stopping (generation 1, by test: "
 			  "maintenance); not restarting it");

@@ -8,7 +8,7 @@
 #define SLICECTL_TESTS_SPEC_CHECK_H
 
 #include "cloud/cloud.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include <jansson.h>
 #include <stdbool.h>

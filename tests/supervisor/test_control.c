@@ -4,8 +4,7 @@
  * workers (threads or processes) race, the restart budget, states, the
  * restore step fixed by the first to ask, and malformed objects.
  */
-#include "supervisor/control.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 #include "tests/supervisor/spec_check.h"
 
 #include "checkpoint/checkpoint.h"
@@ -39,7 +38,7 @@ static struct control bump_ok(struct store *s, const struct control *seen,
 	struct control out;
 	struct err e;
 
-	cr_assert_eq(control_bump(s, seen, max_restarts, reason, by,
+	cr_assert_eq(control_bump(s, NULL, seen, max_restarts, reason, by,
 				  restore_step, &out, &e), 0, "%s", e.msg);
 	return out;
 }
@@ -50,7 +49,7 @@ static struct control set_state_ok(struct store *s, const char *state,
 	struct control out;
 	struct err e;
 
-	cr_assert_eq(control_set_state(s, state, reason, by, &out, &e), 0,
+	cr_assert_eq(control_set_state(s, NULL, state, reason, by, &out, &e), 0,
 		     "%s", e.msg);
 	return out;
 }
@@ -145,7 +144,7 @@ Test(control, bump)
 	cr_expect_eq(out.generation, 4);
 	cr_expect_eq(out.restore_step, -1);
 
-	cr_expect_eq(control_bump(s, &now, 100, "x", "y", -2, &out, &e),
+	cr_expect_eq(control_bump(s, NULL, &now, 100, "x", "y", -2, &out, &e),
 		     CLOUD_EINVAL);
 	store_close(s);
 }
@@ -222,7 +221,7 @@ static int bump_for_hang(struct store *s, struct racer *a, struct err *e)
 	char by[64];
 
 	snprintf(by, sizeof(by), "thread-%p", (void *)a);
-	return control_bump(s, a->seen, 100, "hang", by, -1, &a->out, e);
+	return control_bump(s, NULL, a->seen, 100, "hang", by, -1, &a->out, e);
 }
 
 Test(control, racing_bumps_from_the_same_seen_collapse_into_one)
@@ -282,7 +281,7 @@ Test(control, racing_bumps_across_processes)
 			/* Everyone starts when the parent closes the pipe. */
 			while (read(go[0], &c, 1) < 0)
 				;
-			rc = control_bump(cs, &seen, 100, "preempted",
+			rc = control_bump(cs, NULL, &seen, 100, "preempted",
 					  "child", -1, &out, &e);
 			store_close(cs);
 			_exit(rc ? 11 : out.generation == 2 ? 0 : 12);
@@ -386,7 +385,7 @@ Test(control, an_ended_run_stays_ended)
 
 		load_ok(s);
 		set_state_ok(s, ends[i], "ended", "w");
-		cr_assert_eq(control_set_state(s, "stopping", "too late",
+		cr_assert_eq(control_set_state(s, NULL, "stopping", "too late",
 					       "slicectl", &out, &e),
 			     0, "%s", e.msg);
 		cr_expect_str_eq(out.state, ends[i]);
@@ -419,7 +418,7 @@ Test(control, set_state)
 	cr_expect_str_eq(out.reason, "");
 	cr_expect_str_eq(out.updated_by, "");
 
-	cr_expect_eq(control_set_state(s, "paused", "x", "y", &out, &e),
+	cr_expect_eq(control_set_state(s, NULL, "paused", "x", "y", &out, &e),
 		     CLOUD_EINVAL);
 	cr_expect(strstr(e.msg, "paused"), "%s", e.msg);
 	now = load_ok(s);
@@ -582,8 +581,10 @@ static void changes_fail(struct store *s, int code)
 
 	memset(&c, 0, sizeof(c));
 	c.generation = 1;
-	cr_expect_eq(control_bump(s, &c, 100, "x", "y", -1, &out, &e), code);
-	cr_expect_eq(control_set_state(s, "done", "x", "y", &out, &e), code);
+	cr_expect_eq(control_bump(s, NULL, &c, 100, "x", "y", -1, &out, &e),
+		     code);
+	cr_expect_eq(control_set_state(s, NULL, "done", "x", "y", &out, &e),
+		     code);
 	cr_expect_eq(control_restore_step(s, 1, &step, &e), code);
 	cr_expect(strstr(e.msg, "control.json"), "%s", e.msg);
 }

@@ -14,9 +14,8 @@
  * the final step is committed and the group resumes from exactly that
  * step, so nothing is computed twice.
  */
-#include "supervisor/control.h"
+#include "run/run.h"
 #include "supervisor/deadline.h"
-#include "supervisor/supervisor.h"
 #include "tests/harness/harness.h"
 #include "tests/supervisor/run_check.h"
 
@@ -138,8 +137,8 @@ Test(member, is_absent_until_published_and_kept_by_every_writer)
 
 	/* A bump keeps it, and so does a state change. */
 	err_init(&e);
-	cr_assert_eq(control_bump(w.store, &c, 10, "a crash", "w1", -1, &out,
-				  &e), 0, "%s", e.msg);
+	cr_assert_eq(control_bump(w.store, NULL, &c, 10, "a crash", "w1", -1,
+				  &out, &e), 0, "%s", e.msg);
 	c = load();
 	cr_assert_eq(c.generation, 2);
 	cr_assert_str_eq(c.deadline.time, d.time);
@@ -153,7 +152,7 @@ Test(member, is_absent_until_published_and_kept_by_every_writer)
 	publish(&d);
 	c = load();
 	cr_assert_str_eq(c.deadline.kind, "");
-	cr_assert_eq(control_set_state(w.store, "stopping", "by hand",
+	cr_assert_eq(control_set_state(w.store, NULL, "stopping", "by hand",
 				       "slicectl", &out, &e), 0);
 	/* A run that is not running gets none. */
 	d = deadline("maintenance", 60);

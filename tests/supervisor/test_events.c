@@ -5,7 +5,7 @@
  * and nothing lost to a store outage, not even one that outlasts the
  * writer (GCS fake's fault rules).
  */
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 #include "cloud/cloud.h"
 #include "tests/cloud/fake_gcs.h"
 #include "tests/harness/harness.h"
@@ -45,15 +45,15 @@ static void teardown(void)
 
 TestSuite(events, .init = setup, .fini = teardown, .timeout = 120);
 
-static void record(const char *writer, const char *kind, int64_t gen,
-		   int64_t step)
+static void record(struct events_writer *w, const char *writer,
+		   const char *kind, int64_t gen, int64_t step)
 {
 	struct event ev;
 	struct err e;
 
 	event_init(&ev, kind, gen, writer);
 	ev.step = step;
-	cr_assert_eq(event_record(NULL, &ev, &e), 0, "%s", e.msg);
+	cr_assert_eq(event_record(w, NULL, &ev, &e), 0, "%s", e.msg);
 }
 
 static struct store *open_store(const char *url)
@@ -95,6 +95,7 @@ static void worker(const char *url, unsigned p, time_t at)
 {
 	char name[64], spool[1100];
 	struct control seen, out;
+	struct events_writer *w;
 	struct store *s;
 	struct err e;
 	int rc;
@@ -102,18 +103,19 @@ static void worker(const char *url, unsigned p, time_t at)
 	run_worker_name(p / 4, p % 4, name, sizeof(name));
 	snprintf(spool, sizeof(spool), "%s/w%u", root, p);
 	if (sh("mkdir -p '%s'", spool) ||
-	    events_start(url, name, spool, &e) || store_open(&s, url, &e))
+	    events_writer_start(&w, url, name, spool, &e) ||
+	    store_open(&s, url, &e))
 		_exit(2);
 	rc = control_load(s, &seen, &e);
 	while (!rc && time(NULL) < at)
 		sleep_ms(5);
-	record(name, "exit", 1, 10);
+	record(w, name, "exit", 1, 10);
 	if (!rc)
-		rc = control_bump(s, &seen, 10, "its trainer ended", name, -1,
-				  &out, &e);
+		rc = control_bump(s, w, &seen, 10, "its trainer ended", name,
+				  -1, &out, &e);
 	for (int i = 0; i < 3; i++)
-		record(name, "progress", 2, 11 + i);
-	events_stop(mono_ms() + 20000);
+		record(w, name, "progress", 2, 11 + i);
+	events_writer_stop(w, mono_ms() + 20000);
 	store_close(s);
 	_exit(rc ? 1 : 0);
 }
@@ -218,6 +220,7 @@ Test(events, a_bucket_outage_delays_them_and_loses_none)
 	const char *url = "gs://bkt/runs/outage";
 	const char *me = "slice-0-worker-0";
 	char spool[1100];
+	struct events_writer *w;
 	struct event *v;
 	struct store *s;
 	struct err e;
@@ -231,10 +234,11 @@ Test(events, a_bucket_outage_delays_them_and_loses_none)
 	cr_assert_eq(sh("mkdir -p '%s'", spool), 0);
 
 	/* An outage while the writer runs: the events wait, then go. */
-	cr_assert_eq(events_start(url, me, spool, &e), 0, "%s", e.msg);
+	cr_assert_eq(events_writer_start(&w, url, me, spool, &e), 0, "%s",
+		     e.msg);
 	cr_assert_eq(fake_gcs_faults(&fake, OUTAGE), 0);
 	for (int i = 1; i <= 3; i++) {
-		record(me, "progress", 1, i);
+		record(w, me, "progress", 1, i);
 		sleep_ms(700);
 	}
 	cr_expect_eq(spool_lines(spool), 3);
@@ -250,15 +254,16 @@ Test(events, a_bucket_outage_delays_them_and_loses_none)
 	/* An outage that outlasts the writer: its events stay in the
 	 * spool, and the worker's next start writes them. */
 	cr_assert_eq(fake_gcs_faults(&fake, OUTAGE), 0);
-	record(me, "notice", 1, 4);
-	record(me, "end", 1, -1);
-	events_stop(mono_ms() + 1500);
+	record(w, me, "notice", 1, 4);
+	record(w, me, "end", 1, -1);
+	events_writer_stop(w, mono_ms() + 1500);
 	cr_expect_eq(spool_lines(spool), 2);
 	cr_assert_eq(fake_gcs_call(&fake, "DELETE", "/_fake/faults", NULL,
 				   NULL), 200);
-	cr_assert_eq(events_start(url, me, spool, &e), 0, "%s", e.msg);
-	record(me, "boot", 2, -1);
-	events_stop(mono_ms() + 20000);
+	cr_assert_eq(events_writer_start(&w, url, me, spool, &e), 0, "%s",
+		     e.msg);
+	record(w, me, "boot", 2, -1);
+	events_writer_stop(w, mono_ms() + 20000);
 	cr_expect_eq(spool_lines(spool), 0);
 
 	s = open_store(url);

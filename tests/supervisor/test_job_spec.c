@@ -3,7 +3,7 @@
  * field, round trips, and what parsing refuses (syntax, shape, names,
  * types and ranges).
  */
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 #include "tests/supervisor/spec_check.h"
 
 #include <criterion/criterion.h>

@@ -3,8 +3,7 @@
  * against file:// stores in a temporary directory: put and list, refusals,
  * all finished, malformed objects skipped, the period they are written at.
  */
-#include "supervisor/control.h"
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 #include "tests/supervisor/spec_check.h"
 
 #include <criterion/criterion.h>

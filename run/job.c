@@ -1,5 +1,5 @@
 /*
- * supervisor/job.c: job.json, the run's spec, both ways.
+ * run/job.c: job.json, the run's spec, both ways.
  *
  * Parsing checks the JSON types field by field (unknown fields are
  * errors, so a typo in a field name never silently becomes a default);
@@ -7,7 +7,7 @@
  * the same check, so what job_to_json writes job_parse reads back.
  * Every error names the field and says what it allows.
  */
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,10 +1,10 @@
 /*
- * spec_util.h (private to supervisor/): the small text helpers that
+ * run/spec_util.h (private to run/): the small text helpers that
  * control.json and the status objects share, so that both cut strings
  * the same way.
  */
-#ifndef SLICECTL_SUPERVISOR_SPEC_UTIL_H
-#define SLICECTL_SUPERVISOR_SPEC_UTIL_H
+#ifndef SLICECTL_RUN_SPEC_UTIL_H
+#define SLICECTL_RUN_SPEC_UTIL_H
 
 #include "common/common.h"
 

@@ -1,8 +1,8 @@
 /*
- * supervisor/spec_util.c: text helpers of control.json and the
+ * run/spec_util.c: text helpers of control.json and the
  * status objects (spec_util.h).
  */
-#include "supervisor/spec_util.h"
+#include "run/spec_util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,19 +1,22 @@
 /*
- * supervisor/events.c: the run's history, events/ (supervisor.h).
+ * run/events.c: the run's history, events/ (run.h).
  *
- * A supervisor's events go through one writer thread: event_record only
- * queues (and appends the event to a spool file, so a store outage or a
- * crash loses nothing), and the thread writes everything queued as one
- * object at most once a second. The object's sequence number is the Unix
- * second of its write, so a writer restarted within a second, or a late
- * batch, never reuses a name: a create-only refusal moves it one on.
+ * A supervisor's events go through its writer (struct events_writer,
+ * which it opens and passes to whatever records them; nothing of it is
+ * process-wide, so two writers in one process are two): one thread, to
+ * which event_record only queues (and appends the event to a spool file,
+ * so a store outage or a crash loses nothing), and which writes
+ * everything queued as one object at most once a second. The object's
+ * sequence number is the Unix second of its write, so a writer restarted
+ * within a second, or a late batch, never reuses a name: a create-only
+ * refusal moves it one on.
  * Other processes (slicectl restart, stop; the local provider) record
  * few events and write each at once.
  */
-#include "supervisor/supervisor.h"
+#include "run/run.h"
 
 #include "cloud/cloud.h"
-#include "supervisor/spec_util.h"
+#include "run/spec_util.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -152,9 +155,9 @@ static int write_batch(struct store *s, const char *writer,
 	return r;
 }
 
-/* ---- this process's writer ---- */
+/* ---- a writer: its thread, queue and spool ---- */
 
-struct writer {
+struct events_writer {
 	struct store *store;
 	char name[64];
 	char spool[1100];        /* the spool file, "" none */
@@ -164,15 +167,13 @@ struct writer {
 	struct event *q;         /* queued, oldest first */
 	size_t nq, capq;
 	int64_t last_seq;        /* second of the last object written */
-	uint64_t flush_by_ms;    /* events_stop's deadline, 0 running */
+	uint64_t flush_by_ms;    /* events_writer_stop's deadline, 0
+				    running */
 	bool stopping;
 	bool failing;            /* the last write failed (said once) */
 };
 
-static pthread_mutex_t proc_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct writer *proc_writer;
-
-static int queue_push(struct writer *w, const struct event *ev)
+static int queue_push(struct events_writer *w, const struct event *ev)
 {
 	if (w->nq == w->capq) {
 		size_t cap = w->capq ? 2 * w->capq : 16;
@@ -202,7 +203,7 @@ static void spool_append(const char *path, const struct event *ev)
 }
 
 /* The spool holds exactly the queue (after a write took some of it). */
-static void spool_rewrite(struct writer *w)
+static void spool_rewrite(struct events_writer *w)
 {
 	struct buf b;
 	bool ok = true;
@@ -225,7 +226,7 @@ static void spool_rewrite(struct writer *w)
 }
 
 /* What an earlier process of this worker could not write. */
-static void spool_load(struct writer *w)
+static void spool_load(struct events_writer *w)
 {
 	FILE *f = fopen(w->spool, "re");
 	char *line = NULL;
@@ -248,14 +249,14 @@ static void spool_load(struct writer *w)
 			 "still to be written", w->nq);
 }
 
-static void wait_ms(struct writer *w, uint64_t ms)
+static void wait_ms(struct events_writer *w, uint64_t ms)
 {
 	mono_cond_wait_until(&w->cv, &w->mu, mono_ms() + ms);
 }
 
 /* One write of everything queued (called with mu held; drops it while
  * writing). */
-static int flush_once(struct writer *w)
+static int flush_once(struct events_writer *w)
 {
 	size_t n = w->nq;
 	struct event *v = n ? malloc(n * sizeof(*v)) : NULL;
@@ -296,7 +297,7 @@ static int flush_once(struct writer *w)
 
 static void *writer_main(void *arg)
 {
-	struct writer *w = arg;
+	struct events_writer *w = arg;
 	uint64_t pause = TICK_MS;
 
 	pthread_mutex_lock(&w->mu);
@@ -323,14 +324,16 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-int events_start(const char *run_url, const char *writer,
-		 const char *spool_dir, struct err *e)
+int events_writer_start(struct events_writer **out, const char *run_url,
+			const char *writer, const char *spool_dir,
+			struct err *e)
 {
-	struct writer *w = calloc(1, sizeof(*w));
+	struct events_writer *w = calloc(1, sizeof(*w));
 	bool cv_ok;
 	int r;
 
 	err_init(e);
+	*out = NULL;
 	if (!w)
 		return err_set(e, CLOUD_ENOMEM, "out of memory");
 	r = store_open(&w->store, run_url, e);
@@ -356,20 +359,12 @@ int events_start(const char *run_url, const char *writer,
 		return err_set(e, COMMON_EIO, "cannot start the events "
 			       "writer");
 	}
-	pthread_mutex_lock(&proc_mu);
-	proc_writer = w;
-	pthread_mutex_unlock(&proc_mu);
+	*out = w;
 	return 0;
 }
 
-void events_stop(uint64_t deadline_ms)
+void events_writer_stop(struct events_writer *w, uint64_t deadline_ms)
 {
-	struct writer *w;
-
-	pthread_mutex_lock(&proc_mu);
-	w = proc_writer;
-	proc_writer = NULL;
-	pthread_mutex_unlock(&proc_mu);
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->mu);
@@ -388,16 +383,14 @@ void events_stop(uint64_t deadline_ms)
 	free(w);
 }
 
-int event_record(struct store *s, const struct event *ev, struct err *e)
+int event_record(struct events_writer *w, struct store *s,
+		 const struct event *ev, struct err *e)
 {
 	int64_t seq = (int64_t)time(NULL);
 	int r = 0;
 
 	err_init(e);
-	pthread_mutex_lock(&proc_mu);
-	if (proc_writer) {
-		struct writer *w = proc_writer;
-
+	if (w) {
 		pthread_mutex_lock(&w->mu);
 		if (queue_push(w, ev))
 			r = err_set(e, CLOUD_ENOMEM, "out of memory");
@@ -405,10 +398,8 @@ int event_record(struct store *s, const struct event *ev, struct err *e)
 			spool_append(w->spool, ev);
 		pthread_cond_signal(&w->cv);
 		pthread_mutex_unlock(&w->mu);
-		pthread_mutex_unlock(&proc_mu);
 		return r;
 	}
-	pthread_mutex_unlock(&proc_mu);
 	if (!s)
 		return err_set(e, CLOUD_EINVAL, "event_record: no store");
 	return write_batch(s, *ev->worker ? ev->worker : "slicectl", ev, 1,
@@ -426,7 +417,7 @@ int event_record_as(struct store *s, const char *who, const char *kind,
 	spec_copy_text(ev.by, sizeof(ev.by), who);
 	if (details && strlen(details) < sizeof(ev.details))
 		memcpy(ev.details, details, strlen(details) + 1);
-	return event_record(s, &ev, e);
+	return event_record(NULL, s, &ev, e);
 }
 
 /* ---- reading them back ---- */

@@ -1,17 +1,16 @@
 /*
- * supervisor/supervisor.h: slice-supervisor, the per-worker daemon that
- * keeps one worker's share of a run alive (docs/DESIGN.md: trainer
- * environment, checkpoint hand-off, bucket layout, group restarts,
- * signals).
+ * run/run.h: a run's contract, the objects in its bucket that slicectl
+ * and every slice-supervisor read and write (docs/DESIGN.md: job.json,
+ * control.json, heartbeats, events, bucket layout).
  *
- * What other parts use: the job spec (job.json), which the launcher
- * writes and checks before anything is created, the names of a run's
- * objects, and the run's shared state (control.json and the workers'
- * status objects), which slicectl status, logs, restart and stop read and
- * change.
+ * The launcher writes the job spec (job.json), after checking it, before
+ * anything is created; slicectl status, logs, restart and stop read and
+ * change the run's shared state (control.json, the workers' status
+ * objects, the history); the supervisors do all of that and the few
+ * changes that are theirs alone (the last section).
  */
-#ifndef SLICECTL_SUPERVISOR_H
-#define SLICECTL_SUPERVISOR_H
+#ifndef SLICECTL_RUN_H
+#define SLICECTL_RUN_H
 
 #include "common/common.h"
 
@@ -20,6 +19,7 @@
 #include <stdint.h>
 
 struct store; /* cloud/cloud.h */
+struct events_writer; /* the run's history, below */
 
 /* job.json, written once by the launcher at RUN/job.json. */
 struct job {
@@ -101,6 +101,9 @@ struct control_deadline {
  * the generation for the same failure produce one bump, and every worker
  * of generation G restores the same step (the first to ask fixes it).
  * States: "running", "stopping" (slicectl stop), "done", "failed".
+ * The calls that change the generation or the state also record the
+ * change in the run's history through event_record(events, s, ...):
+ * queued for the caller's events writer, or written at once when NULL.
  */
 struct control {
 	int64_t generation;      /* group restart counter, from 1 */
@@ -129,14 +132,16 @@ int control_load(struct store *s, struct control *out, struct err *e);
  * choose, or the step it must restore (after a corrupt part). A run that
  * is done, failed or stopping is left as it is.
  */
-int control_bump(struct store *s, const struct control *seen,
-		 unsigned max_restarts, const char *reason, const char *by,
-		 int64_t restore_step, struct control *out, struct err *e);
+int control_bump(struct store *s, struct events_writer *events,
+		 const struct control *seen, unsigned max_restarts,
+		 const char *reason, const char *by, int64_t restore_step,
+		 struct control *out, struct err *e);
 
 /* Sets state (and reason) by compare-and-swap, retrying on races while
  * the state it would replace is "running". */
-int control_set_state(struct store *s, const char *state, const char *reason,
-		      const char *by, struct control *out, struct err *e);
+int control_set_state(struct store *s, struct events_writer *events,
+		      const char *state, const char *reason, const char *by,
+		      struct control *out, struct err *e);
 
 /* status/slice-S-worker-W.json: a worker's heartbeat. */
 struct worker_status {
@@ -204,29 +209,41 @@ void event_init(struct event *ev, const char *kind, int64_t generation,
 		const char *worker);
 
 /*
- * Records ev in the run at s: queued for this process's writer when
- * events_start opened one (spooled on disk, written within about a
- * second, late when the store is down), else written at once as its own
- * object. Failing to record history never fails the caller's work: the
- * error is for a message.
+ * A writer of a run's history: one thread that writes what is queued to
+ * it as one object at most once a second, with a spool file so that
+ * nothing queued is lost to a store outage or a crash. A supervisor opens
+ * one and passes it to whatever records events for it; a process that
+ * records few events (slicectl, the local provider) needs none. Writers
+ * share nothing: each has its own store handle, queue and spool.
  */
-int event_record(struct store *s, const struct event *ev, struct err *e);
+struct events_writer;
+
+/* A writer for the run at run_url, as `writer` (a worker's name),
+ * spooling to spool_dir (NULL: none); events an earlier writer left in
+ * that spool, unable to reach the store, are written now. */
+int events_writer_start(struct events_writer **out, const char *run_url,
+			const char *writer, const char *spool_dir,
+			struct err *e);
+/* Writes what is queued (trying until deadline_ms, mono_ms's clock) and
+ * ends the writer; what is still unwritten stays in the spool. NULL: no
+ * writer, nothing to do. */
+void events_writer_stop(struct events_writer *w, uint64_t deadline_ms);
+
+/*
+ * Records ev: queued for w (spooled on disk, written within about a
+ * second, late when the store is down); with no writer (NULL), written at
+ * once to the run at s as its own object. Failing to record history never
+ * fails the caller's work: the error is for a message.
+ */
+int event_record(struct events_writer *w, struct store *s,
+		 const struct event *ev, struct err *e);
 
 /* event_record of one event made by `who` (worker and by: "slicectl",
- * "local"): kind, generation, cause and details (a JSON object's text,
- * NULL or too long: none). */
+ * "local"), written at once to s: kind, generation, cause and details (a
+ * JSON object's text, NULL or too long: none). */
 int event_record_as(struct store *s, const char *who, const char *kind,
 		    int64_t generation, const char *cause,
 		    const char *details, struct err *e);
-
-/* This process's writer for the run at run_url, as `writer` (a worker's
- * name), spooling to spool_dir (events written by an earlier process
- * that could not reach the store are written now). */
-int events_start(const char *run_url, const char *writer,
-		 const char *spool_dir, struct err *e);
-/* Writes what is queued (trying until deadline_ms, mono_ms's clock) and
- * ends the writer; what is still unwritten stays in the spool. */
-void events_stop(uint64_t deadline_ms);
 
 /* Every event of the run in time order (ties: by writer, then as
  * written); *out malloc'd. */
@@ -246,5 +263,52 @@ void events_seen_release(struct events_seen *seen);
 
 /* An event's time as Unix milliseconds; -1 when it is not RFC 3339. */
 int64_t event_ms(const struct event *ev);
+
+/* ---- what only the supervisors do to the run's shared state: fix the
+ * step a generation restores, follow a JobSet's restarts, publish a
+ * deadline, and write their own heartbeats ---- */
+
+/*
+ * The step generation `generation` restores: restore_step when already
+ * chosen; else the newest committed, uncorrupt step (0 when none), written
+ * into control.json by compare-and-swap so every worker gets the same
+ * answer. CLOUD_EPRECONDITION when control.json has moved to another
+ * generation meanwhile.
+ */
+int control_restore_step(struct store *s, int64_t generation, int64_t *step,
+			 struct err *e);
+
+/*
+ * The pods of JobSet restart attempt `attempt` join the run: the first of
+ * them moves control.json to the next generation (reason "jobset restart
+ * N", restoring the newest committed step) and records the attempt in
+ * "jobset_restart", so every other pod of it, and any later bump racing
+ * it, makes no second one. The restart counts against max_restarts like
+ * any other: a spent budget sets the run "failed". A run that is not
+ * running is left as it is; *out is control.json as it now stands.
+ */
+int control_join_restart(struct store *s, struct events_writer *events,
+			 int64_t attempt, unsigned max_restarts, const char *by,
+			 struct control *out, struct err *e);
+
+/*
+ * Publishes d as control.json's deadline (kind "" removes it), unless the
+ * run is not running or d is there already. The same kind and time keep
+ * their "checkpointed" mark.
+ */
+int control_set_deadline(struct store *s, const struct control_deadline *d,
+			 struct control *out, struct err *e);
+
+/*
+ * control_bump (restoring the newest committed step) after the group's
+ * checkpoint for seen->deadline: the next generation also marks that
+ * deadline "checkpointed", so it is not taken again.
+ */
+int control_bump_deadline(struct store *s, const struct control *seen,
+			  unsigned max_restarts, const char *reason,
+			  const char *by, struct control *out, struct err *e);
+
+/* Writes st (its time set to now) as status/slice-S-worker-W.json. */
+int status_put(struct store *s, struct worker_status *st, struct err *e);
 
 #endif

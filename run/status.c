@@ -1,13 +1,14 @@
 /*
- * supervisor/status.c: the workers' heartbeats, one object per worker at
+ * run/status.c: the workers' heartbeats, one object per worker at
  * status/slice-S-worker-W.json, each written whole by its own worker
  * only (so no precondition), read by every other worker and by slicectl.
  * A malformed object is one worker's problem: listings skip it, saying
  * so, and go on.
  */
-#include "supervisor/control.h"
+#include "run/run.h"
 
-#include "supervisor/spec_util.h"
+#include "cloud/cloud.h"
+#include "run/spec_util.h"
 
 #include <jansson.h>
 #include <stdlib.h>

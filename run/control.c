@@ -1,16 +1,16 @@
 /*
- * supervisor/control.c: control.json, the run's generation and state,
- * changed only by compare-and-swap on the object's generation (control.h).
+ * run/control.c: control.json, the run's generation and state,
+ * changed only by compare-and-swap on the object's generation (run.h).
  *
  * Every change is read, modify, write-if-unchanged. A writer that loses
  * the race reads again and decides anew from what the winner wrote: a
  * bump whose failure another worker already bumped for stops there, so
  * one failure makes one new generation however many workers see it.
  */
-#include "supervisor/control.h"
+#include "run/run.h"
 
 #include "checkpoint/checkpoint.h"
-#include "supervisor/spec_util.h"
+#include "run/spec_util.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -333,7 +333,8 @@ static int control_change(struct store *s, const char *what,
 
 /* The run's history keeps every change made (events/): what the
  * generation or state became, why and by whom. */
-static void note_change(struct store *s, const struct control *c)
+static void note_change(struct store *s, struct events_writer *events,
+			const struct control *c)
 {
 	struct event ev;
 	struct err e;
@@ -344,7 +345,7 @@ static void note_change(struct store *s, const struct control *c)
 	spec_copy_text(ev.by, sizeof(ev.by), c->updated_by);
 	if (c->restore_step >= 0)
 		ev.step = c->restore_step;
-	if (event_record(s, &ev, &e))
+	if (event_record(events, s, &ev, &e))
 		log_warn("event not recorded: %s", e.msg);
 }
 
@@ -385,9 +386,10 @@ static int decide_bump(int attempt, const struct control *cur,
 	return 0;
 }
 
-int control_bump(struct store *s, const struct control *seen,
-		 unsigned max_restarts, const char *reason, const char *by,
-		 int64_t restore_step, struct control *out, struct err *e)
+int control_bump(struct store *s, struct events_writer *events,
+		 const struct control *seen, unsigned max_restarts,
+		 const char *reason, const char *by, int64_t restore_step,
+		 struct control *out, struct err *e)
 {
 	struct bump a = { seen, max_restarts, reason, by, restore_step };
 	int r;
@@ -402,7 +404,7 @@ int control_bump(struct store *s, const struct control *seen,
 			       "step nor -1", (long long)restore_step);
 	r = control_change(s, "bump the generation", decide_bump, &a, out, e);
 	if (!r)
-		note_change(s, out);
+		note_change(s, events, out);
 	if (!r)
 		log_debug("%s: generation %lld, %s: %s",
 			  store_url(s, RUN_CONTROL),
@@ -505,8 +507,8 @@ static int decide_join(int attempt, const struct control *cur,
 	return r;
 }
 
-int control_join_restart(struct store *s, int64_t attempt,
-			 unsigned max_restarts, const char *by,
+int control_join_restart(struct store *s, struct events_writer *events,
+			 int64_t attempt, unsigned max_restarts, const char *by,
 			 struct control *out, struct err *e)
 {
 	char reason[64];
@@ -522,7 +524,7 @@ int control_join_restart(struct store *s, int64_t attempt,
 	r = control_change(s, "join a JobSet restart", decide_join, &a, out,
 			   e);
 	if (!r)
-		note_change(s, out);
+		note_change(s, events, out);
 	return r == CHANGE_KEEP ? 0 : r;
 }
 
@@ -547,8 +549,9 @@ static int decide_state(int attempt, const struct control *cur,
 	return 0;
 }
 
-int control_set_state(struct store *s, const char *state, const char *reason,
-		      const char *by, struct control *out, struct err *e)
+int control_set_state(struct store *s, struct events_writer *events,
+		      const char *state, const char *reason, const char *by,
+		      struct control *out, struct err *e)
 {
 	struct set_state a = { state, reason, by };
 	int r;
@@ -563,7 +566,7 @@ int control_set_state(struct store *s, const char *state, const char *reason,
 			       "running, stopping, done and failed", state);
 	r = control_change(s, "set its state", decide_state, &a, out, e);
 	if (!r)
-		note_change(s, out);
+		note_change(s, events, out);
 	return r == CHANGE_KEEP ? 0 : r;
 }
 
