@@ -1,6 +1,6 @@
 /*
  * cmd_events.c: `slicectl events RUN`: the run's history (events/, see
- * supervisor.h) in time order, once or as it grows.
+ * run/run.h) in time order, once or as it grows.
  */
 #include "launcher/launcher.h"
 #include "launcher/run_options.h"

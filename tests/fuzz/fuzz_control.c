@@ -1,6 +1,6 @@
 /*
  * fuzz_control.c: control.json as slicectl and the supervisors read it
- * (control_load, supervisor/control.c), from a file:// store whose
+ * (control_load, run/control.c), from a file:// store whose
  * control.json is the input. What loads is a state the run can be in.
  */
 #include "fuzz.h"

@@ -1,5 +1,5 @@
 /*
- * fuzz_job.c: job.json (supervisor/job.c). Besides not crashing, what
+ * fuzz_job.c: job.json (run/job.c). Besides not crashing, what
  * job_parse accepts job_to_json writes, and job_parse reads that back to
  * the same job (compared by writing it again, so that fields added later
  * are compared too).

@@ -81,7 +81,7 @@ Test(control, load_creates_generation_one)
 	cr_expect_eq(o.generation, c.object_generation);
 	store_object_release(&o);
 
-	/* The object as control.h describes it. */
+	/* The object as run/run.h describes it. */
 	root = read_json(s, RUN_CONTROL);
 	cr_expect_eq(json_integer_value(json_object_get(root, "generation")),
 		     1);

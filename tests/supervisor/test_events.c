@@ -1,5 +1,5 @@
 /*
- * The run's history (events/, supervisor.h): complete and in time order
+ * The run's history (events/, run/run.h): complete and in time order
  * when every worker of a 2 x 4 run records and bumps at once (one
  * process each, as on the VMs), at most one object a second per writer,
  * and nothing lost to a store outage, not even one that outlasts the
