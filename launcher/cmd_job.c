@@ -8,13 +8,13 @@
  * --target gke and --target slurm hand over to gke_job.c and slurm_job.c.
  */
 #include "launcher/accelerator.h"
-#include "launcher/gke.h"
+#include "launcher/target/gke/gke.h"
 #include "launcher/hosts.h"
 #include "launcher/job.h"
 #include "launcher/launcher.h"
-#include "launcher/local.h"
+#include "launcher/target/local/local.h"
 #include "launcher/qr_spec.h"
-#include "launcher/slurm.h"
+#include "launcher/target/slurm/slurm.h"
 #include "launcher/tpu_options.h"
 #include "launcher/watch_state.h"
 

@@ -5,7 +5,7 @@
  */
 #include "launcher/launcher.h"
 #include "launcher/run_qr.h"
-#include "launcher/target.h"
+#include "launcher/target/target.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include "launcher/launcher.h"
 #include "launcher/run_options.h"
 #include "launcher/watch_state.h"
-#include "launcher/target.h"
+#include "launcher/target/target.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

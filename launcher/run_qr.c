@@ -3,7 +3,7 @@
  */
 #include "launcher/launcher.h"
 #include "launcher/run_qr.h"
-#include "launcher/target.h"
+#include "launcher/target/target.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  */
 #include "launcher/job.h"
 #include "launcher/launcher.h"
-#include "launcher/slurm.h"
+#include "launcher/target/slurm/slurm.h"
 
 #include <stdio.h>
 #include <stdlib.h>

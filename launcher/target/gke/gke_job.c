@@ -6,7 +6,7 @@
  * objects go up), job_prepare puts the run in its bucket, the JobSet is
  * created, and Kueue's admission is followed until the pods run.
  */
-#include "launcher/gke.h"
+#include "launcher/target/gke/gke.h"
 #include "launcher/job.h"
 #include "launcher/launcher.h"
 

@@ -19,7 +19,7 @@
  */
 #include "cloud/cloud.h"
 #include "launcher/launcher.h"
-#include "launcher/local.h"
+#include "launcher/target/local/local.h"
 #include "launcher/tpu_options.h"
 
 #include <errno.h>

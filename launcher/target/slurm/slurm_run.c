@@ -10,8 +10,8 @@
  * no requeue, so the reset is scontrol's there too.
  */
 #include "launcher/job.h"
-#include "launcher/slurm.h"
-#include "launcher/target.h"
+#include "launcher/target/slurm/slurm.h"
+#include "launcher/target/target.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,10 +7,10 @@
  */
 #include "cloud/cloud.h"
 #include "kube/kube.h"
-#include "launcher/gke.h"
+#include "launcher/target/gke/gke.h"
 #include "launcher/job.h"
 #include "launcher/launcher.h"
-#include "launcher/target.h"
+#include "launcher/target/target.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -3,9 +3,9 @@
  * names it, a "tpu" object is a queued resource, neither the local
  * provider.
  */
-#include "launcher/gke.h"
-#include "launcher/slurm.h"
-#include "launcher/target.h"
+#include "launcher/target/gke/gke.h"
+#include "launcher/target/slurm/slurm.h"
+#include "launcher/target/target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
