@@ -599,6 +599,7 @@ int cmd_status(int argc, char **argv)
 {
 	struct run_options ro = { 0 };
 	struct opt opts[RUN_OPTIONS_COUNT + 1] = { 0 };
+	const struct target_ops *target;
 	struct worker_status *sv = NULL;
 	struct ckpt_list cl = { 0 };
 	struct view v;
@@ -613,6 +614,7 @@ int cmd_status(int argc, char **argv)
 	if (status >= 0)
 		goto out;
 	status = 0;
+	target = target_of(&ro.job);
 	v.ro = &ro;
 	v.window_s = 3LL * status_period_ms(ro.job.heartbeat_s,
 					     ro.job.num_slices *
@@ -637,12 +639,11 @@ int cmd_status(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	if (target_of(&ro.job)->status) {
+	if (target->status) {
 		/* The bucket's view stands on its own; the cluster's is
 		 * added when it answers. */
 		v.tv.position = v.tv.restarts = -1;
-		v.have_target = !target_of(&ro.job)->status(&ro.job, &v.tv,
-							    &e);
+		v.have_target = !target->status(&ro.job, &v.tv, &e);
 		if (!v.have_target)
 			log_warn("%s: %s", v.tv.what, e.msg);
 	}
