@@ -8,6 +8,7 @@
 #include "checkpoint/checkpoint.h"
 #include "launcher/launcher.h"
 #include "launcher/run_options.h"
+#include "launcher/target/target.h"
 #include "launcher/tpu_options.h"
 
 #include <jansson.h>
@@ -165,8 +166,8 @@ static int resolve(struct maintenance *m, const char *name)
 	if (!m->have_run)
 		return -1;
 	if (!m->ro.job.tpu_name) {
-		log_error("run %s has no queued resource (it runs on the local "
-			  "provider or GKE)", name);
+		log_error("run %s has no queued resource (it runs on the %s "
+			  "target)", name, target_of(&m->ro.job)->name);
 		return EXIT_USAGE;
 	}
 	m->qr = m->ro.job.tpu_name;

@@ -7,7 +7,7 @@
 #include "launcher/launcher.h"
 #include "launcher/run_options.h"
 #include "launcher/watch_state.h"
-#include "launcher/target.h"
+#include "launcher/target/target.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -486,22 +486,12 @@ static json_t *watch_json(const struct view *v)
 			 run_json_text(ws->time));
 }
 
-/* The JSON keys of a target's view, each in the target's own words. */
-struct view_keys {
-	const char *state, *workers, *attempt, *phase;
-};
-
-static const struct view_keys gke_keys = { "kueue", "pods",
-					   "restart_attempt", "phase" };
-static const struct view_keys slurm_keys = { "job_state", "nodes", "requeue",
-					     "state" };
-
+/* The target's view, in the target's own words (its JSON keys). */
 static json_t *target_json(const struct view *v)
 {
 	const struct target_view *t = &v->tv;
-	const struct view_keys *k = target_of(&v->ro->job) == TARGET_SLURM
-					    ? &slurm_keys
-					    : &gke_keys;
+	const struct target_ops *ops = target_of(&v->ro->job);
+	const struct target_words *k = ops->words;
 	json_t *o = json_object(), *workers = json_array();
 
 	for (size_t i = 0; i < t->n; i++) {
@@ -513,16 +503,15 @@ static json_t *target_json(const struct view *v)
 				  w->name, "slice",
 				  int_or_null(w->slice >= 0, w->slice),
 				  "worker", int_or_null(w->worker >= 0, w->worker),
-				  k->attempt,
+				  k->attempt_key,
 				  int_or_null(w->restart_attempt >= 0,
 					      w->restart_attempt),
-				  k->phase, w->phase, "node",
+				  k->phase_key, w->phase, "node",
 				  run_json_text(*w->node ? w->node : NULL)));
 	}
-	json_object_set_new(o, "kind", json_string(target_name(
-					       target_of(&v->ro->job))));
+	json_object_set_new(o, "kind", json_string(ops->name));
 	json_object_set_new(o, "object", json_string(t->what));
-	json_object_set_new(o, k->state, json_string(t->state));
+	json_object_set_new(o, k->state_key, json_string(t->state));
 	json_object_set_new(o, "message",
 			    run_json_text(*t->message ? t->message : NULL));
 	json_object_set_new(o, "position",
@@ -530,7 +519,7 @@ static json_t *target_json(const struct view *v)
 	json_object_set_new(o, "restarts",
 			    int_or_null(t->restarts >= 0, t->restarts));
 	json_object_set_new(o, "end", run_json_text(*t->end ? t->end : NULL));
-	json_object_set_new(o, k->workers, workers);
+	json_object_set_new(o, k->workers_key, workers);
 	return o;
 }
 
@@ -582,9 +571,9 @@ static void load_watch(struct view *v)
 static void print_target(const struct view *v)
 {
 	const struct target_view *t = &v->tv;
-	bool slurm = target_of(&v->ro->job) == TARGET_SLURM;
+	const struct target_words *k = target_of(&v->ro->job)->words;
 
-	printf("\n%s: %s %s%s%s", t->what, slurm ? "Slurm" : "Kueue",
+	printf("\n%s: %s %s%s%s", t->what, k->scheduler,
 	       t->state, *t->message ? ": " : "", t->message);
 	if (t->position >= 0)
 		printf(", %ld ahead of it in its queue", t->position);
@@ -595,9 +584,8 @@ static void print_target(const struct view *v)
 	printf("\n");
 	if (!t->n)
 		return;
-	printf("%-40s %5s %6s %7s %-11s %s\n", slurm ? "WORKER NODE" : "POD",
-	       "SLICE", "WORKER", slurm ? "REQUEUE" : "ATTEMPT",
-	       slurm ? "STATE" : "PHASE", "NODE");
+	printf("%-40s %5s %6s %7s %-11s %s\n", k->worker_heading, "SLICE",
+	       "WORKER", k->attempt_heading, k->phase_heading, "NODE");
 	for (size_t i = 0; i < t->n; i++) {
 		const struct target_worker *w = &t->workers[i];
 
@@ -611,6 +599,7 @@ int cmd_status(int argc, char **argv)
 {
 	struct run_options ro = { 0 };
 	struct opt opts[RUN_OPTIONS_COUNT + 1] = { 0 };
+	const struct target_ops *target;
 	struct worker_status *sv = NULL;
 	struct ckpt_list cl = { 0 };
 	struct view v;
@@ -625,6 +614,7 @@ int cmd_status(int argc, char **argv)
 	if (status >= 0)
 		goto out;
 	status = 0;
+	target = target_of(&ro.job);
 	v.ro = &ro;
 	v.window_s = 3LL * status_period_ms(ro.job.heartbeat_s,
 					     ro.job.num_slices *
@@ -649,10 +639,11 @@ int cmd_status(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	if (target_has_view(&ro.job)) {
+	if (target->status) {
 		/* The bucket's view stands on its own; the cluster's is
 		 * added when it answers. */
-		v.have_target = !target_describe(&ro.job, &v.tv, &e);
+		v.tv.position = v.tv.restarts = -1;
+		v.have_target = !target->status(&ro.job, &v.tv, &e);
 		if (!v.have_target)
 			log_warn("%s: %s", v.tv.what, e.msg);
 	}

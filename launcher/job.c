@@ -7,6 +7,7 @@
  * first: bundle, supervisor, job.json, control.json.
  */
 #include "launcher/job.h"
+#include "launcher/launcher.h"
 #include "launcher/accelerator.h"
 #include "checkpoint/checkpoint.h"
 #include "startup/startup.h"
@@ -580,4 +581,17 @@ out:
 		job_init(&out->job);
 	}
 	return rc;
+}
+
+int job_exit_status(const struct err *e)
+{
+	log_error("%s", e->msg);
+	switch (e->code) {
+	case COMMON_EUSAGE:
+	case COMMON_EINVAL:
+	case CLOUD_EURL:
+		return EXIT_USAGE;
+	default:
+		return 1;
+	}
 }

@@ -1,7 +1,7 @@
 /*
  * job.h (private to launcher/): what `slicectl job` does before any worker
- * exists, shared by every target (tpu-vm and local in cmd_job.c, gke in
- * gke_job.c, slurm in slurm_job.c): check the request, then put the run's
+ * exists, shared by every target's submit (launcher/target/NAME/): check
+ * the request, then put the run's
  * objects under BUCKET/RUN (job.json, bundle.tar.zst, the supervisor,
  * control.json) and render the startup script that boots every worker.
  */
@@ -60,6 +60,9 @@ struct prepared_run {
 int job_prepare(const struct job_request *r, struct prepared_run *out,
 		struct err *e);
 void prepared_run_release(struct prepared_run *p);
+/* Logs job_prepare's error and returns the exit status it means:
+ * EXIT_USAGE for a bad request (nothing was started), else 1. */
+int job_exit_status(const struct err *e);
 /* job_prepare's checks and out's run_url, supervisor_sha256 and job,
  * with nothing read or written in the bucket (startup_script NULL). */
 int job_plan(const struct job_request *r, struct prepared_run *out,

@@ -40,13 +40,14 @@ int cmd_stop(int argc, char **argv);
 /* A run's history (events/) as a list, and as a picture. */
 int cmd_events(int argc, char **argv);
 int cmd_report(int argc, char **argv);
-/* A job handed to the workers' supervisors (job.h), on one of four
- * targets: tpu-vm (queued resources, the default), gke (a JobSet, gke.h),
- * slurm (a batch job, slurm.h) or local (this machine, local.h). */
+/* A job handed to the workers' supervisors (job.h), on one of the
+ * targets (launcher/target/target.h): tpu-vm (queued resources, the
+ * default), gke (a JobSet), slurm (a batch job) or local (this
+ * machine). */
 int cmd_job(int argc, char **argv);
 /* Says what was wrong with `slicectl job`'s flags (a printf format and
  * its arguments), pointing at its --help; returns EXIT_USAGE. For
- * cmd_job.c and the targets it hands over to (gke_job.c, slurm_job.c). */
+ * cmd_job.c and the targets' check and submit slots. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Google's announced maintenance of a run's (or queued resource's)
  * nodes, now, optionally right after a committed step. */

@@ -3,7 +3,7 @@
  */
 #include "launcher/launcher.h"
 #include "launcher/run_qr.h"
-#include "launcher/target.h"
+#include "launcher/target/target.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,41 +50,13 @@ static int find_run(struct run_qr *q)
 	}
 	if (status >= 0)
 		return status;
-	if (target_has_view(&q->ro.job)) {
-		if (!q->other_targets) {
-			char what[300];
-
-			target_what(&q->ro.job, what, sizeof(what));
-			log_error("run %s is on %s (%s), not a queued resource: "
-				  "slicectl restart %s restarts its trainers, "
-				  "slicectl delete %s deletes its %s", q->name,
-				  target_name(target_of(&q->ro.job)), what,
-				  q->name, q->name,
-				  target_of(&q->ro.job) == TARGET_GKE
-					  ? "JobSet"
-					  : "batch job");
-			return EXIT_USAGE;
-		}
-		q->is_run = true;
-		q->qr = NULL;
-		return -1;
-	}
-	if (!q->ro.job.tpu_name) {
-		log_error("run %s has no queued resource (it ran on the local "
-			  "provider): slicectl restart %s restarts its "
-			  "trainers, slicectl stop %s ends it", q->name,
-			  q->name, q->name);
-		return EXIT_USAGE;
-	}
 	q->is_run = true;
-	q->qr = q->ro.job.tpu_name;
-	q->to.project = flag_or(q->to.project, q->ro.job.tpu_project);
-	q->to.zone = flag_or(q->to.zone, q->ro.job.tpu_zone);
+	q->qr = NULL;
 	return -1;
 }
 
 int run_qr_start(const struct opt *opts, int argc, char **argv,
-		 const char *usage, struct run_qr *q, struct tpu_client **c)
+		 const char *usage, struct run_qr *q)
 {
 	struct strlist pos;
 	int status;
@@ -101,14 +73,33 @@ int run_qr_start(const struct opt *opts, int argc, char **argv,
 		goto out;
 	}
 	status = find_run(q);
-	if (status >= 0 || !q->qr)
-		goto out;
-	status = tpu_options_open(&q->to, c);
-	if (!status)
-		status = -1;
 out:
 	strlist_release(&pos);
 	return status;
+}
+
+const struct target_ops *run_qr_target(const struct run_qr *q)
+{
+	return q->is_run ? target_of(&q->ro.job) : &target_tpu_vm;
+}
+
+int run_qr_unsupported(const struct run_qr *q, const char *verb)
+{
+	log_error("run %s is on the %s target, which has nothing to %s: "
+		  "slicectl restart %s restarts its trainers, slicectl stop %s "
+		  "ends it", q->name, run_qr_target(q)->name, verb, q->name,
+		  q->name);
+	return EXIT_USAGE;
+}
+
+int run_qr_open(struct run_qr *q, struct tpu_client **c)
+{
+	if (q->is_run) {
+		q->qr = q->ro.job.tpu_name;
+		q->to.project = flag_or(q->to.project, q->ro.job.tpu_project);
+		q->to.zone = flag_or(q->to.zone, q->ro.job.tpu_zone);
+	}
+	return tpu_options_open(&q->to, c);
 }
 
 void run_qr_say(const struct run_qr *q, const char *doing)

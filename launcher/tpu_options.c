@@ -39,29 +39,34 @@ void tpu_options_table(struct tpu_options *to, struct opt *opts, int with)
 			opts[n++] = table[i];
 }
 
+int tpu_options_resolve(struct tpu_options *to, struct err *e)
+{
+	if (gcloud_default(to->project, "core", "project", to->project_buf,
+			   sizeof(to->project_buf), &to->project, e) ||
+	    gcloud_default(to->zone, "compute", "zone", to->zone_buf,
+			   sizeof(to->zone_buf), &to->zone, e))
+		return COMMON_EUSAGE;
+	if (!to->project)
+		return err_set(e, COMMON_EUSAGE,
+			       "no project: pass --project, set "
+			       "CLOUDSDK_CORE_PROJECT or run `gcloud config "
+			       "set project PROJECT`");
+	if (!to->zone)
+		return err_set(e, COMMON_EUSAGE,
+			       "no zone: pass --zone (for example "
+			       "us-central2-b), set CLOUDSDK_COMPUTE_ZONE or "
+			       "run `gcloud config set compute/zone ZONE`");
+	return 0;
+}
+
 int tpu_options_open(struct tpu_options *to, struct tpu_client **c)
 {
 	struct err e;
 	int rc;
 
 	err_init(&e);
-	if (gcloud_default(to->project, "core", "project", to->project_buf,
-			   sizeof(to->project_buf), &to->project, &e) ||
-	    gcloud_default(to->zone, "compute", "zone", to->zone_buf,
-			   sizeof(to->zone_buf), &to->zone, &e)) {
+	if (tpu_options_resolve(to, &e)) {
 		log_error("%s", e.msg);
-		return EXIT_USAGE;
-	}
-	if (!to->project) {
-		log_error("no project: pass --project, set "
-			  "CLOUDSDK_CORE_PROJECT or run `gcloud config set "
-			  "project PROJECT`");
-		return EXIT_USAGE;
-	}
-	if (!to->zone) {
-		log_error("no zone: pass --zone (for example us-central2-b), "
-			  "set CLOUDSDK_COMPUTE_ZONE or run `gcloud config set "
-			  "compute/zone ZONE`");
 		return EXIT_USAGE;
 	}
 	rc = tpu_open(c, to->project, to->zone, &e);

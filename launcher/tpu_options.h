@@ -35,8 +35,13 @@ void tpu_options_table(struct tpu_options *to, struct opt *opts, int with);
 
 /* Fills project and zone where the flags gave none, from
  * CLOUDSDK_CORE_PROJECT and CLOUDSDK_COMPUTE_ZONE, else from gcloud's
- * active configuration (cloud.h: gcloud_default), then opens the client.
- * Returns 0 or an exit status after saying what is wrong. */
+ * active configuration (cloud.h: gcloud_default): the one lookup of
+ * every command on Cloud TPU. Returns 0, or COMMON_EUSAGE with e saying
+ * which is missing and how to give it. */
+int tpu_options_resolve(struct tpu_options *to, struct err *e);
+
+/* tpu_options_resolve, then opens the client. Returns 0 or an exit
+ * status after saying what is wrong. */
 int tpu_options_open(struct tpu_options *to, struct tpu_client **c);
 
 /* Parses argv against opts (the command's own, then the shared ones and

@@ -9,7 +9,7 @@
  * file:// bucket, the script from startup_render), as job_prepare would.
  */
 #include "cloud/cloud.h"
-#include "launcher/local.h"
+#include "launcher/target/local/local.h"
 #include "startup/startup.h"
 #include "tests/harness/harness.h"
 

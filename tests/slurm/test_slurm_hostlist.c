@@ -2,7 +2,7 @@
  * slurm_hostlist_each: a node list as slurmrestd says it ("n[1-2]"),
  * expanded without scontrol, in Slurm's order, zero padding kept.
  */
-#include "launcher/slurm.h"
+#include "launcher/target/slurm/slurm.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

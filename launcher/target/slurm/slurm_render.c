@@ -8,7 +8,7 @@
  * allocation comes back with SLURM_RESTART_COUNT grown and restores the
  * newest committed step.
  */
-#include "launcher/slurm.h"
+#include "launcher/target/slurm/slurm.h"
 
 #include <ctype.h>
 #include <string.h>

@@ -3,7 +3,8 @@
  * (jobset.x-k8s.io/v1alpha2) admitted by Kueue: gke_render.c builds it
  * from the job and checks what the API server's webhooks would refuse,
  * gke_yaml.c prints it for `kubectl apply -f`, gke_run.c creates it,
- * follows its admission, and serves status and delete.
+ * follows its admission, and serves status, delete and reset; gke_job.c
+ * is the target's row (target.h) and `slicectl job` there.
  */
 #ifndef SLICECTL_LAUNCHER_GKE_H
 #define SLICECTL_LAUNCHER_GKE_H
@@ -54,24 +55,25 @@ int gke_render(const struct gke_spec *s, json_t **out, struct err *e);
  * b. Strings that YAML would read as something else are quoted. */
 int gke_yaml(const json_t *obj, struct buf *b, struct err *e);
 
-/* `slicectl job --target gke`'s own flags. */
+/* `slicectl job --target gke`'s own flags (--cluster, --render and
+ * --max-run-duration are shared: target.h's struct job_flags). */
 struct gke_options {
-	const char *cluster, *location, *namespace, *queue;
+	const char *location, *namespace, *queue;
 	const char *priority_class, *image, *kubeconfig, *context;
 	const char *reservation;
-	bool flex_start, queued_provisioning, render;
-	unsigned max_run_ms;
+	bool flex_start, queued_provisioning;
 };
 
-/* Their entries for cmd_job's table: room for GKE_OPTIONS_COUNT. */
+/* Entries the row's options slot fills (target.h), the shared three
+ * among them. */
 #define GKE_OPTIONS_COUNT 13
-void gke_options_table(struct gke_options *g, struct opt *opts);
 
-struct job_request;
-
-/* `slicectl job --target gke` (r from the shared job flags, its name
- * set; format 1 json). Returns the exit status. */
-int gke_job(struct job_request *r, const struct gke_options *g, int format);
+/* Whether any of GKE's own flags was given; gke_refuse_flags says so
+ * (with --cluster and --render) to the tpu-vm and local targets' checks:
+ * EXIT_USAGE, or 0 when none was. */
+struct job_flags;
+bool gke_flags_given(const struct gke_options *g);
+int gke_refuse_flags(const struct job_flags *f);
 
 /* A cluster reached, and what the way it was reached says. */
 struct kube_client;
@@ -104,16 +106,17 @@ int gke_preflight(struct gke_conn *c, const struct gke_spec *s);
 int gke_submit(struct gke_conn *c, const struct gke_spec *s, json_t *js,
 	       const char *run_url);
 
-struct job_target;
+struct job;
 struct target_view;
-/* target.h's calls for a GKE run (t from its job.json). */
-int gke_describe(const struct job_target *t, struct target_view *out,
+/* The row's status, delete and reset (target.h) for a GKE run (j from
+ * its job.json): the JobSet's view, deleting the JobSet, deleting every
+ * pod for JobSet to recreate. */
+int gke_describe(const struct job *j, struct target_view *out,
 		 struct err *e);
-int gke_delete(const struct job_target *t, bool wait, unsigned timeout_ms,
+int gke_delete(const struct job *j, bool wait, unsigned timeout_ms,
 	       bool *absent, struct err *e);
-
-int gke_reset(const struct job_target *t, unsigned pods, bool wait,
-	      unsigned timeout_ms, long *attempt, struct err *e);
+int gke_reset(const struct job *j, bool wait, unsigned timeout_ms,
+	      long *attempt, struct err *e);
 
 /* DNS-1123 label (RFC 1123: [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63);
  * DNS-1035 as well when it must start with a letter. */

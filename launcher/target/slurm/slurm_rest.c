@@ -9,7 +9,7 @@
  * the user sees. Nothing is retried: a submission must not happen twice.
  */
 #include "launcher/job.h"
-#include "launcher/slurm.h"
+#include "launcher/target/slurm/slurm.h"
 
 #include <curl/curl.h>
 #include <jansson.h>

@@ -6,7 +6,7 @@
  * is killed.
  */
 #include "launcher/job.h"
-#include "launcher/slurm.h"
+#include "launcher/target/slurm/slurm.h"
 
 #include <errno.h>
 #include <fcntl.h>

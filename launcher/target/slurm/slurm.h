@@ -3,7 +3,8 @@
  * batch job whose single step starts one slice-supervisor per node (srun
  * --ntasks-per-node=1): slurm_render.c writes its batch script,
  * slurm_exec.c runs Slurm's commands (sbatch, squeue, scontrol, scancel),
- * slurm_job.c submits it, slurm_run.c serves status, delete and reset;
+ * slurm_job.c submits it and is the target's row (target.h), slurm_run.c
+ * serves status, delete and reset;
  * slurm_rest.c does the same through slurmrestd when the run names one.
  */
 #ifndef SLICECTL_LAUNCHER_SLURM_H
@@ -58,23 +59,24 @@ int slurm_job_command(const char *cluster, const char *tool, const char *verb,
 		      const char *job_id, struct err *e);
 
 /* `slicectl job --target slurm`'s own flags (--cluster and --render are
- * GKE's table's, shared). */
+ * shared with gke: target.h's struct job_flags). */
 struct slurm_options {
 	const char *partition, *account, *qos, *time_limit, *constraint;
 	const char *slurmrestd; /* URL or unix:/path; NULL: the commands */
 	unsigned nodes, gpus_per_node;
 };
 
+/* Entries the row's options slot fills (target.h). */
 #define SLURM_OPTIONS_COUNT 8
-void slurm_options_table(struct slurm_options *o, struct opt *opts);
 
-struct job_request;
-/* `slicectl job --target slurm` (r from the shared job flags, its name
- * set): the batch job is submitted held, the run's objects go up with its
- * id in job.json, then it is released. cluster from --cluster (NULL: the
- * default); render prints the script. Returns the exit status. */
-int slurm_job(struct job_request *r, const struct slurm_options *o,
-	      const char *cluster, bool render);
+/* Whether any of them was given; slurm_refuse_flags says so to another
+ * target's check (EXIT_USAGE, or 0 when none was). The row's submit
+ * (slurm_job.c): the batch job is submitted held, the run's objects go
+ * up with its id in job.json, then it is released; --render prints the
+ * script instead. */
+struct job_flags;
+bool slurm_flags_given(const struct slurm_options *o);
+int slurm_refuse_flags(const struct job_flags *f);
 
 /* The job as scontrol or slurmrestd sees it. */
 struct slurm_job_info {
@@ -103,13 +105,16 @@ int slurm_rest_job(const char *base, const char *id,
 int slurm_hostlist_each(const char *list, int (*fn)(void *, const char *),
 			void *ud);
 
+struct job;
 struct target_view;
-/* target.h's calls for a Slurm run (t from its job.json). */
-int slurm_describe(const struct job_target *t, struct target_view *out,
+/* The row's status, delete and reset (target.h) for a Slurm run (j from
+ * its job.json): scontrol show job, scancel, scontrol requeue (or
+ * slurmrestd's). */
+int slurm_describe(const struct job *j, struct target_view *out,
 		   struct err *e);
-int slurm_delete(const struct job_target *t, bool wait, unsigned timeout_ms,
+int slurm_delete(const struct job *j, bool wait, unsigned timeout_ms,
 		 bool *absent, struct err *e);
-int slurm_reset(const struct job_target *t, bool wait, unsigned timeout_ms,
+int slurm_reset(const struct job *j, bool wait, unsigned timeout_ms,
 		long *attempt, struct err *e);
 
 #endif

@@ -10,8 +10,8 @@
  * no requeue, so the reset is scontrol's there too.
  */
 #include "launcher/job.h"
-#include "launcher/slurm.h"
-#include "launcher/target.h"
+#include "launcher/target/slurm/slurm.h"
+#include "launcher/target/target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,9 +151,10 @@ static bool ended(const struct slurm_job_info *i, long unused)
 	return true;
 }
 
-int slurm_describe(const struct job_target *t, struct target_view *out,
+int slurm_describe(const struct job *j, struct target_view *out,
 		   struct err *e)
 {
+	const struct job_target *t = &j->target;
 	struct slurm_job_info info;
 	int rc;
 
@@ -201,9 +202,10 @@ static int wait_for(const struct job_target *t, unsigned timeout_ms,
 	}
 }
 
-int slurm_delete(const struct job_target *t, bool wait, unsigned timeout_ms,
+int slurm_delete(const struct job *j, bool wait, unsigned timeout_ms,
 		 bool *absent, struct err *e)
 {
+	const struct job_target *t = &j->target;
 	struct slurm_job_info info;
 	int rc = job_info(t, &info, e);
 
@@ -225,9 +227,10 @@ static bool running_again(const struct slurm_job_info *i, long before)
 	       (!strcmp(i->state, "RUNNING") && i->restarts > before);
 }
 
-int slurm_reset(const struct job_target *t, bool wait, unsigned timeout_ms,
+int slurm_reset(const struct job *j, bool wait, unsigned timeout_ms,
 		long *attempt, struct err *e)
 {
+	const struct job_target *t = &j->target;
 	struct slurm_job_info info;
 	long before;
 	int rc = job_info(t, &info, e);

@@ -7,10 +7,10 @@
  */
 #include "cloud/cloud.h"
 #include "kube/kube.h"
-#include "launcher/gke.h"
+#include "launcher/target/gke/gke.h"
 #include "launcher/job.h"
 #include "launcher/launcher.h"
-#include "launcher/target.h"
+#include "launcher/target/target.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -593,9 +593,10 @@ static int take_pods(const json_t *list, struct target_view *out)
 	return 0;
 }
 
-int gke_describe(const struct job_target *t, struct target_view *out,
+int gke_describe(const struct job *j, struct target_view *out,
 		 struct err *e)
 {
+	const struct job_target *t = &j->target;
 	json_t *js = NULL, *w = NULL, *pods = NULL;
 	struct gke_conn c;
 	char path[512];
@@ -651,9 +652,10 @@ int gke_describe(const struct job_target *t, struct target_view *out,
 	return rc;
 }
 
-int gke_delete(const struct job_target *t, bool wait, unsigned timeout_ms,
+int gke_delete(const struct job *j, bool wait, unsigned timeout_ms,
 	       bool *absent, struct err *e)
 {
+	const struct job_target *t = &j->target;
 	uint64_t deadline = mono_ms() + timeout_ms;
 	struct gke_conn c;
 	char path[512];
@@ -725,9 +727,11 @@ static long newest_attempt(const json_t *list, unsigned *running)
 	return most;
 }
 
-int gke_reset(const struct job_target *t, unsigned pods, bool wait,
-	      unsigned timeout_ms, long *attempt, struct err *e)
+int gke_reset(const struct job *j, bool wait, unsigned timeout_ms,
+	      long *attempt, struct err *e)
 {
+	const struct job_target *t = &j->target;
+	unsigned pods = j->num_slices * j->workers_per_slice;
 	uint64_t deadline = mono_ms() + timeout_ms;
 	json_t *list = NULL;
 	unsigned running;

@@ -5,7 +5,7 @@
  * (restartPolicy, completion mode), and nothing is set that Kueue owns
  * (spec.suspend).
  */
-#include "launcher/gke.h"
+#include "launcher/target/gke/gke.h"
 
 #include <stdio.h>
 #include <string.h>

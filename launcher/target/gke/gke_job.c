@@ -6,18 +6,20 @@
  * objects go up), job_prepare puts the run in its bucket, the JobSet is
  * created, and Kueue's admission is followed until the pods run.
  */
-#include "launcher/gke.h"
+#include "launcher/target/gke/gke.h"
 #include "launcher/job.h"
 #include "launcher/launcher.h"
+#include "launcher/target/target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void gke_options_table(struct gke_options *g, struct opt *opts)
+static size_t options(struct job_flags *f, struct opt *opts)
 {
+	struct gke_options *g = &f->gke;
 	const struct opt table[GKE_OPTIONS_COUNT] = {
-		{ .name = "cluster", .kind = OPT_STRING, .value = &g->cluster,
+		{ .name = "cluster", .kind = OPT_STRING, .value = &f->cluster,
 		  .arg = "C", .help = "--target gke: the GKE cluster (its "
 		  "endpoint and CA come from the GKE API)" },
 		{ .name = "location", .kind = OPT_STRING,
@@ -54,17 +56,44 @@ void gke_options_table(struct gke_options *g, struct opt *opts)
 		  .help = "--target gke, with --flex-start: all-or-nothing "
 			  "through Kueue's ProvisioningRequest" },
 		{ .name = "max-run-duration", .kind = OPT_SECONDS,
-		  .value = &g->max_run_ms, .arg = "S",
+		  .value = &f->max_run_ms, .arg = "S",
 		  .help = "flex-start: each window's length (tpu-vm), or "
 			  "with --queued-provisioning the nodes' lifetime "
 			  "(default 7 days)" },
-		{ .name = "render", .kind = OPT_FLAG, .value = &g->render,
+		{ .name = "render", .kind = OPT_FLAG, .value = &f->render,
 		  .help = "--target gke: print the objects instead of "
 			  "creating them (--format json: one v1 List); "
 			  "--target slurm: the batch script" },
 	};
 
 	memcpy(opts, table, sizeof(table));
+	return GKE_OPTIONS_COUNT;
+}
+
+bool gke_flags_given(const struct gke_options *g)
+{
+	return g->location || g->namespace || g->queue || g->priority_class ||
+	       g->image || g->kubeconfig || g->context || g->reservation ||
+	       g->flex_start || g->queued_provisioning;
+}
+
+int gke_refuse_flags(const struct job_flags *f)
+{
+	if (gke_flags_given(&f->gke) || f->cluster || f->render)
+		return usage_error("--cluster, --location, --namespace, --queue, "
+				   "--priority-class, --image, --kubeconfig, "
+				   "--context, --reservation, --flex-start, "
+				   "--queued-provisioning and --render are for "
+				   "--target gke (--cluster and --render also for "
+				   "--target slurm)");
+	return 0;
+}
+
+static int check(const struct job_flags *f)
+{
+	int status = target_refuse_vm_flags(f, target_gke.name);
+
+	return status ? status : slurm_refuse_flags(f);
 }
 
 /* The namespace: the flag's, else the kubeconfig context's (when the
@@ -111,9 +140,11 @@ static int print_render(const json_t *js, int format)
 }
 
 /* The flags only the other targets take. */
-static int check_flags(const struct job_request *r, const struct gke_options *g,
-		       struct err *e)
+static int check_flags(const struct job_flags *f, struct err *e)
 {
+	const struct job_request *r = &f->r;
+	const struct gke_options *g = &f->gke;
+
 	if (r->reserved || r->best_effort)
 		return err_set(e, COMMON_EUSAGE,
 			       "--reserved and --best-effort are queued-resource "
@@ -126,14 +157,14 @@ static int check_flags(const struct job_request *r, const struct gke_options *g,
 			       "and --workers-per-slice are not for --target "
 			       "gke (the node pools' TPU type sets the shape; "
 			       "use --location)");
-	if (g->max_run_ms % 1000)
+	if (f->max_run_ms % 1000)
 		return err_set(e, COMMON_EUSAGE,
 			       "--max-run-duration takes whole seconds");
-	if (g->cluster && g->kubeconfig)
+	if (f->cluster && g->kubeconfig)
 		return err_set(e, COMMON_EUSAGE,
 			       "give --cluster (with --location) or "
 			       "--kubeconfig, not both");
-	if (g->cluster && !g->location)
+	if (f->cluster && !g->location)
 		return err_set(e, COMMON_EUSAGE,
 			       "--cluster needs --location (the cluster's "
 			       "region or zone)");
@@ -141,15 +172,15 @@ static int check_flags(const struct job_request *r, const struct gke_options *g,
 }
 
 /* job.json's "target" for this run. */
-static int make_target(struct job_target *t, const struct gke_options *g,
+static int make_target(struct job_target *t, const struct job_flags *f,
 		       const struct gke_conn *c, const char *ns,
 		       const char *run)
 {
 	/* job_target holds its own copies; these are borrowed. */
 	struct job_target view = {
 		.kind = (char *)"gke",
-		.cluster = (char *)g->cluster,
-		.location = (char *)g->location,
+		.cluster = (char *)f->cluster,
+		.location = (char *)f->gke.location,
 		.project = c->project,
 		.namespace = (char *)ns,
 		.jobset = (char *)run,
@@ -160,8 +191,10 @@ static int make_target(struct job_target *t, const struct gke_options *g,
 	return job_target_copy(t, &view);
 }
 
-int gke_job(struct job_request *r, const struct gke_options *g, int format)
+static int submit(struct job_flags *f)
 {
+	struct job_request *r = &f->r;
+	const struct gke_options *g = &f->gke;
 	struct gke_spec s = { 0 };
 	struct prepared_run run;
 	struct job_target t = { 0 };
@@ -172,7 +205,7 @@ int gke_job(struct job_request *r, const struct gke_options *g, int format)
 
 	err_init(&e);
 	gke_conn_init(&conn);
-	if (check_flags(r, g, &e))
+	if (check_flags(f, &e))
 		return usage_error("%s", e.msg);
 	if (!r->accelerator_type)
 		return log_error("--accelerator-type is required (for example "
@@ -186,9 +219,9 @@ int gke_job(struct job_request *r, const struct gke_options *g, int format)
 			  "knows; it knows %s", r->accelerator_type, known);
 		return EXIT_USAGE;
 	}
-	if (!g->render || g->kubeconfig || g->context) {
+	if (!f->render || g->kubeconfig || g->context) {
 		/* The namespace default and the project come from here. */
-		if (gke_connect(g->cluster, g->location, r->project,
+		if (gke_connect(f->cluster, g->location, r->project,
 				g->kubeconfig, g->context, &conn, &e)) {
 			status = gke_exit_status(&e);
 			goto out;
@@ -207,17 +240,17 @@ int gke_job(struct job_request *r, const struct gke_options *g, int format)
 	s.flex_start = g->flex_start;
 	s.queued_provisioning = g->queued_provisioning;
 	s.reservation = g->reservation;
-	s.max_run_s = g->max_run_ms / 1000;
+	s.max_run_s = f->max_run_ms / 1000;
 	if (gke_check(&s, &e)) {
 		status = usage_error("%s", e.msg);
 		goto out;
 	}
-	if (!g->render) {
+	if (!f->render) {
 		status = gke_preflight(&conn, &s);
 		if (status)
 			goto out;
 	}
-	if (make_target(&t, g, &conn, s.namespace, r->name)) {
+	if (make_target(&t, f, &conn, s.namespace, r->name)) {
 		log_error("out of memory");
 		status = 1;
 		goto out;
@@ -226,7 +259,7 @@ int gke_job(struct job_request *r, const struct gke_options *g, int format)
 	r->workers_per_slice = s.acc.workers;
 	r->portable = true;
 	r->zone = NULL;
-	if (g->render ? job_plan(r, &run, &e) : job_prepare(r, &run, &e)) {
+	if (f->render ? job_plan(r, &run, &e) : job_prepare(r, &run, &e)) {
 		log_error("%s", e.msg);
 		status = e.code == COMMON_EUSAGE || e.code == COMMON_EINVAL
 				 ? EXIT_USAGE
@@ -238,8 +271,8 @@ int gke_job(struct job_request *r, const struct gke_options *g, int format)
 	if (gke_render(&s, &js, &e)) {
 		log_error("%s", e.msg);
 		status = 1;
-	} else if (g->render) {
-		status = print_render(js, format);
+	} else if (f->render) {
+		status = print_render(js, f->format);
 	} else {
 		status = gke_submit(&conn, &s, js, run.run_url);
 	}
@@ -251,3 +284,43 @@ out:
 	gke_conn_release(&conn);
 	return status;
 }
+
+static const struct target_words words = {
+	.state_key = "kueue", .workers_key = "pods",
+	.attempt_key = "restart_attempt", .phase_key = "phase",
+	.scheduler = "Kueue", .worker_heading = "POD",
+	.attempt_heading = "ATTEMPT", .phase_heading = "PHASE",
+	.worker = "pod", .object = "JobSet",
+};
+
+static void what(const struct job *j, char *out, size_t len)
+{
+	const struct job_target *t = &j->target;
+
+	snprintf(out, len, "JobSet %s/%s", t->namespace ? t->namespace : "",
+		 t->jobset ? t->jobset : "");
+}
+
+static int delete_jobset(struct run_qr *q, bool force)
+{
+	(void)force;
+	return target_delete_run(q, gke_delete);
+}
+
+static int reset_pods(struct run_qr *q, bool wait)
+{
+	return target_reset_run(q, wait, gke_reset);
+}
+
+const struct target_ops target_gke = {
+	.name = "gke",
+	.kind = "gke",
+	.options = options,
+	.check = check,
+	.submit = submit,
+	.status = gke_describe,
+	.delete = delete_jobset,
+	.reset = reset_pods,
+	.what = what,
+	.words = &words,
+};

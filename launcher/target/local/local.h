@@ -5,7 +5,8 @@
  * (SLICE_ROOT, SLICE_SYSTEMD=none), with a metadata endpoint of its own so
  * that preemption notices arrive as they do on a VM; the provider plays
  * systemd's part (restarting a supervisor that failed) and the cloud's
- * (preempting, resetting), and injects chaos.
+ * (preempting, resetting), and injects chaos. local_job.c is the
+ * target's row (target.h): `slicectl job --target local` (or --local).
  */
 #ifndef SLICECTL_LAUNCHER_LOCAL_H
 #define SLICECTL_LAUNCHER_LOCAL_H

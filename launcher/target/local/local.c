@@ -7,7 +7,7 @@
  * killed is started again 2 s later; exit 0 means the worker ended) and
  * the cloud (chaos: preemption notices and vanished VMs, resets, killed
  * and stopped trainers). Its timeline and summary are the run's history
- * (events/, supervisor.h) as it grows, the account `slicectl events` and
+ * (events/, run/run.h) as it grows, the account `slicectl events` and
  * `slicectl report` give: one account of a run, not two.
  *
  * One loop, a tick every 200 ms: reap children, inject due chaos, restart
@@ -19,7 +19,7 @@
  */
 #include "cloud/cloud.h"
 #include "launcher/launcher.h"
-#include "launcher/local.h"
+#include "launcher/target/local/local.h"
 #include "launcher/tpu_options.h"
 
 #include <errno.h>
@@ -170,7 +170,7 @@ static void print_ndjson(json_t *j)
 }
 
 /* What the provider does to the run's workers goes into the run's
- * history too (supervisor.h), beside the supervisors' own account. */
+ * history too (run/run.h), beside the supervisors' own account. */
 static void record(struct lrun *r, const char *kind, const json_t *fields,
 		   const char *msg)
 {

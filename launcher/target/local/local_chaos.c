@@ -12,7 +12,7 @@
  * run on a fast or a loaded machine, and each event finds the group whole.
  * "random" draws a deterministic mix from the seed instead.
  */
-#include "launcher/local.h"
+#include "launcher/target/local/local.h"
 
 #include <errno.h>
 #include <stdlib.h>

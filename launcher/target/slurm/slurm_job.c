@@ -8,14 +8,16 @@
  */
 #include "launcher/job.h"
 #include "launcher/launcher.h"
-#include "launcher/slurm.h"
+#include "launcher/target/slurm/slurm.h"
+#include "launcher/target/target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void slurm_options_table(struct slurm_options *o, struct opt *opts)
+static size_t options(struct job_flags *f, struct opt *opts)
 {
+	struct slurm_options *o = &f->slurm;
 	const struct opt table[SLURM_OPTIONS_COUNT] = {
 		{ .name = "partition", .kind = OPT_STRING,
 		  .value = &o->partition, .arg = "P",
@@ -44,6 +46,36 @@ void slurm_options_table(struct slurm_options *o, struct opt *opts)
 	};
 
 	memcpy(opts, table, sizeof(table));
+	return SLURM_OPTIONS_COUNT;
+}
+
+bool slurm_flags_given(const struct slurm_options *o)
+{
+	return o->partition || o->nodes || o->gpus_per_node || o->account ||
+	       o->qos || o->time_limit || o->constraint || o->slurmrestd;
+}
+
+int slurm_refuse_flags(const struct job_flags *f)
+{
+	if (slurm_flags_given(&f->slurm))
+		return usage_error("--partition, --nodes, --gpus-per-node, "
+				   "--account, --qos, --time, --constraint and "
+				   "--slurmrestd "
+				   "are for --target slurm");
+	return 0;
+}
+
+static int check(const struct job_flags *f)
+{
+	int status = target_refuse_vm_flags(f, target_slurm.name);
+
+	if (!status && (gke_flags_given(&f->gke) || f->max_run_ms))
+		status = usage_error("--location, --namespace, --queue, "
+				     "--priority-class, --image, --kubeconfig, "
+				     "--context, --reservation, --flex-start, "
+				     "--queued-provisioning and --max-run-duration "
+				     "are for --target gke");
+	return status;
 }
 
 /* The flags only the other targets take, and the shape. */
@@ -107,9 +139,11 @@ static int submit(const struct slurm_spec *s, const char *script,
 	return rc;
 }
 
-int slurm_job(struct job_request *r, const struct slurm_options *o,
-	      const char *cluster, bool render)
+static int submit_job(struct job_flags *f)
 {
+	struct job_request *r = &f->r;
+	const struct slurm_options *o = &f->slurm;
+	const char *cluster = f->cluster;
 	struct slurm_spec s = { 0 };
 	struct prepared_run run;
 	struct job_target t = { 0 };
@@ -148,7 +182,7 @@ int slurm_job(struct job_request *r, const struct slurm_options *o,
 			log_error("%s", e.msg);
 		goto out;
 	}
-	if (render) {
+	if (f->render) {
 		fwrite(script.data, 1, script.len, stdout);
 		status = 0;
 		goto out;
@@ -198,3 +232,40 @@ out:
 	prepared_run_release(&run);
 	return status;
 }
+
+static const struct target_words words = {
+	.state_key = "job_state", .workers_key = "nodes",
+	.attempt_key = "requeue", .phase_key = "state",
+	.scheduler = "Slurm", .worker_heading = "WORKER NODE",
+	.attempt_heading = "REQUEUE", .phase_heading = "STATE",
+	.worker = "node", .object = "batch job",
+};
+
+static void what(const struct job *j, char *out, size_t len)
+{
+	snprintf(out, len, "Slurm job %s", j->target.job_id);
+}
+
+static int delete_job(struct run_qr *q, bool force)
+{
+	(void)force;
+	return target_delete_run(q, slurm_delete);
+}
+
+static int reset_job(struct run_qr *q, bool wait)
+{
+	return target_reset_run(q, wait, slurm_reset);
+}
+
+const struct target_ops target_slurm = {
+	.name = "slurm",
+	.kind = "slurm",
+	.options = options,
+	.check = check,
+	.submit = submit_job,
+	.status = slurm_describe,
+	.delete = delete_job,
+	.reset = reset_job,
+	.what = what,
+	.words = &words,
+};

@@ -5,7 +5,7 @@
  * otherwise it is double-quoted with JSON's escapes, which YAML's
  * double-quoted style shares.
  */
-#include "launcher/gke.h"
+#include "launcher/target/gke/gke.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,7 +10,7 @@
  * until the value's ETag differs from E (or from the current one without
  * E) or the time runs out. One request per connection.
  */
-#include "launcher/local.h"
+#include "launcher/target/local/local.h"
 
 #include <errno.h>
 #include <fcntl.h>
