@@ -3,7 +3,7 @@
  * translation and its redaction of credentials, against a loopback server
  * that answers exactly what each case needs.
  */
-#include "cloud/http.h"
+#include "cloud/cloud.h"
 #include "tests/cloud/tiny_http.h"
 
 #include <criterion/criterion.h>
@@ -264,6 +264,13 @@ Test(http, connection_refused_is_a_network_error)
 	cr_assert_eq(http_do(&c, &req, &resp, &e), CLOUD_ENETWORK);
 	cr_assert_eq(resp.attempts, 2);
 	cr_assert(strstr(e.msg, "no answer after 2 attempts"), "%s", e.msg);
+	/* Nothing was sent: a request that is not idempotent is retried
+	 * too. */
+	http_response_release(&resp);
+	http_response_init(&resp);
+	req.not_idempotent = true;
+	cr_assert_eq(http_do(&c, &req, &resp, &e), CLOUD_ENETWORK);
+	cr_assert_eq(resp.attempts, 2);
 	http_response_release(&resp);
 	http_client_release(&c);
 }
@@ -427,6 +434,13 @@ Test(http, redaction)
 		  "PUT http://h/upload?uploadType=resumable&upload_id="
 		  "<redacted> -> 308" },
 		{ "my_access_token=keep", "my_access_token=keep" },
+		{ "X-SLURM-USER-NAME: root\nX-SLURM-USER-TOKEN: eyJ.a.b\nx",
+		  "X-SLURM-USER-NAME: root\nX-SLURM-USER-TOKEN: <redacted>\n"
+		  "x" },
+		{ "Proxy-Authorization: Basic Zm9v",
+		  "Proxy-Authorization: <redacted>" },
+		{ "export SLURM_JWT=eyJ.a.b && scontrol",
+		  "export SLURM_JWT=<redacted> && scontrol" },
 		{ "", "" },
 	};
 
