@@ -460,31 +460,19 @@ Test(http, debug_log_hides_credentials)
 		0, false } };
 	const char *headers[] = { "Authorization: Bearer sekrit-token-99",
 				  NULL };
-	char path[] = "/tmp/slicectl-httplog-XXXXXX";
 	struct http_request req = { .method = "GET", .headers = headers };
 	struct fixture f;
-	int fd = mkstemp(path), saved = dup(2);
-	char text[8192];
-	ssize_t n;
+	struct log_capture cap;
+	char *text;
 
-	cr_assert(fd >= 0 && saved >= 0);
 	start(&f, a, 1);
 	snprintf(f.url, sizeof(f.url),
 		 "%s/up?upload_id=sessionsecret&access_token=qq", f.srv.base);
 	req.url = f.url;
-	log_setup("test", LOG_DEBUG);
-	fflush(stderr);
-	dup2(fd, 2);
-	cr_assert_eq(http_do(&f.c, &req, &f.resp, &f.e), CLOUD_EHTTP);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	log_setup("test", LOG_INFO);
-	n = pread(fd, text, sizeof(text) - 1, 0);
-	close(fd);
-	unlink(path);
-	cr_assert_gt(n, 0);
-	text[n] = '\0';
+	cr_assert_eq(log_capture_begin(&cap), 0);
+	cr_expect_eq(http_do(&f.c, &req, &f.resp, &f.e), CLOUD_EHTTP);
+	text = log_capture_end(&cap);
+	cr_assert(text && *text);
 	cr_assert(strstr(text, "GET http://127.0.0.1"), "%s", text);
 	cr_assert(strstr(text, "-> 400"), "%s", text);
 	cr_assert(strstr(text, "Authorization: <redacted>"), "%s", text);
@@ -493,5 +481,6 @@ Test(http, debug_log_hides_credentials)
 	cr_assert(!strstr(text, "=qq"), "%s", text);
 	cr_assert(!strstr(f.e.msg, "sessionsecret"), "%s", f.e.msg);
 	cr_assert(!strstr(f.e.msg, "sekrit"), "%s", f.e.msg);
+	free(text);
 	stop(&f);
 }
