@@ -7,10 +7,8 @@
 #include "tests/cloud/tiny_http.h"
 
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define OK_JSON "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" \
 		"Content-Length: *\r\n\r\n{\"a\": true}"
