@@ -372,10 +372,13 @@ int kube_failure(const struct kube_client *k, const struct kube_call *c,
 	read_status(root, &st);
 	buf_init(&h);
 	buf_init(&msg);
+	/* The server's words may echo a credential. */
 	if (st.message)
-		buf_appends(&msg, st.message);
+		http_redact(&msg, st.message);
 	else if (a->body.len)
-		buf_appendf(&msg, "%.200s", a->body.data);
+		http_redact(&msg, a->body.data);
+	if (msg.len > 200)
+		msg.data[msg.len = 200] = '\0';
 	hint(&h, k, c, a->status, &st, retried);
 	if (msg.data)
 		clean(&msg);
