@@ -20,7 +20,7 @@
 #ifndef SLICECTL_CLOUD_AUTH_H
 #define SLICECTL_CLOUD_AUTH_H
 
-#include "cloud/http.h"
+#include "cloud/cloud.h"
 
 #include <jansson.h>
 #include <openssl/evp.h>

@@ -5,7 +5,7 @@
  * 429/5xx and dropped connections), with advice for the GKE API's 4xx.
  */
 #include "cloud/auth.h"
-#include "cloud/http.h"
+#include "cloud/cloud.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 #define SLICECTL_CLOUD_GCS_H
 
 #include "cloud/auth.h"
-#include "cloud/http.h"
+#include "cloud/cloud.h"
 
 #include <pthread.h>
 

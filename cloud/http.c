@@ -3,7 +3,7 @@
  * kept alive between calls), the shared retry policy, and the translation
  * of HTTP answers into cloud errors a user can act on.
  */
-#include "cloud/http.h"
+#include "cloud/cloud.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,6 +30,8 @@ void http_policy_default(struct http_policy *p)
 	p->backoff_max_ms = 32 * 1000;
 	p->connect_timeout_ms = 15 * 1000;
 	p->stall_ms = 60 * 1000;
+	p->retry_after_max_ms = 0;
+	p->transient_status = NULL;
 	v = getenv("SLICECTL_HTTP_STALL_SECONDS");
 	if (v && *v) {
 		unsigned long s = strtoul(v, NULL, 10);
@@ -163,15 +165,21 @@ int http_query_append(struct buf *u, const char *name, const char *value)
  * parameters. */
 static const char *const secret_names[] = {
 	"access_token", "refresh_token", "id_token", "client_secret",
-	"private_key", "assertion", "upload_id", NULL,
+	"private_key", "assertion", "upload_id", "slurm_jwt", NULL,
 };
 
-static size_t match_secret_name(const char *p)
-{
-	for (size_t i = 0; secret_names[i]; i++) {
-		size_t n = strlen(secret_names[i]);
+/* Headers whose whole value is a credential. */
+static const char *const secret_headers[] = {
+	"authorization:", "proxy-authorization:", "x-slurm-user-token:", NULL,
+};
 
-		if (strncasecmp(p, secret_names[i], n) == 0)
+/* The length of the one of names (any case) that p starts with, or 0. */
+static size_t match_name(const char *const *names, const char *p)
+{
+	for (size_t i = 0; names[i]; i++) {
+		size_t n = strlen(names[i]);
+
+		if (strncasecmp(p, names[i], n) == 0)
 			return n;
 	}
 	return 0;
@@ -201,9 +209,9 @@ int http_redact(struct buf *out, const char *text)
 		size_t n;
 
 		/* "Authorization: anything" up to the end of the line. */
-		if (at_line_start(text, p) &&
-		    strncasecmp(p, "authorization:", 14) == 0) {
-			if (buf_append(out, p, 14) || buf_appends(out, " ") ||
+		n = at_line_start(text, p) ? match_name(secret_headers, p) : 0;
+		if (n) {
+			if (buf_append(out, p, n) || buf_appends(out, " ") ||
 			    buf_appends(out, redacted))
 				return CLOUD_ENOMEM;
 			p += strcspn(p, "\r\n");
@@ -217,7 +225,7 @@ int http_redact(struct buf *out, const char *text)
 			p += strcspn(p, " \t\r\n\",&");
 			continue;
 		}
-		n = (p == text || !word_char(p[-1])) ? match_secret_name(p) : 0;
+		n = (p == text || !word_char(p[-1])) ? match_name(secret_names, p) : 0;
 		if (n && !word_char(p[n])) {
 			q = p + n;
 			if (p > text && p[-1] == '"' && *q == '"') {
@@ -317,15 +325,45 @@ void http_error_message(const struct http_response *resp, char *out,
 	buf_release(&red);
 }
 
-bool http_transient(int rc, const struct http_response *resp)
+/* Transport failures worth another try: not a certificate that does not
+ * verify, a URL that cannot work, or our own callbacks' stop. */
+static bool transient_curl(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+	case CURLE_WRITE_ERROR:
+	case CURLE_ABORTED_BY_CALLBACK:
+	case CURLE_OUT_OF_MEMORY:
+	case CURLE_TOO_MANY_REDIRECTS:
+		return false;
+	default:
+		return true;
+	}
+}
+
+bool http_unsent(CURLcode cc)
+{
+	return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+	       cc == CURLE_COULDNT_RESOLVE_PROXY;
+}
+
+bool http_transient(const struct http_policy *p, int rc,
+		    const struct http_response *resp)
 {
 	long s = resp->status;
 
 	if (rc == CLOUD_ENETWORK)
-		return true;
+		return transient_curl(resp->curl_code);
 	if (rc == 0 || rc == CLOUD_ECORRUPT || rc == CLOUD_EABORTED)
 		return false;
-	return s == 408 || s == 429 || (s >= 500 && s <= 599);
+	if (p->transient_status)
+		return p->transient_status(s);
+	return s == 408 || s == 429 || (s >= 500 && s <= 599 && s != 501);
 }
 
 void http_retry_init(struct http_retry *r, struct http_client *c)
@@ -371,13 +409,16 @@ bool http_retry_again(struct http_retry *r, int rc,
 	unsigned wait;
 	uint64_t spent;
 
-	if (!http_transient(rc, resp))
+	if (!http_transient(r->policy, rc, resp))
 		return false;
 	r->attempts++;
 	if (r->attempts >= r->policy->max_attempts)
 		return false;
 	wait = resp->retry_after_ms ? resp->retry_after_ms
 				    : backoff_next_ms(&r->backoff);
+	if (r->policy->retry_after_max_ms &&
+	    wait > r->policy->retry_after_max_ms)
+		wait = r->policy->retry_after_max_ms;
 	spent = mono_ms() - r->start_ms;
 	if (spent + wait > r->policy->max_total_ms)
 		return false;
@@ -496,6 +537,41 @@ static size_t on_read(char *data, size_t size, size_t n, void *ud)
 	return len;
 }
 
+static void tls_blob(CURL *h, CURLoption opt, const char *pem)
+{
+	struct curl_blob b = { (void *)pem, strlen(pem), CURL_BLOB_COPY };
+
+	curl_easy_setopt(h, opt, &b);
+}
+
+static void setup_tls(CURL *h, const struct http_tls *tls)
+{
+	if (tls->insecure) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	} else if (tls->ca_pem) {
+		/* Only this CA: not the system's bundle or directory as
+		 * well. */
+		tls_blob(h, CURLOPT_CAINFO_BLOB, tls->ca_pem);
+		curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+	}
+	if (tls->cert_pem && tls->key_pem) {
+		tls_blob(h, CURLOPT_SSLCERT_BLOB, tls->cert_pem);
+		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+		tls_blob(h, CURLOPT_SSLKEY_BLOB, tls->key_pem);
+		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+	}
+}
+
+/* Header lines may hold credentials: they do not outlive the request in
+ * freed memory. */
+static void free_headers(struct curl_slist *l)
+{
+	for (struct curl_slist *p = l; p; p = p->next)
+		memset(p->data, 0, strlen(p->data));
+	curl_slist_free_all(l);
+}
+
 static int setup(struct http_client *c, const struct http_request *req,
 		 struct transfer *t, struct curl_slist **hdrs, struct err *e)
 {
@@ -517,12 +593,15 @@ static int setup(struct http_client *c, const struct http_request *req,
 	/* Without "Expect:" curl waits for a 100 Continue before large
 	 * bodies, which a plain server may never send. */
 	l = curl_slist_append(l, "Expect:");
-	for (const char *const *hp = req->headers; hp && *hp && l; hp++)
-		l = curl_slist_append(l, *hp);
-	if (!l) {
-		curl_slist_free_all(l);
-		return err_set(e, CLOUD_ENOMEM, "out of memory for headers");
+	for (const char *const *hp = req->headers; hp && *hp && l; hp++) {
+		struct curl_slist *next = curl_slist_append(l, *hp);
+
+		if (!next)
+			free_headers(l);
+		l = next;
 	}
+	if (!l)
+		return err_set(e, CLOUD_ENOMEM, "out of memory for headers");
 	*hdrs = l;
 	curl_easy_setopt(h, CURLOPT_URL, req->url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
@@ -543,6 +622,10 @@ static int setup(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(h, CURLOPT_READDATA, t);
 	if (req->timeout_ms)
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
+	if (req->unix_socket)
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);
+	if (req->tls)
+		setup_tls(h, req->tls);
 	if (c->cancelled) {
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
@@ -721,7 +804,7 @@ int http_do(struct http_client *c, const struct http_request *req,
 		if (rc)
 			return rc;
 		cc = curl_easy_perform(c->curl);
-		curl_slist_free_all(hdrs);
+		free_headers(hdrs);
 		resp->curl_code = cc;
 		if (t.sink_rc) {
 			if (t.sink_rc >= CLOUD_EURL &&
@@ -755,7 +838,8 @@ int http_do(struct http_client *c, const struct http_request *req,
 			resp->retry_after_ms = parse_retry_after(resp);
 		if (resp->delivered > 0)
 			break;
-		if (req->not_idempotent && !req->precondition)
+		if (req->not_idempotent && !req->precondition &&
+		    !(cc != CURLE_OK && http_unsent(cc)))
 			break;
 		if (req->source && t.body_started && !req->source->rewind)
 			break;

@@ -1,7 +1,7 @@
 /*
  * metadata.c: the GCE metadata server client (see cloud.h): plain reads
  * and wait_for_change long polls of http://HOST/computeMetadata/v1/PATH,
- * over http.h's client and retry policy. Every request carries
+ * over cloud.h's HTTP transport and its retry policy. Every request carries
  * "Metadata-Flavor: Google" and every answer must carry it back, or
  * something other than the metadata server answered (a proxy, a captive
  * portal). A long poll's own time limit is timeout_s plus a margin (the
@@ -10,7 +10,7 @@
  * left of it. metadata_cancel sets a flag that http.c polls about once a
  * second during a transfer and between retries.
  */
-#include "cloud/http.h"
+#include "cloud/cloud.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

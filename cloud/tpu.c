@@ -9,7 +9,7 @@
  */
 #include "cloud/tpu.h"
 #include "cloud/auth.h"
-#include "cloud/http.h"
+#include "cloud/cloud.h"
 
 #include <errno.h>
 #include <fcntl.h>

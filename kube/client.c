@@ -1,24 +1,19 @@
 /*
- * client.c: requests to the Kubernetes API over one reused libcurl handle
- * (connections are kept alive between calls), TLS as the config says (the
- * cluster CA pinned from memory, never mixed with the system's), bearer
- * tokens renewed through the exec plugin, and the retry budget: 429 with
+ * client.c: requests to the Kubernetes API through cloud/'s HTTP
+ * transport over one reused libcurl handle (connections are kept alive
+ * between calls), TLS as the config says (the cluster CA pinned from
+ * memory, never mixed with the system's), bearer tokens renewed through
+ * the exec plugin, and the retry budget the transport applies: 429 with
  * its Retry-After, 5xx, dropped connections and stalls are retried with
  * backoff and full jitter within a bounded number of attempts and time.
  */
 #include "kube/client.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 #define BODY_MAX (64u << 20)
-/* Enough of an error answer for its Status; the rest is dropped. */
-#define ERROR_BODY_MAX (64u << 10)
 /* A token this close to its expiry is renewed first. */
 #define EXPIRY_MARGIN_S 10
 
@@ -27,58 +22,35 @@ static int nomem(struct err *e)
 	return err_set(e, KUBE_ENOMEM, "out of memory");
 }
 
-static unsigned env_uint(const char *name, unsigned def, unsigned max)
+/* The transport's defaults (SLICECTL_HTTP_RETRY_BASE_MS and
+ * SLICECTL_HTTP_STALL_SECONDS applied), with a budget of its own: an
+ * operator waits on these, so two minutes at most, and a Retry-After is
+ * cut to a minute. */
+static void policy_default(struct http_policy *p)
 {
-	const char *v = getenv(name);
-	char *end;
-	unsigned long n;
+	unsigned base = http_retry_base_ms();
 
-	if (!v || !*v)
-		return def;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || *end || n == 0 || n > max)
-		return def;
-	return (unsigned)n;
-}
-
-/* The defaults; SLICECTL_HTTP_RETRY_BASE_MS and SLICECTL_HTTP_STALL_SECONDS
- * (shared with cloud/, for tests and slow links) shorten or lengthen them. */
-static void policy_default(struct kube_policy *p)
-{
+	http_policy_default(p);
 	p->max_attempts = 8;
 	p->max_total_ms = 2 * 60 * 1000;
-	p->backoff_base_ms = http_retry_base_ms();
-	if (!p->backoff_base_ms)
-		p->backoff_base_ms = 250;
+	p->backoff_base_ms = base ? base : 250;
 	p->backoff_max_ms = p->backoff_base_ms * 64 < 16000
 				    ? p->backoff_base_ms * 64 : 16000;
 	p->retry_after_max_ms = 60 * 1000;
 	p->connect_timeout_ms = 15 * 1000;
-	p->stall_ms = env_uint("SLICECTL_HTTP_STALL_SECONDS", 60, 3600) *
-		      1000;
-}
-
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static CURLcode global_rc;
-
-static void global_init(void)
-{
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 int kube_client_new(const struct kube_config *c, struct kube_client **out,
 		    struct err *e)
 {
+	struct http_policy policy;
 	struct kube_client *k;
+	struct err he;
 	int rc;
 
 	*out = NULL;
 	if (!c->server || !*c->server)
 		return err_set(e, KUBE_EINVAL, "no API server to talk to");
-	pthread_once(&global_once, global_init);
-	if (global_rc != CURLE_OK)
-		return err_set(e, KUBE_ENOMEM, "cannot initialize libcurl");
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return nomem(e);
@@ -87,15 +59,13 @@ int kube_client_new(const struct kube_config *c, struct kube_client **out,
 		free(k);
 		return rc;
 	}
-	k->curl = curl_easy_init();
-	if (!k->curl) {
+	policy_default(&policy);
+	err_init(&he);
+	if (http_client_init(&k->http, &policy, &he)) {
 		kube_config_release(&k->cfg);
 		free(k);
-		return err_set(e, KUBE_ENOMEM, "cannot create a libcurl "
-			       "handle");
+		return err_set(e, KUBE_ENOMEM, "%s", he.msg);
 	}
-	policy_default(&k->policy);
-	k->seed = mono_us() ^ ((uint64_t)getpid() << 32);
 	*out = k;
 	return 0;
 }
@@ -104,90 +74,9 @@ void kube_client_free(struct kube_client *k)
 {
 	if (!k)
 		return;
-	curl_easy_cleanup(k->curl);
+	http_client_release(&k->http);
 	kube_config_release(&k->cfg);
 	free(k);
-}
-
-void kube_answer_init(struct kube_answer *a)
-{
-	memset(a, 0, sizeof(*a));
-	buf_init(&a->body);
-}
-
-void kube_answer_release(struct kube_answer *a)
-{
-	buf_release(&a->body);
-}
-
-/* ---- one attempt ---- */
-
-struct transfer {
-	struct kube_client *k;
-	const struct kube_call *c;
-	struct kube_answer *a;
-	size_t body_off;
-	bool too_big;
-};
-
-static size_t on_header(char *data, size_t size, size_t n, void *ud)
-{
-	struct transfer *t = ud;
-	size_t len = size * n;
-
-	/* A new status line (after 100 Continue, say) starts afresh. */
-	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0)
-		t->a->retry_after_ms = 0;
-	if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
-		char v[64];
-		size_t vl = len - 12;
-
-		if (vl >= sizeof(v))
-			vl = sizeof(v) - 1;
-		memcpy(v, data + 12, vl);
-		v[vl] = '\0';
-		t->a->retry_after_ms = http_retry_after_ms(v, time(NULL));
-	}
-	return len;
-}
-
-static size_t on_write(char *data, size_t size, size_t n, void *ud)
-{
-	struct transfer *t = ud;
-	size_t len = size * n;
-	long status = 0;
-
-	curl_easy_getinfo(t->k->curl, CURLINFO_RESPONSE_CODE, &status);
-	if (status >= 200 && status < 300 && t->c->sink) {
-		int rc = t->c->sink(t->c->sink_ud, data, len);
-
-		t->a->streamed = true;
-		if (rc) {
-			t->a->sink_rc = rc;
-			return 0;
-		}
-		return len;
-	}
-	if (status >= 200 && status < 400) {
-		if (t->a->body.len + len > BODY_MAX) {
-			t->too_big = true;
-			return 0;
-		}
-	} else if (t->a->body.len + len > ERROR_BODY_MAX) {
-		return len;
-	}
-	return buf_append(&t->a->body, data, len) ? 0 : len;
-}
-
-static size_t on_read(char *data, size_t size, size_t n, void *ud)
-{
-	struct transfer *t = ud;
-	size_t left = strlen(t->c->body) - t->body_off;
-	size_t len = size * n < left ? size * n : left;
-
-	memcpy(data, t->c->body + t->body_off, len);
-	t->body_off += len;
-	return len;
 }
 
 static bool expiring(const struct kube_config *c)
@@ -208,258 +97,132 @@ static int credential(struct kube_client *k, struct err *e)
 	return kube_exec_credential(c, e);
 }
 
-static void blob(CURL *h, CURLoption opt, const char *pem)
+/* The kube sink behind the transport's: its stop is remembered, so that
+ * the transport's CLOUD_EABORTED is not taken for a failure. */
+struct sink {
+	const struct kube_call *c;
+	bool stopped;
+};
+
+static int on_data(void *ud, const void *data, size_t len, struct err *e)
 {
-	struct curl_blob b = { (void *)pem, strlen(pem), CURL_BLOB_COPY };
+	struct sink *s = ud;
 
-	curl_easy_setopt(h, opt, &b);
-}
-
-static void setup_tls(struct kube_client *k)
-{
-	CURL *h = k->curl;
-	const struct kube_config *c = &k->cfg;
-
-	if (c->insecure) {
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-	} else if (c->ca_pem) {
-		/* Only the cluster's CA: not the system's bundle or
-		 * directory as well. */
-		blob(h, CURLOPT_CAINFO_BLOB, c->ca_pem);
-		curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+	(void)e;
+	if (s->c->sink(s->c->sink_ud, data, len)) {
+		s->stopped = true;
+		return CLOUD_EABORTED;
 	}
-	if (c->cert_pem && c->key_pem) {
-		blob(h, CURLOPT_SSLCERT_BLOB, c->cert_pem);
-		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
-		blob(h, CURLOPT_SSLKEY_BLOB, c->key_pem);
-		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
-	}
-}
-
-static struct curl_slist *headers(const struct kube_client *k,
-				  const struct kube_call *c, struct err *e)
-{
-	struct curl_slist *l = NULL, *next;
-	struct buf auth;
-	const char *fixed[] = { "Accept: application/json", "Expect:",
-		c->body ? "Content-Type: application/json" : NULL };
-
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		if (!fixed[i])
-			continue;
-		next = curl_slist_append(l, fixed[i]);
-		if (!next)
-			goto fail;
-		l = next;
-	}
-	if (k->cfg.token && *k->cfg.token) {
-		buf_init(&auth);
-		if (buf_appendf(&auth, "Authorization: Bearer %s",
-				k->cfg.token)) {
-			buf_release(&auth);
-			goto fail;
-		}
-		next = curl_slist_append(l, auth.data);
-		memset(auth.data, 0, auth.len);
-		buf_release(&auth);
-		if (!next)
-			goto fail;
-		l = next;
-	}
-	return l;
-fail:
-	curl_slist_free_all(l);
-	nomem(e);
-	return NULL;
-}
-
-static void free_headers(struct curl_slist *l)
-{
-	/* The Authorization line holds the token. */
-	for (struct curl_slist *p = l; p; p = p->next)
-		memset(p->data, 0, strlen(p->data));
-	curl_slist_free_all(l);
-}
-
-int kube_attempt(struct kube_client *k, const struct kube_call *c,
-		 struct kube_answer *a, struct err *e)
-{
-	struct transfer t = { k, c, a, 0, false };
-	const struct kube_policy *p = &k->policy;
-	struct curl_slist *hdrs;
-	struct buf url;
-	CURL *h = k->curl;
-	uint64_t t0 = mono_ms();
-	int rc;
-
-	buf_reset(&a->body);
-	a->status = 0;
-	a->retry_after_ms = 0;
-	a->sink_rc = 0;
-	a->streamed = false;
-	rc = credential(k, e);
-	if (rc)
-		return rc;
-	hdrs = headers(k, c, e);
-	if (!hdrs)
-		return KUBE_ENOMEM;
-	buf_init(&url);
-	if (buf_appendf(&url, "%s%s", k->cfg.server, c->path)) {
-		free_headers(hdrs);
-		return nomem(e);
-	}
-	curl_easy_reset(h);
-	k->errbuf[0] = '\0';
-	curl_easy_setopt(h, CURLOPT_URL, url.data);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, k->errbuf);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-			 (long)p->connect_timeout_ms);
-	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "slicectl/0.1");
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-	/* A watch is silent by design between events: only its whole time
-	 * is bounded. Anything else that stops moving is a stall. */
-	if (!c->sink) {
-		curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
-				 (long)((p->stall_ms + 999) / 1000));
-	}
-	if (c->timeout_ms)
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
-	setup_tls(k);
-	if (strcmp(c->method, "GET") == 0) {
-		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-	} else {
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
-		if (c->body) {
-			curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-			curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-			curl_easy_setopt(h, CURLOPT_READDATA, &t);
-			curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE,
-					 (curl_off_t)strlen(c->body));
-		}
-	}
-	a->curl_code = curl_easy_perform(h);
-	free_headers(hdrs);
-	if (a->curl_code == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->status);
-	log_debug("kube: %s %s -> %ld%s%s (%llu ms)", c->method, url.data,
-		  a->status, a->status ? "" : " ",
-		  a->status ? "" : curl_easy_strerror(a->curl_code),
-		  (unsigned long long)(mono_ms() - t0));
-	buf_release(&url);
-	if (t.too_big)
-		return err_set(e, KUBE_ECORRUPT, "%s %.*s: the answer is "
-			       "larger than %u bytes", c->method,
-			       (int)strcspn(c->path, "?"), c->path, BODY_MAX);
 	return 0;
 }
 
-/* ---- retries ---- */
-
-void kube_retry_init(struct kube_client *k, struct kube_retry *r)
+int kube_send(struct kube_client *k, const struct kube_call *c,
+	      unsigned max_attempts, struct http_response *resp,
+	      struct err *e)
 {
-	k->seed = k->seed * 6364136223846793005ull + 1442695040888963407ull;
-	backoff_init(&r->backoff, k->policy.backoff_base_ms,
-		     k->policy.backoff_max_ms, k->seed | 1);
-	r->attempts = 0;
-	r->start_ms = mono_ms();
-	r->reauthed = false;
-}
+	const struct kube_config *cfg = &k->cfg;
+	struct http_tls tls = { cfg->ca_pem, cfg->cert_pem, cfg->key_pem,
+				cfg->insecure };
+	struct sink s = { c, false };
+	struct http_request req = {
+		.method = c->method, .body = c->body,
+		.body_len = c->body ? strlen(c->body) : 0, .tls = &tls,
+		/* A create names its object: a second one is refused with
+		 * 409 AlreadyExists (and the error says an earlier attempt
+		 * may have made it), which makes it safe to repeat. */
+		.precondition = true,
+		.max_attempts = max_attempts, .timeout_ms = c->timeout_ms,
+		.sink = c->sink ? on_data : NULL, .sink_ud = &s,
+		.max_body = BODY_MAX,
+	};
+	const char *headers[4] = { "Accept: application/json", NULL };
+	struct buf url, auth;
+	struct err he;
+	size_t n = 1;
+	int rc;
 
-void kube_retry_progress(struct kube_retry *r)
-{
-	r->backoff.attempt = 0;
-	r->attempts = 0;
-	r->start_ms = mono_ms();
-}
-
-/* Transport failures worth another try: not a certificate that does not
- * verify, a URL that cannot work, or our own callbacks' stop. */
-static bool transient_curl(CURLcode cc)
-{
-	switch (cc) {
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-	case CURLE_URL_MALFORMAT:
-	case CURLE_WRITE_ERROR:
-	case CURLE_ABORTED_BY_CALLBACK:
-	case CURLE_OUT_OF_MEMORY:
-	case CURLE_TOO_MANY_REDIRECTS:
-		return false;
-	default:
-		return true;
+	rc = credential(k, e);
+	if (rc)
+		return rc;
+	buf_init(&url);
+	buf_init(&auth);
+	if (buf_appendf(&url, "%s%s", cfg->server, c->path) ||
+	    (cfg->token && *cfg->token &&
+	     buf_appendf(&auth, "Authorization: Bearer %s", cfg->token))) {
+		buf_release(&url);
+		buf_release(&auth);
+		return nomem(e);
 	}
+	if (c->body)
+		headers[n++] = "Content-Type: application/json";
+	if (auth.data)
+		headers[n++] = auth.data;
+	req.url = url.data;
+	req.headers = headers;
+	err_init(&he);
+	rc = http_do(&k->http, &req, resp, &he);
+	if (auth.data)
+		memset(auth.data, 0, auth.len);
+	buf_release(&auth);
+	buf_release(&url);
+	if (s.stopped || !rc)
+		return 0;
+	if (rc == CLOUD_ECORRUPT)
+		return err_set(e, KUBE_ECORRUPT, "%s %.*s: the answer is "
+			       "larger than %u bytes", c->method,
+			       (int)strcspn(c->path, "?"), c->path, BODY_MAX);
+	if (rc == CLOUD_ENOMEM)
+		return nomem(e);
+	/* An error status or no answer: the caller reads resp. */
+	return 0;
 }
 
-bool kube_retry_again(struct kube_client *k, struct kube_retry *r,
-		      const struct kube_answer *a)
+/* A 401 with an exec plugin, the first time: the plugin's token may have
+ * been revoked early, so it is dropped for a fresh one. */
+static bool reauth(struct kube_client *k, bool *reauthed, long status)
 {
-	const struct kube_policy *p = &k->policy;
-	unsigned wait;
-	long s = a->status;
+	struct kube_config *c = &k->cfg;
 
-	r->attempts++;
-	if (s == 401 && k->cfg.exec_argv.n && !r->reauthed) {
-		/* The plugin's token may have been revoked early. */
-		r->reauthed = true;
-		free(k->cfg.token);
-		k->cfg.token = NULL;
-		free(k->cfg.cert_pem);
-		k->cfg.cert_pem = NULL;
-		return true;
-	}
-	if (a->sink_rc)
+	if (status != 401 || !c->exec_argv.n || *reauthed)
 		return false;
-	if (s == 0 ? !transient_curl(a->curl_code)
-		   : !(s == 429 || (s >= 500 && s != 501)))
-		return false;
-	if (r->attempts >= p->max_attempts)
-		return false;
-	if (a->retry_after_ms)
-		wait = a->retry_after_ms < p->retry_after_max_ms
-			       ? a->retry_after_ms : p->retry_after_max_ms;
-	else
-		wait = backoff_next_ms(&r->backoff);
-	if (mono_ms() - r->start_ms + wait > p->max_total_ms)
-		return false;
-	log_debug("kube: retrying in %u ms (status %ld, attempt %u)", wait, s,
-		  r->attempts + 1);
-	proc_sleep_ms(wait, true);
+	*reauthed = true;
+	free(c->token);
+	c->token = NULL;
+	free(c->cert_pem);
+	c->cert_pem = NULL;
 	return true;
+}
+
+bool kube_retry_again(struct kube_client *k, struct http_retry *r,
+		      bool *reauthed, const struct http_response *resp)
+{
+	if (reauth(k, reauthed, resp->status))
+		return true;
+	return http_retry_again(r, resp->status ? CLOUD_EHTTP
+						: CLOUD_ENETWORK, resp);
 }
 
 /* ---- requests ---- */
 
-/* Sends c until it succeeds or the budget is spent. *out (may be NULL)
- * gets the JSON answer, NULL when the body is empty. */
+/* Sends c until it succeeds or the budget is spent (a 401 with an exec
+ * plugin once more with a fresh credential). *out (may be NULL) gets the
+ * JSON answer, NULL when the body is empty. */
 static int call(struct kube_client *k, const struct kube_call *c,
 		long *status, json_t **out, struct err *e)
 {
-	struct kube_answer a;
-	struct kube_retry r;
+	struct http_response a;
+	bool reauthed = false;
 	int rc;
 
 	if (out)
 		*out = NULL;
-	kube_answer_init(&a);
-	kube_retry_init(k, &r);
+	http_response_init(&a);
 	for (;;) {
-		rc = kube_attempt(k, c, &a, e);
+		rc = kube_send(k, c, 0, &a, e);
 		if (rc || (a.status >= 200 && a.status < 400))
 			break;
-		if (!kube_retry_again(k, &r, &a)) {
-			rc = kube_failure(k, c, &a, r.attempts > 1, e);
+		if (!reauth(k, &reauthed, a.status)) {
+			rc = kube_failure(k, c, &a, a.attempts > 1, e);
 			break;
 		}
 	}
@@ -475,7 +238,7 @@ static int call(struct kube_client *k, const struct kube_call *c,
 				     (int)strcspn(c->path, "?"), c->path,
 				     je.text);
 	}
-	kube_answer_release(&a);
+	http_response_release(&a);
 	return rc;
 }
 

@@ -5,7 +5,8 @@
  * such as gke-gcloud-auth-plugin; or an endpoint and CA handed over by
  * the GKE API) and makes the requests slicectl needs (create, get, list,
  * delete, watch), keeping the API server's own Status message and adding
- * a hint a user can act on. It depends on common/ only (docs/DESIGN.md).
+ * a hint a user can act on. It depends on common/ and on cloud/'s HTTP
+ * transport (docs/DESIGN.md).
  */
 #ifndef SLICECTL_KUBE_H
 #define SLICECTL_KUBE_H

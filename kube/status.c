@@ -352,7 +352,7 @@ static void clean(struct buf *b)
 }
 
 int kube_failure(const struct kube_client *k, const struct kube_call *c,
-		 const struct kube_answer *a, bool retried, struct err *e)
+		 const struct http_response *a, bool retried, struct err *e)
 {
 	int path_len = (int)strcspn(c->path, "?");
 	struct status st;
@@ -364,7 +364,7 @@ int kube_failure(const struct kube_client *k, const struct kube_call *c,
 		return err_set(e, KUBE_ENETWORK, "%s %.*s: no answer from %s%s:"
 			       " %s%s", c->method, path_len, c->path,
 			       k->cfg.server, retried ? " after retries" : "",
-			       k->errbuf[0] ? k->errbuf
+			       k->http.errbuf[0] ? k->http.errbuf
 					    : curl_easy_strerror(a->curl_code),
 			       curl_hint(a->curl_code));
 	if (a->body.len)
@@ -372,10 +372,13 @@ int kube_failure(const struct kube_client *k, const struct kube_call *c,
 	read_status(root, &st);
 	buf_init(&h);
 	buf_init(&msg);
+	/* The server's words may echo a credential. */
 	if (st.message)
-		buf_appends(&msg, st.message);
+		http_redact(&msg, st.message);
 	else if (a->body.len)
-		buf_appendf(&msg, "%.200s", a->body.data);
+		http_redact(&msg, a->body.data);
+	if (msg.len > 200)
+		msg.data[msg.len = 200] = '\0';
 	hint(&h, k, c, a->status, &st, retried);
 	if (msg.data)
 		clean(&msg);

@@ -165,16 +165,17 @@ int kube_watch(struct kube_client *k, const char *collection,
 {
 	uint64_t deadline = timeout_ms ? mono_ms() + timeout_ms : 0;
 	struct stream s = { .fn = fn, .ud = ud, .e = e };
-	struct kube_answer a;
-	struct kube_retry r;
+	struct http_response a;
+	struct http_retry r;
 	struct buf path;
+	bool reauthed = false;
 	int rc;
 
 	buf_init(&s.line);
 	buf_init(&path);
-	kube_answer_init(&a);
+	http_response_init(&a);
 	rc = relist(k, collection, label_selector, &s);
-	kube_retry_init(k, &r);
+	http_retry_init(&r, &k->http);
 	while (!rc) {
 		uint64_t now = mono_ms();
 		uint64_t left = deadline ? (deadline > now ? deadline - now
@@ -200,11 +201,16 @@ int kube_watch(struct kube_client *k, const char *collection,
 		c.path = path.data;
 		s.events = 0;
 		buf_reset(&s.line);
-		rc = kube_attempt(k, &c, &a, e);
+		a.attempts = 0;
+		rc = kube_send(k, &c, 1, &a, e);
 		if (rc)
 			break;
-		if (s.events)
-			kube_retry_progress(&r);
+		if (s.events) {
+			/* A watch that keeps delivering is retried for as long
+			 * as it does: its time budget starts again too. */
+			http_retry_progress(&r);
+			r.start_ms = mono_ms();
+		}
 		if (s.fn_rc || s.error) {
 			rc = s.fn_rc ? s.fn_rc : s.error;
 		} else if (s.gone || a.status == 410) {
@@ -215,18 +221,13 @@ int kube_watch(struct kube_client *k, const char *collection,
 		} else if (deadline && mono_ms() >= deadline) {
 			break;
 		} else if (a.status >= 200 && a.status < 300) {
-			/* The server ended the window: go on. A stream that
-			 * broke is a transport failure. */
-			if (a.curl_code != CURLE_OK) {
-				a.status = 0;
-				if (!kube_retry_again(k, &r, &a))
-					rc = kube_failure(k, &c, &a, true, e);
-			}
-		} else if (!kube_retry_again(k, &r, &a)) {
+			/* The server ended the window: go on. (A stream that
+			 * broke has no status: a transport failure.) */
+		} else if (!kube_retry_again(k, &r, &reauthed, &a)) {
 			rc = kube_failure(k, &c, &a, r.attempts > 1, e);
 		}
 	}
-	kube_answer_release(&a);
+	http_response_release(&a);
 	buf_release(&path);
 	buf_release(&s.line);
 	free(s.rv);

@@ -7,7 +7,7 @@
 #ifndef SLICECTL_TESTS_AUTH_CHECK_H
 #define SLICECTL_TESTS_AUTH_CHECK_H
 
-#include "cloud/http.h"
+#include "cloud/cloud.h"
 
 /* The test's directory, also its HOME, made by auth_setup. */
 extern char auth_dir[];

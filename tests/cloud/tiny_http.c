@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -200,4 +201,49 @@ unsigned tiny_requests(struct tiny_http *t)
 	n = t->requests;
 	pthread_mutex_unlock(&t->mu);
 	return n;
+}
+
+int log_capture_begin(struct log_capture *c)
+{
+	char path[] = "/tmp/slicectl-log-XXXXXX";
+
+	c->fd = mkstemp(path);
+	if (c->fd < 0) {
+		perror("mkstemp");
+		return -1;
+	}
+	unlink(path);
+	c->saved = dup(2);
+	if (c->saved < 0) {
+		perror("dup");
+		close(c->fd);
+		return -1;
+	}
+	log_setup("test", LOG_DEBUG);
+	fflush(stderr);
+	dup2(c->fd, 2);
+	return 0;
+}
+
+char *log_capture_end(struct log_capture *c)
+{
+	struct buf b;
+	char chunk[4096];
+	off_t off = 0;
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	log_setup("test", LOG_INFO);
+	buf_init(&b);
+	while ((n = pread(c->fd, chunk, sizeof(chunk), off)) > 0) {
+		if (buf_append(&b, chunk, (size_t)n))
+			break;
+		off += n;
+	}
+	close(c->fd);
+	if (!b.data && buf_appends(&b, ""))
+		return NULL;
+	return buf_detach(&b);
 }

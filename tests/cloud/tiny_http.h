@@ -41,4 +41,15 @@ void tiny_stop(struct tiny_http *t);
 char *tiny_log(struct tiny_http *t);
 unsigned tiny_requests(struct tiny_http *t);
 
+/* Debug logging sent to a temporary file instead of stderr, for cases
+ * that check what a client logs (its credentials redacted, say). */
+struct log_capture {
+	int fd, saved;
+};
+
+/* Returns 0, or -1 after printing why. */
+int log_capture_begin(struct log_capture *c);
+/* Back to stderr at LOG_INFO; what was logged (free it), or NULL. */
+char *log_capture_end(struct log_capture *c);
+
 #endif

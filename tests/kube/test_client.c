@@ -5,6 +5,7 @@
  * TLS: the cluster's CA pinned (a server signed by another CA is refused,
  * even one the system would trust), a client certificate, insecure mode.
  */
+#include "tests/cloud/tiny_http.h"
 #include "tests/kube/stub.h"
 
 #include <criterion/criterion.h>
@@ -411,6 +412,41 @@ Test(client, no_answer)
 	assert_msg(&e, "; is the cluster reachable from here");
 	kube_client_free(k);
 	kube_config_release(&c);
+}
+
+/* The bearer token goes to the server, and neither a debug log line nor
+ * an error message (here a 401 whose body echoes it) shows it. */
+Test(client, the_token_is_never_shown)
+{
+	struct kube_config c;
+	struct kube_client *k;
+	struct log_capture cap;
+	json_t *out = NULL, *r;
+	struct err e;
+	char *text;
+
+	kstub_start(&stub, "[{\"status\": 401, \"body\": \"Authorization: "
+		    "Bearer kube-sekrit-42 refused\"}]", false, false);
+	stub_config(&stub, &c);
+	free(c.token);
+	c.token = strdup("kube-sekrit-42");
+	err_init(&e);
+	cr_assert_eq(kube_client_new(&c, &k, &e), 0, "%s", e.msg);
+	kube_config_release(&c);
+	cr_assert_eq(log_capture_begin(&cap), 0);
+	cr_expect_eq(kube_get(k, NS "/r1", &out, &e), KUBE_EAUTH);
+	text = log_capture_end(&cap);
+	cr_assert(text);
+	r = request(0);
+	cr_expect_str_eq(header(r, "authorization"), "Bearer kube-sekrit-42");
+	json_decref(r);
+	cr_expect(strstr(text, "Authorization: <redacted>"), "%s", text);
+	cr_expect_null(strstr(text, "sekrit"), "%s", text);
+	cr_expect(strstr(e.msg, "401"), "%s", e.msg);
+	cr_expect_null(strstr(e.msg, "sekrit"), "%s", e.msg);
+	free(text);
+	json_decref(out);
+	kube_client_free(k);
 }
 
 /* ---- TLS ---- */

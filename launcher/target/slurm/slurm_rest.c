@@ -1,17 +1,30 @@
 /*
  * slurm_rest.c: the Slurm target through slurmrestd's REST API, the
- * OpenAPI plugin Slurm 22.05 serves (openapi/v0.0.38), over libcurl: a
- * URL, or unix:/path for its unix socket. Credentials: a JWT from
- * SLURM_JWT (rest_auth/jwt) goes as X-SLURM-USER-TOKEN with the user's
- * name; without one nothing is sent, which a unix socket's rest_auth/local
- * accepts (it asks the kernel who connected). slurmrestd answers a failed
- * call with HTTP 500 and an "errors" array; its first message is the one
- * the user sees. Nothing is retried: a submission must not happen twice.
+ * OpenAPI plugin Slurm 22.05 serves (openapi/v0.0.38), over cloud/'s HTTP
+ * transport: a URL, or unix:/path for its unix socket. Credentials: a JWT
+ * from SLURM_JWT (rest_auth/jwt) goes as X-SLURM-USER-TOKEN with the
+ * user's name (the transport redacts it from logs and messages); without
+ * one nothing is sent, which a unix socket's rest_auth/local accepts (it
+ * asks the kernel who connected). slurmrestd answers a failed call with
+ * HTTP 500 and an "errors" array; its first message is the one the user
+ * sees.
+ *
+ * Retries: a 502/503/504, 408 or 429 (slurmrestd busy, or a proxy in
+ * front of it), a dropped or reset connection and a stall are retried,
+ * honouring Retry-After, for the calls that may run twice: reading a job,
+ * releasing it (the second release finds it released) and cancelling it
+ * (a cancelled job stays cancelled). A 500 is Slurm's own refusal and is
+ * final. A submission is not idempotent: a second one would queue a
+ * second job, and nothing in the request lets slurmrestd refuse a
+ * duplicate. It is retried only when the connection was never made:
+ * after a 503 or a connection that broke once the request was sent, it
+ * may have been taken (for the broken connection the error says to look
+ * before submitting again).
  */
+#include "cloud/cloud.h"
 #include "launcher/job.h"
 #include "launcher/target/slurm/slurm.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,16 +34,7 @@
 extern char **environ;
 
 #define REST_PATH "/slurm/v0.0.38"
-
-/* Collects an answer, at most 4 MiB. */
-static size_t collect(char *data, size_t size, size_t n, void *ud)
-{
-	struct buf *b = ud;
-
-	if (b->len + size * n > 4u << 20 || buf_append(b, data, size * n))
-		return 0;
-	return size * n;
-}
+#define ANSWER_MAX (4u << 20)
 
 /* The first message of an answer's "errors" array, into msg; false when
  * there is none. */
@@ -49,103 +53,143 @@ static bool api_error(const json_t *root, char *msg, size_t len)
 	return true;
 }
 
+static bool rest_transient(long status)
+{
+	return status == 408 || status == 429 || status == 502 ||
+	       status == 503 || status == 504;
+}
+
+/* The transport's policy with a budget an operator waits through: five
+ * attempts within a minute, Retry-After cut to 30 s. */
+static void rest_policy(struct http_policy *p)
+{
+	unsigned base = http_retry_base_ms();
+
+	http_policy_default(p);
+	p->transient_status = rest_transient;
+	p->max_attempts = 5;
+	p->max_total_ms = 60 * 1000;
+	p->backoff_base_ms = base ? base : 250;
+	p->backoff_max_ms = 4000;
+	p->retry_after_max_ms = 30 * 1000;
+}
+
+/* The first line of text, credentials redacted, into out. */
+static void first_line(const char *text, char *out, size_t len)
+{
+	struct buf red;
+
+	buf_init(&red);
+	if (http_redact(&red, text))
+		snprintf(out, len, "(out of memory)");
+	else
+		snprintf(out, len, "%.*s", (int)strcspn(red.data, "\r\n"),
+			 red.data);
+	buf_release(&red);
+}
+
 /*
  * method path with body (NULL: none) to base; *out gets the parsed answer
  * (any status, as long as it is slurmrestd's JSON). A transport failure
- * or another answer is COMMON_EIO naming base.
+ * or another answer is COMMON_EIO naming base. once: not idempotent (see
+ * the top). *sent (may be NULL): whether a request that got no answer may
+ * have reached slurmrestd.
  */
 static int call(const char *base, const char *method, const char *path,
-		const char *body, json_t **out, struct err *e)
+		const char *body, bool once, json_t **out, bool *sent,
+		struct err *e)
 {
 	bool unix_socket = !strncmp(base, "unix:", 5);
 	const char *jwt = getenv("SLURM_JWT");
-	struct curl_slist *headers = NULL, *h;
-	char errbuf[CURL_ERROR_SIZE] = "";
-	struct buf url, header, answer;
+	const char *headers[4] = { "Content-Type: application/json", NULL };
+	struct http_request req = {
+		.method = method, .body = body,
+		.body_len = body ? strlen(body) : 0,
+		.unix_socket = unix_socket ? base + 5 : NULL,
+		.not_idempotent = once, .max_body = ANSWER_MAX,
+		.timeout_ms = job_env_ms("SLICECTL_SLURM_TIMEOUT_MS", 60000),
+	};
+	struct http_policy policy;
+	struct http_client client;
+	struct http_response resp;
+	struct buf url, name, token;
 	json_error_t jerr;
-	CURL *curl = curl_easy_init();
-	CURLcode cc = CURLE_OUT_OF_MEMORY;
-	long status = 0;
+	struct err he;
 	int rc = 0;
 
 	*out = NULL;
+	if (sent)
+		*sent = false;
 	buf_init(&url);
-	buf_init(&header);
-	buf_init(&answer);
-	if (!curl ||
-	    buf_appendf(&url, "%s%s%s", unix_socket ? "http://slurmrestd" : base,
+	buf_init(&name);
+	buf_init(&token);
+	http_response_init(&resp);
+	rest_policy(&policy);
+	err_init(&he);
+	if (http_client_init(&client, &policy, &he))
+		return err_set(e, COMMON_ENOMEM, "%s", he.msg);
+	if (buf_appendf(&url, "%s%s%s", unix_socket ? "http://slurmrestd" : base,
 			REST_PATH, path)) {
 		rc = err_set(e, COMMON_ENOMEM, "out of memory");
 		goto out;
 	}
-	h = curl_slist_append(NULL, "Content-Type: application/json");
-	headers = h;
-	if (h && jwt && *jwt) {
+	if (jwt && *jwt) {
 		char user[256];
 
 		default_remote_user(user, sizeof(user));
-		if (buf_appendf(&header, "X-SLURM-USER-NAME: %s", user))
-			h = NULL;
-		if (h)
-			h = curl_slist_append(headers, header.data);
-		header.len = 0;
-		if (h && buf_appendf(&header, "X-SLURM-USER-TOKEN: %s", jwt))
-			h = NULL;
-		if (h)
-			h = curl_slist_append(headers, header.data);
+		if (buf_appendf(&name, "X-SLURM-USER-NAME: %s", user) ||
+		    buf_appendf(&token, "X-SLURM-USER-TOKEN: %s", jwt)) {
+			rc = err_set(e, COMMON_ENOMEM, "out of memory");
+			goto out;
+		}
+		headers[1] = name.data;
+		headers[2] = token.data;
 	}
-	if (!h) {
-		rc = err_set(e, COMMON_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (curl_easy_setopt(curl, CURLOPT_URL, url.data) ||
-	    (unix_socket &&
-	     curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, base + 5)) ||
-	    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method) ||
-	    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers) ||
-	    (body && curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body)) ||
-	    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect) ||
-	    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer) ||
-	    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf) ||
-	    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L) ||
-	    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
-			     (long)job_env_ms("SLICECTL_SLURM_TIMEOUT_MS",
-					      60000))) {
-		rc = err_set(e, COMMON_EIO, "libcurl refused an option");
-		goto out;
-	}
-	cc = curl_easy_perform(curl);
-	if (cc) {
+	req.url = url.data;
+	req.headers = headers;
+	rc = http_do(&client, &req, &resp, &he);
+	if (resp.status == 0 && (rc == CLOUD_ENETWORK || rc == 0)) {
+		if (sent)
+			*sent = !http_unsent(resp.curl_code);
 		rc = err_set(e, COMMON_EIO, "slurmrestd at %s did not answer "
 			     "%s %s: %s", base, method, path,
-			     *errbuf ? errbuf : curl_easy_strerror(cc));
+			     client.errbuf[0] ? client.errbuf
+			     : curl_easy_strerror(resp.curl_code));
 		goto out;
 	}
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-	*out = answer.len ? json_loadb(answer.data, answer.len, 0, &jerr)
-			  : NULL;
+	if (resp.status == 0) {
+		rc = err_set(e, COMMON_EIO, "slurmrestd at %s: %s", base,
+			     he.msg);
+		goto out;
+	}
+	rc = 0;
+	*out = resp.body.len ? json_loadb(resp.body.data, resp.body.len, 0,
+					  &jerr) : NULL;
 	if (!json_is_object(*out)) {
-		const char *text = answer.len ? answer.data : "";
+		char text[300] = "";
 
+		if (resp.body.len)
+			first_line(resp.body.data, text, sizeof(text));
 		json_decref(*out);
 		*out = NULL;
 		rc = err_set(e, COMMON_EIO, "slurmrestd at %s answered %s %s "
-			     "with HTTP %ld%s%.*s%s", base, method, path,
-			     status, *text ? ": " : " and no Slurm JSON",
-			     (int)strcspn(text, "\r\n"), text,
-			     status == 401 ? " (rest_auth/jwt wants a token: "
-			     "SLURM_JWT from scontrol token)"
-			     : status == 404 ? " (slicectl speaks Slurm "
+			     "with HTTP %ld%s%s%s", base, method, path,
+			     resp.status, *text ? ": " : " and no Slurm JSON",
+			     text,
+			     resp.status == 401 ? " (rest_auth/jwt wants a "
+			     "token: SLURM_JWT from scontrol token)"
+			     : resp.status == 404 ? " (slicectl speaks Slurm "
 			     "22.05's openapi/v0.0.38: slurmrestd -s "
 			     "openapi/v0.0.38)" : "");
 	}
 out:
-	curl_slist_free_all(headers);
-	if (curl)
-		curl_easy_cleanup(curl);
+	if (token.data)
+		memset(token.data, 0, token.len);
+	http_response_release(&resp);
+	http_client_release(&client);
 	buf_release(&url);
-	buf_release(&header);
-	buf_release(&answer);
+	buf_release(&name);
+	buf_release(&token);
 	return rc;
 }
 
@@ -159,7 +203,7 @@ static int job_call(const char *base, const char *method, const char *id,
 	int rc;
 
 	snprintf(path, sizeof(path), "/job/%s", id);
-	rc = call(base, method, path, body, &answer, e);
+	rc = call(base, method, path, body, false, &answer, NULL, e);
 	if (!rc && api_error(answer, msg, sizeof(msg)))
 		rc = err_set(e, COMMON_EIO, "slurmrestd: %s", msg);
 	json_decref(answer);
@@ -255,6 +299,7 @@ int slurm_rest_submit(const char *base, const struct slurm_spec *s,
 	json_t *job = job_properties(s, e), *req, *answer = NULL;
 	char *body = NULL, msg[300];
 	json_int_t job_id;
+	bool sent;
 	int rc;
 
 	if (!job)
@@ -264,8 +309,15 @@ int slurm_rest_submit(const char *base, const struct slurm_spec *s,
 	json_decref(req);
 	if (!body)
 		return err_set(e, COMMON_ENOMEM, "out of memory");
-	rc = call(base, "POST", "/job/submit", body, &answer, e);
+	rc = call(base, "POST", "/job/submit", body, true, &answer, &sent, e);
 	free(body);
+	if (rc && sent) {
+		size_t n = strlen(e->msg);
+
+		snprintf(e->msg + n, sizeof(e->msg) - n, " (the job may have "
+			 "been queued all the same: look for it with `squeue "
+			 "--name %s` before submitting again)", s->run);
+	}
 	if (rc)
 		return rc;
 	/* A held job comes with an "error" saying it is held: the job's id
@@ -303,7 +355,7 @@ int slurm_rest_job(const char *base, const char *id,
 	memset(out, 0, sizeof(*out));
 	out->restarts = -1;
 	snprintf(path, sizeof(path), "/job/%s", id);
-	rc = call(base, "GET", path, NULL, &answer, e);
+	rc = call(base, "GET", path, NULL, false, &answer, NULL, e);
 	if (rc)
 		return rc;
 	job = json_array_get(json_object_get(answer, "jobs"), 0);
