@@ -7,7 +7,7 @@
  * never shows in a message or a log line.
  */
 #include "cloud/cloud.h"
-#include "launcher/slurm.h"
+#include "launcher/target/slurm/slurm.h"
 #include "tests/cloud/tiny_http.h"
 
 #include <criterion/criterion.h>
