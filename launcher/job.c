@@ -180,7 +180,9 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 		if (!j->tpu_project || !j->tpu_zone || !j->tpu_name)
 			return err_set(e, COMMON_ENOMEM, "out of memory");
 	}
-	if (r->target && job_target_copy(&j->target, r->target))
+	if (r->target ? job_target_copy(&j->target, r->target)
+		      : !(j->target.kind = strdup(j->tpu_name ? "tpu-vm"
+							      : "local")))
 		return err_set(e, COMMON_ENOMEM, "out of memory");
 	if (job_to_json(j, json, e)) {
 		/* job.c's words name the field; say it is this request. */

@@ -30,8 +30,8 @@ struct job_request {
 	 * libraries are not the build machine's (TPU VM images, pods,
 	 * Slurm nodes). */
 	bool portable;
-	/* job.json's "target" (gke, slurm); NULL: none (tpu-vm, local).
-	 * Not owned. */
+	/* job.json's "target" (gke, slurm); NULL: the kind alone, tpu-vm
+	 * with project and zone, else local. Not owned. */
 	const struct job_target *target;
 };
 

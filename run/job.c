@@ -217,6 +217,36 @@ static int check_env_entry(const struct strlist *env, size_t i,
 	return 0;
 }
 
+
+/* The targets whose "target" is its kind alone: a queued resource's
+ * run (its "tpu" object says which) and the local provider's. Runs
+ * written before the kind was recorded for them have no "target". */
+static bool bare_kind(const char *kind)
+{
+	return !strcmp(kind, "tpu-vm") || !strcmp(kind, "local");
+}
+
+static int check_bare_target(const struct job *j, struct err *e)
+{
+	const struct job_target *t = &j->target;
+	const char *const fields[] = { t->cluster,    t->location,
+				       t->project,    t->namespace,
+				       t->jobset,     t->kubeconfig,
+				       t->context,    t->partition,
+				       t->job_id,     t->slurmrestd };
+	bool tpu = !strcmp(t->kind, "tpu-vm");
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
+		if (fields[i])
+			return err_set(e, COMMON_EINVAL,
+				       "job.json: a \"%s\" \"target\" has "
+				       "only \"kind\"", t->kind);
+	if (tpu != (j->tpu_name != NULL))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: a \"%s\" \"target\" %s a \"tpu\" "
+			       "object", t->kind, tpu ? "needs" : "has no");
+	return 0;
+}
 /* The values of a job, whether parsed or built by a caller. */
 static bool nonempty(const char *s)
 {
@@ -291,13 +321,19 @@ static int job_check(const struct job *j, struct err *e)
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: a \"slurm\" \"target\" must have "
 			       "non-empty \"partition\" and \"job_id\"");
-	if (j->target.kind && strcmp(j->target.kind, "slurm") &&
-	    (strcmp(j->target.kind, "gke") || !nonempty(j->target.namespace) ||
-	     !nonempty(j->target.jobset)))
+	if (j->target.kind && !strcmp(j->target.kind, "gke") &&
+	    !(nonempty(j->target.namespace) && nonempty(j->target.jobset)))
 		return err_set(e, COMMON_EINVAL,
-			       "job.json: \"target\" must have \"kind\": "
-			       "\"gke\" and non-empty \"namespace\" and "
-			       "\"jobset\", or \"kind\": \"slurm\"");
+			       "job.json: a \"gke\" \"target\" must have "
+			       "non-empty \"namespace\" and \"jobset\"");
+	if (j->target.kind && bare_kind(j->target.kind))
+		return check_bare_target(j, e);
+	if (j->target.kind && strcmp(j->target.kind, "slurm") &&
+	    strcmp(j->target.kind, "gke"))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"target\"'s \"kind\" must be one "
+			       "of tpu-vm, gke, slurm, local, not \"%.40s\"",
+			       j->target.kind);
 	return 0;
 }
 
@@ -586,6 +622,8 @@ static json_t *string_or_null(const char *s)
 
 static json_t *target_object(const struct job_target *t)
 {
+	if (bare_kind(t->kind))
+		return json_pack("{s:s}", "kind", t->kind);
 	if (!strcmp(t->kind, "slurm"))
 		return json_pack("{s:s, s:s, s:s, s:o, s:o}", "kind", t->kind,
 				 "partition", t->partition, "job_id", t->job_id,

@@ -48,7 +48,10 @@ struct job {
 	 * the operator commands; kind NULL: none (a queued resource, or the
 	 * local provider). */
 	struct job_target {
-		char *kind;        /* "gke" or "slurm" */
+		/* "tpu-vm", "gke", "slurm" or "local"; NULL in a job.json
+		 * written before tpu-vm and local runs recorded theirs (a
+		 * "tpu" object then says tpu-vm, none local). */
+		char *kind;
 		char *cluster, *location, *project; /* NULL: a kubeconfig's;
 						       Slurm: its cluster
 						       (-M), NULL the

@@ -57,8 +57,8 @@ const struct target_ops *target_of(const struct job *j)
 		if (targets[i]->kind &&
 		    !strcmp(targets[i]->kind, j->target.kind))
 			return targets[i];
-	/* tpu-vm and local runs write no "target" object: the supervisor's
-	 * job.json (supervisor/job.c) takes only gke and slurm as kinds. */
+	/* A job.json from before tpu-vm and local runs recorded their kind
+	 * (run/job.c): a "tpu" object is a queued resource's run. */
 	return j->tpu_name ? &target_tpu_vm : &target_local;
 }
 

@@ -68,6 +68,46 @@ Test(target, the_kind_of_every_shape_of_job_json)
 			 "slurm");
 }
 
+/* job_parse's error for a job.json, or "" when it parses. */
+static const char *refusal_of_json(const char *text)
+{
+	static struct err e;
+	struct job j;
+
+	err_init(&e);
+	if (!job_parse(text, strlen(text), &j, &e)) {
+		job_release(&j);
+		return "";
+	}
+	return e.msg;
+}
+
+Test(target, the_kind_written_one_way_for_every_target)
+{
+	cr_assert_str_eq(target_of_json("{\"name\": \"a\", \"command\": "
+					"\"true\", \"tpu\": {\"project\": "
+					"\"p\", \"zone\": \"z\", \"name\": "
+					"\"a\"}, \"target\": {\"kind\": "
+					"\"tpu-vm\"}}"),
+			 "tpu-vm");
+	cr_assert_str_eq(target_of_json("{\"name\": \"a\", \"command\": "
+					"\"true\", \"target\": {\"kind\": "
+					"\"local\"}}"),
+			 "local");
+	cr_assert(strstr(refusal_of_json("{\"name\": \"a\", \"command\": "
+					 "\"true\", \"target\": {\"kind\": "
+					 "\"tpu-vm\"}}"),
+			 "a \"tpu-vm\" \"target\" needs a \"tpu\" object"));
+	cr_assert(strstr(refusal_of_json("{\"name\": \"a\", \"command\": "
+					 "\"true\", \"target\": {\"kind\": "
+					 "\"local\", \"jobset\": \"a\"}}"),
+			 "has only \"kind\""));
+	cr_assert(strstr(refusal_of_json("{\"name\": \"a\", \"command\": "
+					 "\"true\", \"target\": {\"kind\": "
+					 "\"vertex\"}}"),
+			 "one of tpu-vm, gke, slurm, local, not \"vertex\""));
+}
+
 Test(target, the_table_names_each_row_once)
 {
 	const char *const *names = target_choices();
@@ -120,9 +160,12 @@ static void local_job(const char *run, const char *const *how)
 	cr_assert_eq(run_slicectl(&r, argv, env), 0);
 	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
 	run_result_release(&r);
-	/* A local run's job.json: no queued resource, no other target. */
-	cr_assert_eq(sh("! grep -q '\"tpu\"\\|\"target\"' "
-			"'%s/bucket/%s/job.json'", tmp, run), 0);
+	/* A local run's job.json: no queued resource, its kind recorded. */
+	cr_assert_eq(sh("! grep -q '\"tpu\"' '%s/bucket/%s/job.json'", tmp,
+			run), 0);
+	cr_assert_eq(sh("tr -d ' \\n' < '%s/bucket/%s/job.json' | "
+			"grep -q '\"target\":{\"kind\":\"local\"}'", tmp, run),
+		     0);
 	cr_assert_eq(sh("grep -q '\"done\"' '%s/bucket/%s/control.json'", tmp,
 			run), 0);
 }
