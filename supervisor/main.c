@@ -42,6 +42,7 @@ static int cmd_run(int argc, char **argv)
 	const char *root = getenv("SLICE_ROOT");
 	unsigned slice = 0, worker = 0, poll_ms = 0;
 	const char *slice_arg = NULL, *worker_arg = NULL;
+	bool pod = false;
 	struct buf state_dir;
 	struct strlist pos;
 	int status;
@@ -57,7 +58,7 @@ static int cmd_run(int argc, char **argv)
 		  .arg = "DIR",
 		  .help = "state, checkpoints and logs (default "
 			  "$SLICE_ROOT/var/lib/slicectl)" },
-		{ .name = "pod", .kind = OPT_FLAG, .value = &o.pod,
+		{ .name = "pod", .kind = OPT_FLAG, .value = &pod,
 		  .help = "in a Kubernetes pod: identity from its "
 			  "environment, no metadata server" },
 		{ .name = "slurm", .kind = OPT_FLAG, .value = &o.slurm,
@@ -88,26 +89,24 @@ static int cmd_run(int argc, char **argv)
 			  "--help)");
 		goto out;
 	}
-	if ((o.pod || o.slurm) && (slice_arg || worker_arg)) {
+	if ((pod || o.slurm) && (slice_arg || worker_arg)) {
 		log_error("%s takes the slice and worker from the %s "
 			  "environment: leave out --slice and --worker",
-			  o.pod ? "--pod" : "--slurm", o.pod ? "pod's" : "step's");
+			  pod ? "--pod" : "--slurm", pod ? "pod's" : "step's");
 		goto out;
 	}
-	if (o.pod && o.slurm) {
+	if (pod && o.slurm) {
 		log_error("--pod and --slurm do not go together");
 		goto out;
 	}
-	/* A Slurm job step is managed like a pod: a new allocation joins
-	 * as a restart attempt, SIGTERM is the notice. */
-	o.pod = o.pod || o.slurm;
+	o.managed = pod || o.slurm;
 	if ((slice_arg && sscanf(slice_arg, "%u", &slice) != 1) ||
 	    (worker_arg && sscanf(worker_arg, "%u", &worker) != 1) ||
 	    (!slice_arg != !worker_arg)) {
 		log_error("--slice and --worker go together, as numbers");
 		goto out;
 	}
-	o.no_metadata = o.no_metadata || o.pod;
+	o.no_metadata = o.no_metadata || o.managed;
 	if (slice_arg) {
 		o.slice = (int)slice;
 		o.worker = (int)worker;

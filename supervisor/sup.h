@@ -66,8 +66,9 @@ struct sup {
 	bool deleting;             /* the queued resource is being deleted */
 	bool ready;                /* set up: the state file is ours */
 	bool broken;               /* it ended for want of memory */
-	int64_t earlier_pod_gen;   /* in a pod: the generation an earlier pod
-				      of this worker last ran, 0 none */
+	int64_t earlier_worker_gen; /* managed: the generation an earlier
+				       pod or allocation of this worker
+				       last ran, 0 none */
 	const char *end_state;     /* the heartbeat's state once ended */
 	char why[256];             /* of the notice */
 	char message[256];         /* for the heartbeat */

@@ -423,7 +423,7 @@ static int load_job(struct sup *s, struct err *e)
  * allocation); this worker's heartbeat in the bucket says which
  * generation an earlier one ran (0 none). A bucket that cannot say is
  * taken for none, with a warning. */
-static int64_t earlier_pod_generation(const struct sup *s)
+static int64_t earlier_worker_generation(const struct sup *s)
 {
 	struct worker_status *v = NULL;
 	struct store *st = NULL;
@@ -477,24 +477,24 @@ int sup_setup(struct sup *s, struct err *e)
 	    (rc = sup_state_load(s->state_path, &s->st, &s->st_found, e)) ||
 	    (rc = load_job(s, e)) ||
 	    (rc = o->slurm ? identity_from_slurm(&s->id, &s->job, e)
-		  : o->pod   ? identity_from_pod(&s->id, &s->job, e)
+		  : o->managed ? identity_from_pod(&s->id, &s->job, e)
 			     : identity_resolve(&s->id, &s->job, o->slice,
 					    o->worker, e)))
 		return rc;
 	log_info("%s of run %s (%u workers); boot %s", s->id.name,
 		 s->job.name, s->id.num_processes, s->boot_id);
-	if (o->pod) {
-		s->earlier_pod_gen = earlier_pod_generation(s);
+	if (o->managed) {
+		s->earlier_worker_gen = earlier_worker_generation(s);
 		if (o->slurm)
 			log_info("in a Slurm job, requeue %u; an earlier "
 				 "allocation of this worker ran generation "
 				 "%lld", s->id.restart_attempt,
-				 (long long)s->earlier_pod_gen);
+				 (long long)s->earlier_worker_gen);
 		else
 			log_info("in a pod, JobSet restart attempt %u; an "
 				 "earlier pod of this worker ran generation "
 				 "%lld", s->id.restart_attempt,
-				 (long long)s->earlier_pod_gen);
+				 (long long)s->earlier_worker_gen);
 	}
 	/* A supervisor killed outright left its trainer running. */
 	s->orphan = s->st_found && s->st.trainer_pgid;
@@ -637,8 +637,9 @@ static void loop(struct sup *s)
 	}
 }
 
-/* What a pod's exit status tells Kubernetes (supervise.h). */
-static int pod_status(struct sup *s)
+/* What the exit status tells the scheduler: a pod's to Kubernetes, a
+ * step's to Slurm (supervise.h). */
+static int managed_status(struct sup *s)
 {
 	struct control c;
 
@@ -698,8 +699,8 @@ int supervise(const struct supervise_options *o)
 		status = 1;
 	} else {
 		loop(&s);
-		if (o->pod)
-			status = pod_status(&s);
+		if (o->managed)
+			status = managed_status(&s);
 	}
 	sup_release(&s);
 	return status;

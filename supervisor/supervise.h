@@ -11,11 +11,14 @@ struct supervise_options {
 	const char *run_url;
 	const char *state_dir;    /* state file, checkpoints, spool, logs */
 	int slice, worker;        /* -1: from the metadata server */
-	bool pod;                 /* in a GKE pod: identity from its
-				     environment (identity_from_pod) */
-	bool slurm;               /* with pod: a Slurm job step, identity
-				     from srun's environment
-				     (identity_from_slurm) */
+	/* A scheduler owns the group (a JobSet's pod, a Slurm job step):
+	 * identity from its environment, a new restart attempt joins as
+	 * the next generation, SIGTERM is the notice, the exit status
+	 * tells the scheduler whether to restart. */
+	bool managed;
+	bool slurm;               /* with managed: a Slurm job step
+				     (identity_from_slurm), else a pod
+				     (identity_from_pod) */
 	bool no_metadata;         /* no preemption watch (not on a VM) */
 	unsigned control_poll_ms; /* how often control.json is read */
 };

@@ -250,7 +250,7 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 		return wait_generation(s, why);
 	}
 	s->st.preempted = false;
-	if (s->o->pod && s->id.restart_attempt > c->jobset_restart) {
+	if (s->o->managed && s->id.restart_attempt > c->jobset_restart) {
 		/* JobSet recreated every pod: the group restarts from the
 		 * newest committed step, counted like any other restart. */
 		struct syncer_request r = {
@@ -262,14 +262,15 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 		snprintf(r.reason, sizeof(r.reason), "%s restart %u",
 			 s->o->slurm ? "slurm" : "jobset",
 			 s->id.restart_attempt);
-		log_warn("event: JobSet restart attempt %u (control.json "
-			 "records %lld): joining as the next generation",
+		log_warn("event: %s %u (control.json records %lld): joining "
+			 "as the next generation",
+			 s->o->slurm ? "Slurm requeue" : "JobSet restart attempt",
 			 s->id.restart_attempt, (long long)c->jobset_restart);
 		s->generation = c->generation;
 		sup_ask(s, &r);
 		return wait_generation(s, r.reason);
 	}
-	if (s->o->pod && s->earlier_pod_gen == c->generation) {
+	if (s->o->managed && s->earlier_worker_gen == c->generation) {
 		/* This worker's pod was replaced without a new restart
 		 * attempt (a JobSet submitted again): the generation's
 		 * step was fixed long ago, the group restarts anew. */
