@@ -34,7 +34,7 @@
 static char dir[HARNESS_PATH];
 static char bucket[HARNESS_PATH + 32];
 static char kubeconfig[HARNESS_PATH + 32];
-static pid_t fake_pid;
+static struct test_fake fake;
 static int api_port;
 
 static long long now_ms(void)
@@ -45,65 +45,26 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void stop_fake(void)
-{
-	if (fake_pid <= 0)
-		return;
-	kill(fake_pid, SIGTERM);
-	if (wait_exit(fake_pid, 20) < 0)
-		waitpid(fake_pid, NULL, 0);
-	fake_pid = 0;
-}
-
 /* Starts the fake with extra flags (NULL-terminated), writes the
  * kubeconfig that reaches it. */
 static void start_fake(const char *const *extra)
 {
-	char script[HARNESS_PATH + 64], port_file[HARNESS_PATH + 32];
 	char state[HARNESS_PATH + 32];
 	const char *argv[32];
-	long long until;
 	size_t n = 0;
 	FILE *f;
 
-	snprintf(script, sizeof(script), "%s/tests/fakes/kube_fake.py",
-		 getenv("SLICECTL_SRCDIR"));
-	snprintf(port_file, sizeof(port_file), "%s/fake.port", dir);
 	snprintf(state, sizeof(state), "%s/fake", dir);
-	unlink(port_file);
 	rm_rf(state);
-	argv[n++] = "python3";
-	argv[n++] = script;
-	argv[n++] = "--port-file";
-	argv[n++] = port_file;
 	argv[n++] = "--state-dir";
 	argv[n++] = state;
 	for (size_t i = 0; extra && extra[i]; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
-	fake_pid = fork();
-	cr_assert_geq(fake_pid, 0);
-	if (fake_pid == 0) {
-		execvp("python3", (char *const *)argv);
-		_exit(127);
-	}
-	until = now_ms() + 30000;
-	for (;;) {
-		char *text = read_file(port_file, NULL);
-
-		if (text) {
-			char *nl = strchr(text, '\n');
-
-			api_port = nl ? atoi(nl + 1) : 0;
-			free(text);
-			if (api_port > 0)
-				break;
-		}
-		cr_assert_lt(now_ms(), until, "the fake did not start");
-		cr_assert_eq(waitpid(fake_pid, NULL, WNOHANG), 0,
-			     "the fake exited");
-		sleep_ms(100);
-	}
+	cr_assert_eq(fake_start(&fake, "tests/fakes/kube_fake.py", argv, 2,
+				30000), 0, "the fake did not start");
+	/* The plain port: the API, the container API and /_fake/. */
+	api_port = (int)fake.ports[1];
 	snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", dir);
 	f = fopen(kubeconfig, "w");
 	cr_assert(f);
@@ -118,7 +79,7 @@ static void start_fake(const char *const *extra)
 
 static void cleanup(void)
 {
-	stop_fake();
+	fake_stop(&fake);
 	if (dir[0]) {
 		cr_expect_eq(processes_mentioning(dir), 0);
 		rm_rf(dir);
@@ -281,13 +242,13 @@ Test(gke_live, errors_with_hints)
 	expect_refused("nojobset", "lq", "kubectl apply --server-side -f "
 					 "https://github.com/kubernetes-sigs/"
 					 "jobset/releases/download/v0.10.1/");
-	stop_fake();
+	fake_stop(&fake);
 
 	start_fake((const char *const[]){ "--without-group", "kueue.x-k8s.io",
 					  NULL });
 	expect_refused("nokueue", "lq", "Kueue is not installed in this "
 					"cluster");
-	stop_fake();
+	fake_stop(&fake);
 
 	start_fake(NULL);
 	make_queue(16);
@@ -661,7 +622,7 @@ Test(gke_live, admission_behind_higher_priority_then_operator_commands)
 		"delete", "live", "--bucket", bucket, NULL }, NULL), 0);
 	cr_expect_eq(r.status, 4, "%s", r.err);
 	run_result_release(&r);
-	stop_fake();
+	fake_stop(&fake);
 }
 
 /* ---- examples/sgd under chaos, to the bit ---- */
@@ -811,7 +772,7 @@ Test(gke_live, sgd_under_eviction_node_loss_crash_and_hang_ends_bit_exact)
 	}
 	free(chaos);
 	free(calm);
-	stop_fake();
+	fake_stop(&fake);
 }
 
 /* ---- reaching the cluster: the GKE API, an exec credential plugin ---- */
@@ -939,5 +900,5 @@ Test(gke_live, cluster_from_the_gke_api_and_an_exec_plugin)
 	cr_expect(strstr(r.err, "401"), "%s", r.err);
 	cr_expect(!exists("bucket/badtoken/job.json"));
 	run_result_release(&r);
-	stop_fake();
+	fake_stop(&fake);
 }
