@@ -48,7 +48,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (fake.pid > 0)
+	if (fake.proc.pid > 0)
 		fake_gcs_stop(&fake);
 	if (root[0])
 		sh("chmod -R u+rwX '%s' 2>/dev/null; rm -rf '%s'", root, root);

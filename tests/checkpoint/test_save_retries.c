@@ -31,7 +31,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (fake.pid > 0)
+	if (fake.proc.pid > 0)
 		fake_gcs_stop(&fake);
 	ckpt_teardown();
 }

@@ -8,7 +8,7 @@
 
 #include "tests/cloud/fake_server.h"
 
-/* struct fake_gcs is struct fake_server: pid, port, base, dir. */
+/* struct fake_gcs is struct fake_server: proc (pid), port, base. */
 #define fake_gcs fake_server
 
 /* extra: more arguments for the fake (NULL-terminated, may be NULL).

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* struct fake_metadata is struct fake_server: pid, port, base, dir. */
+/* struct fake_metadata is struct fake_server: proc (pid), port, base. */
 #define fake_metadata fake_server
 
 /* fake_metadata_set's worker for every worker at once. */
@@ -42,11 +42,11 @@ static inline void fake_metadata_stop(struct fake_metadata *f)
 static inline unsigned fake_metadata_port(struct fake_metadata *f,
 					  unsigned worker)
 {
-	char path[300];
+	char path[HARNESS_PATH + 8];
 	unsigned port = 0;
 	FILE *fp;
 
-	snprintf(path, sizeof(path), "%s/port", f->dir);
+	snprintf(path, sizeof(path), "%.*s/port", HARNESS_PATH, f->proc.dir);
 	fp = fopen(path, "r");
 	if (!fp)
 		return 0;

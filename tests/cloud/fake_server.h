@@ -1,19 +1,19 @@
 /*
  * tests/cloud/fake_server.h: starts one of the fakes in tests/fakes/ (a
  * Python script that takes --port-file and serves on loopback) for a
- * test, talks to its /_fake control endpoints, and stops it by pid.
+ * test with the harness's fake_start, talks to its /_fake control
+ * endpoints, and stops it by pid.
  * fake_gcs.h and fake_tpu.h name it for each fake.
  */
 #ifndef SLICECTL_TESTS_FAKE_SERVER_H
 #define SLICECTL_TESTS_FAKE_SERVER_H
 
-#include <sys/types.h>
+#include "tests/harness/harness.h"
 
 struct fake_server {
-	pid_t pid;
+	struct test_fake proc; /* its pid, its directory */
 	unsigned port;
 	char base[64]; /* "http://127.0.0.1:PORT" */
-	char dir[256]; /* private temp dir, removed by fake_server_stop */
 	/* When set, fake_server_call sends "Authorization: Bearer TOKEN",
 	 * so API paths can be called as well as control ones. */
 	char token[64];

@@ -15,7 +15,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-/* struct fake_tpu is struct fake_server: pid, port, base, dir, token. */
+/* struct fake_tpu is struct fake_server: proc (pid), port, base, token. */
 #define fake_tpu fake_server
 
 /* The bearer token fake_tpu_call sends (the fake takes any token unless

@@ -1,26 +1,167 @@
-"""What the metadata server fake (metadata_fake.py) and the TPU API fake
-(tpu_fake.py) share: one rule language for injected faults, a request
-handler that logs each request and applies the first rule it matches,
-and serving until SIGTERM once the ports are published. Both promise the
-same fault semantics to their tests, so the code that keeps that
-promise is written once.
+"""The base of every fake in this folder, and the only module a fake
+shares with another: the server class, a connection dropped on purpose
+(TCP reset), fault rule matching, the OAuth JWT check, the timestamp
+format; and for the metadata server fake (metadata_fake.py), the TPU API
+fake (tpu_fake.py) and the STS fake (sts_fake.py), one rule language for
+injected faults, a request handler that logs each request and applies
+the first rule it matches, and serving until SIGTERM once the ports are
+published. The fakes promise the same fault semantics and refuse the
+same assertions, so the code that keeps those promises is written once.
 
-Built on gcs_fake.py, next to it, for the server class, the rule
-matching and the connection reset; Python standard library otherwise.
+Python standard library only.
 """
 
+import base64
+import datetime
 import http.server
+import io
 import json
 import os
 import re
 import signal
+import socket
+import struct
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
 import urllib.parse
 
-import gcs_fake
+TOKEN_AUDIENCES = ("https://oauth2.googleapis.com/token",
+		   "https://www.googleapis.com/oauth2/v4/token")
+
+
+def rfc3339(t):
+	d = datetime.datetime.fromtimestamp(t, datetime.timezone.utc)
+	return d.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (d.microsecond //
+							    1000)
+
+
+class Dropped(Exception):
+	"""The connection was closed on purpose; nothing more to send."""
+
+
+class OAuthError(Exception):
+	"""A token request refused; the text says why."""
+
+
+class Server(http.server.ThreadingHTTPServer):
+	daemon_threads = True
+	request_queue_size = 128
+
+	def handle_error(self, request, client_address):
+		# A client that went away mid-request is part of the tests.
+		exc = sys.exc_info()[1]
+		if isinstance(exc, (ConnectionError, Dropped, OSError)):
+			return
+		super().handle_error(request, client_address)
+
+
+def rule_matches(rule, method, target):
+	"""Whether a fault rule with "times" left, a method (or None) and a
+	compiled path regex takes the request method target."""
+	if rule.times == 0:
+		return False
+	if rule.method and rule.method.upper() != method:
+		return False
+	return rule.path.search(target) is not None
+
+
+def reset_connection(handler):
+	"""Closes handler's connection with a TCP reset, answering nothing."""
+	try:
+		handler.connection.setsockopt(socket.SOL_SOCKET,
+					      socket.SO_LINGER,
+					      struct.pack("ii", 1, 0))
+	except OSError:
+		pass
+	handler.close_connection = True
+	for f in (handler.wfile, handler.rfile, handler.connection):
+		try:
+			f.close()
+		except OSError:
+			pass
+	# The server flushes and closes these after the handler.
+	handler.wfile, handler.rfile = io.BytesIO(), io.BytesIO()
+	raise Dropped()
+
+
+class TokenChecks:
+	"""An OAuth token endpoint's check of JWT bearer assertions, mixed
+	into a fake's handler: GCS's and STS's fakes refuse the same
+	assertions. The server's jwt_public_key (a PEM file, or None: no
+	signature check) verifies the RS256 signature."""
+
+	def base_url(self):
+		host = self.headers.get("Host") or "127.0.0.1:%d" % (
+			self.server.server_address[1])
+		return "http://" + host
+
+	def check_jwt(self, assertion):
+		def fail(why):
+			raise OAuthError(why)
+
+		try:
+			parts = assertion.split(".")
+			if len(parts) != 3 or not all(parts):
+				fail("Invalid JWT: not three base64url parts.")
+
+			def b64(s):
+				if re.search(r"[^A-Za-z0-9_-]", s):
+					fail("Invalid JWT: not base64url.")
+				return base64.urlsafe_b64decode(
+					s + "=" * (-len(s) % 4))
+			try:
+				header = json.loads(b64(parts[0]))
+				claims = json.loads(b64(parts[1]))
+			except ValueError:
+				fail("Invalid JWT: header or claims are not "
+				     "JSON.")
+			if not isinstance(header, dict) or \
+					header.get("alg") != "RS256":
+				fail("Invalid JWT: alg must be RS256.")
+			if not isinstance(claims, dict):
+				fail("Invalid JWT: claims are not an object.")
+			for k in ("iss", "scope", "aud", "exp", "iat"):
+				if k not in claims:
+					fail("Invalid JWT: missing claim %s." % k)
+			now = time.time()
+			exp, iat = claims["exp"], claims["iat"]
+			if not isinstance(exp, int) or \
+					not isinstance(iat, int):
+				fail("Invalid JWT: exp and iat must be "
+				     "integers.")
+			if iat > now + 300 or exp < now or exp - iat > 3600:
+				fail("Invalid JWT: Token must be a short-lived "
+				     "token (60 minutes) and in a reasonable "
+				     "timeframe. Check your iat and exp values "
+				     "in the JWT claim.")
+			auds = TOKEN_AUDIENCES + (self.base_url() + "/token",)
+			if claims["aud"] not in auds:
+				fail("Invalid JWT: aud must be the token "
+				     "endpoint, one of " + ", ".join(auds))
+			self.check_signature(parts, b64(parts[2]))
+		except (OAuthError, ValueError, TypeError) as err:
+			raise OAuthError(str(err)) from None
+
+	def check_signature(self, parts, sig):
+		key = self.server.jwt_public_key
+		if key is None:
+			return
+		with tempfile.TemporaryDirectory() as d:
+			data, sigf = os.path.join(d, "data"), os.path.join(d,
+									   "sig")
+			with open(data, "wb") as f:
+				f.write((parts[0] + "." + parts[1]).encode())
+			with open(sigf, "wb") as f:
+				f.write(sig)
+			r = subprocess.run(["openssl", "dgst", "-sha256",
+					    "-verify", key, "-signature", sigf,
+					    data], capture_output=True)
+		if r.returncode != 0:
+			raise OAuthError("Invalid JWT Signature.")
 
 
 class BadRequest(Exception):
@@ -46,7 +187,7 @@ class Fault:
 						 (k, ", ".join(self.KEYS)))
 		self.rule = dict(rule)
 		self.parse_scope(rule)
-		# "count" is what gcs_fake.py calls "times"; matches() is its.
+		# "count" is what gcs_fake.py calls "times" (rule_matches).
 		self.times = int(rule.get("count", 1))
 		self.status = int(rule["status"]) if "status" in rule else None
 		self.reset = bool(rule.get("reset", False))
@@ -61,7 +202,7 @@ class Fault:
 		self.path = re.compile(rule.get("path", ""))
 
 	def matches(self, handler):
-		return gcs_fake.Fault.matches(self, handler.command, handler.path)
+		return rule_matches(self, handler.command, handler.path)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -91,7 +232,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 				self.control()
 			else:
 				self.api_request()
-		except gcs_fake._Dropped:
+		except Dropped:
 			pass
 		except (BrokenPipeError, ConnectionResetError):
 			self.close_connection = True
@@ -115,7 +256,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 	def reset_connection(self):
 		if self.log_entry is not None:
 			self.log_entry["status"] = "reset"
-		gcs_fake.Handler.reset_connection(self)
+		reset_connection(self)
 
 	def with_faults(self, entry, answer):
 		"""Logs entry, takes the first fault rule that matches this
@@ -149,7 +290,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			self.reset_connection()
 		if fault.status is not None:
 			self.send_fault(fault)
-			raise gcs_fake._Dropped()
+			raise Dropped()
 
 
 	def control(self):

@@ -41,10 +41,8 @@ import base64
 import binascii
 import ctypes
 import ctypes.util
-import datetime
 import hashlib
 import http.server
-import io
 import json
 import os
 import re
@@ -52,12 +50,12 @@ import secrets
 import signal
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
+
+import fake_common
 
 CHUNK_UNIT = 256 * 1024
 MAX_COMPOSE_SOURCES = 32
@@ -65,8 +63,6 @@ MAX_COMPONENTS = 1024
 READ_PIECE = 1 << 20
 # Bodies move in smaller pieces under a bandwidth limit, for even pacing.
 THROTTLED_PIECE = 64 * 1024
-TOKEN_AUDIENCES = ("https://oauth2.googleapis.com/token",
-		   "https://www.googleapis.com/oauth2/v4/token")
 
 # ---------------------------------------------------------------- CRC32C
 
@@ -204,12 +200,6 @@ def crc32c_backend():
 # ---------------------------------------------------------------- state
 
 
-def rfc3339(t):
-	d = datetime.datetime.fromtimestamp(t, datetime.timezone.utc)
-	return d.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (d.microsecond //
-							    1000)
-
-
 class ApiError(Exception):
 	"""An error answered as GCS does: JSON with code, message, errors."""
 
@@ -283,9 +273,9 @@ class StoredObject:
 			"size": str(len(self.data)),
 			"crc32c": crc32c_b64(self.crc),
 			"etag": self.etag(),
-			"timeCreated": rfc3339(self.created),
-			"updated": rfc3339(self.updated),
-			"timeStorageClassUpdated": rfc3339(self.created),
+			"timeCreated": fake_common.rfc3339(self.created),
+			"updated": fake_common.rfc3339(self.updated),
+			"timeStorageClassUpdated": fake_common.rfc3339(self.created),
 		}
 		if self.md5 is not None:
 			r["md5Hash"] = base64.b64encode(self.md5).decode()
@@ -502,15 +492,7 @@ class Fault:
 		self.processed = bool(rule.get("processed", False))
 
 	def matches(self, method, target):
-		if self.times == 0:
-			return False
-		if self.method and self.method.upper() != method:
-			return False
-		return self.path.search(target) is not None
-
-
-class _Dropped(Exception):
-	"""The connection was closed on purpose; nothing more to send."""
+		return fake_common.rule_matches(self, method, target)
 
 
 class _CutRequest(Exception):
@@ -519,7 +501,8 @@ class _CutRequest(Exception):
 # ---------------------------------------------------------------- HTTP
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(fake_common.TokenChecks,
+	      http.server.BaseHTTPRequestHandler):
 	# Small answers on a kept-alive connection must not wait for a
 	# delayed ACK (Nagle): 40 ms a request otherwise.
 	disable_nagle_algorithm = True
@@ -575,11 +558,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 	def state(self):
 		return self.server.state
 
-	def base_url(self):
-		host = self.headers.get("Host") or "127.0.0.1:%d" % (
-			self.server.server_address[1])
-		return "http://" + host
-
 	def dispatch(self):
 		self.fault = None
 		self.log_entry = {}
@@ -599,7 +577,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		try:
 			self.apply_fault_before()
 			self.run(self.route)
-		except _Dropped:
+		except fake_common.Dropped:
 			pass
 		finally:
 			entry["status"] = self.resp_status
@@ -657,7 +635,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			self.reset_connection()
 		except (BrokenPipeError, ConnectionResetError):
 			self.close_connection = True
-			raise _Dropped()
+			raise fake_common.Dropped()
 
 	def apply_fault_before(self):
 		f = self.fault
@@ -670,7 +648,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		elif f.action == "status":
 			self.drain_body()
 			self.send_injected_status(f)
-			raise _Dropped()
+			raise fake_common.Dropped()
 
 	def send_injected_status(self, f):
 		"""Answers f's status instead of what the request got: before
@@ -682,23 +660,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			       "injected")
 		self.send_json(f.status, err.body())
 
-	def reset_connection(self):
-		"""Closes the connection with a TCP reset, answering nothing."""
-		try:
-			self.connection.setsockopt(socket.SOL_SOCKET,
-						   socket.SO_LINGER,
-						   struct.pack("ii", 1, 0))
-		except OSError:
-			pass
-		self.close_connection = True
-		for f in (self.wfile, self.rfile, self.connection):
-			try:
-				f.close()
-			except OSError:
-				pass
-		# The server flushes and closes these after the handler.
-		self.wfile, self.rfile = io.BytesIO(), io.BytesIO()
-		raise _Dropped()
+	reset_connection = fake_common.reset_connection
 
 	# ---- request bodies
 
@@ -868,7 +830,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 			self.connection.shutdown(socket.SHUT_RDWR)
 		except OSError:
 			pass
-		raise _Dropped()
+		raise fake_common.Dropped()
 
 	def require_auth(self):
 		want = self.server.require_token
@@ -951,8 +913,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		created = self.state.bucket_meta[name]
 		return {"kind": "storage#bucket", "id": name, "name": name,
 			"location": "US", "storageClass": "STANDARD",
-			"metageneration": "1", "timeCreated": rfc3339(created),
-			"updated": rfc3339(created)}
+			"metageneration": "1", "timeCreated": fake_common.rfc3339(created),
+			"updated": fake_common.rfc3339(created)}
 
 	def bucket_insert(self):
 		doc = self.read_json()
@@ -1513,7 +1475,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		if grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
 			try:
 				self.check_jwt(form.get("assertion", ""))
-			except _OAuthError as err:
+			except fake_common.OAuthError as err:
 				return self.oauth_error(400, "invalid_grant",
 							str(err))
 		elif grant == "refresh_token":
@@ -1540,70 +1502,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 	def oauth_error(self, status, error, description):
 		self.send_json(status, {"error": error,
 					"error_description": description})
-
-	def check_jwt(self, assertion):
-		def fail(why):
-			raise _OAuthError(why)
-
-		try:
-			parts = assertion.split(".")
-			if len(parts) != 3 or not all(parts):
-				fail("Invalid JWT: not three base64url parts.")
-
-			def b64(s):
-				if re.search(r"[^A-Za-z0-9_-]", s):
-					fail("Invalid JWT: not base64url.")
-				return base64.urlsafe_b64decode(
-					s + "=" * (-len(s) % 4))
-			try:
-				header = json.loads(b64(parts[0]))
-				claims = json.loads(b64(parts[1]))
-			except ValueError:
-				fail("Invalid JWT: header or claims are not "
-				     "JSON.")
-			if not isinstance(header, dict) or \
-					header.get("alg") != "RS256":
-				fail("Invalid JWT: alg must be RS256.")
-			if not isinstance(claims, dict):
-				fail("Invalid JWT: claims are not an object.")
-			for k in ("iss", "scope", "aud", "exp", "iat"):
-				if k not in claims:
-					fail("Invalid JWT: missing claim %s." % k)
-			now = time.time()
-			exp, iat = claims["exp"], claims["iat"]
-			if not isinstance(exp, int) or \
-					not isinstance(iat, int):
-				fail("Invalid JWT: exp and iat must be "
-				     "integers.")
-			if iat > now + 300 or exp < now or exp - iat > 3600:
-				fail("Invalid JWT: Token must be a short-lived "
-				     "token (60 minutes) and in a reasonable "
-				     "timeframe. Check your iat and exp values "
-				     "in the JWT claim.")
-			auds = TOKEN_AUDIENCES + (self.base_url() + "/token",)
-			if claims["aud"] not in auds:
-				fail("Invalid JWT: aud must be the token "
-				     "endpoint, one of " + ", ".join(auds))
-			self.check_signature(parts, b64(parts[2]))
-		except (_OAuthError, ValueError, TypeError) as err:
-			raise _OAuthError(str(err)) from None
-
-	def check_signature(self, parts, sig):
-		key = self.server.jwt_public_key
-		if key is None:
-			return
-		with tempfile.TemporaryDirectory() as d:
-			data, sigf = os.path.join(d, "data"), os.path.join(d,
-									   "sig")
-			with open(data, "wb") as f:
-				f.write((parts[0] + "." + parts[1]).encode())
-			with open(sigf, "wb") as f:
-				f.write(sig)
-			r = subprocess.run(["openssl", "dgst", "-sha256",
-					    "-verify", key, "-signature", sigf,
-					    data], capture_output=True)
-		if r.returncode != 0:
-			raise _OAuthError("Invalid JWT Signature.")
 
 	# ---- /_fake control endpoints
 
@@ -1665,22 +1563,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		raise ApiError(404, "Not Found: %s %s" % (m, p), "notFound")
 
 
-class _OAuthError(Exception):
-	pass
-
-
-class Server(http.server.ThreadingHTTPServer):
-	daemon_threads = True
-	request_queue_size = 128
-
-	def handle_error(self, request, client_address):
-		# A client that went away mid-request is part of the tests.
-		exc = sys.exc_info()[1]
-		if isinstance(exc, (ConnectionError, _Dropped, OSError)):
-			return
-		super().handle_error(request, client_address)
-
-
 def main():
 	ap = argparse.ArgumentParser(
 		description="Fake GCS JSON API for tests (crc32c backend: %s)"
@@ -1701,7 +1583,7 @@ def main():
 			help="bytes a second over all connections")
 	args = ap.parse_args()
 
-	srv = Server(("127.0.0.1", args.port), Handler)
+	srv = fake_common.Server(("127.0.0.1", args.port), Handler)
 	srv.state = State()
 	srv.verbose = args.verbose
 	srv.require_token = args.require_token

@@ -164,8 +164,8 @@ Python standard library only, in files next to this one: kube_api.py (the
 API server's checks and Status answers, the schema check), kube_yaml.py
 (the CRD files' YAML, checked against js-yaml by the kube-fidelity test),
 kube_controllers.py (webhooks, Kueue, JobSet, Job), kube_kubelet.py (pods
-as processes); fake_common.py and gcs_fake.py for the fault rules, the
-request plumbing and the server class. This file: the resources, the
+as processes); fake_common.py for the fault rules, the request plumbing
+and the server class. This file: the resources, the
 store and watch history, the HTTP API, tables, conversion, serving.
 """
 
@@ -190,7 +190,6 @@ import urllib.parse
 import uuid
 
 import fake_common
-import gcs_fake
 from kube_yaml import load_yaml
 from kube_api import (
 	KubeError, SchemaCheck, Selector, already_exists,
@@ -657,7 +656,7 @@ class Handler(fake_common.Handler):
 			return self.fake.api(self)
 		except KubeError as err:
 			self.answer_error(err)
-		except (gcs_fake._Dropped, OSError):
+		except (fake_common.Dropped, OSError):
 			raise
 		except Exception as err:
 			traceback.print_exc()
@@ -1777,7 +1776,7 @@ def make_certificates(directory):
 	return p["ca.pem"], p["server.pem"], p["server.key"]
 
 
-class TLSServer(gcs_fake.Server):
+class TLSServer(fake_common.Server):
 	"""HTTPS, the handshake done in the connection's own thread."""
 
 	def finish_request(self, request, client_address):
@@ -1798,8 +1797,8 @@ def listen(args, state, fake):
 		api.tls.load_cert_chain(cert, key)
 		servers.append(api)
 	else:
-		servers.append(gcs_fake.Server(("127.0.0.1", args.port), Handler))
-	servers.append(gcs_fake.Server(("127.0.0.1", 0), Handler))
+		servers.append(fake_common.Server(("127.0.0.1", args.port), Handler))
+	servers.append(fake_common.Server(("127.0.0.1", 0), Handler))
 	return servers
 
 

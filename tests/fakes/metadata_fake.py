@@ -87,8 +87,8 @@ and out; errors {"error": {"code", "message"}}):
   GET  /_fake/state   {"config", "workers": [{PATH: VALUE}]}
   POST /_fake/reset   forgets everything: values, config, faults, log
 
-Python standard library only (and fake_common.py and gcs_fake.py, next to
-it, for the fault rules, the request plumbing and the server class).
+Python standard library only (and fake_common.py, next to it, for the
+fault rules, the request plumbing and the server class).
 
 Usage: metadata_fake.py --port-file FILE [--workers N] [--verbose]
 Serves worker W at http://127.0.0.1:PORT_W until SIGTERM; the ports, one
@@ -106,7 +106,6 @@ import time
 import urllib.parse
 
 import fake_common
-import gcs_fake
 
 ROOT = "/computeMetadata/v1/"
 TOKEN_PATH = "instance/service-accounts/default/token"
@@ -714,7 +713,7 @@ def main():
 	store = Store(args.workers)
 	servers = []
 	for w in range(args.workers):
-		srv = gcs_fake.Server(("127.0.0.1", 0), Handler)
+		srv = fake_common.Server(("127.0.0.1", 0), Handler)
 		srv.store = store
 		srv.worker = w
 		srv.verbose = args.verbose

@@ -39,7 +39,8 @@ POST /v1/projects/-/serviceAccounts/EMAIL:generateAccessToken (JSON
 POST /token (OAuth 2.0), a form: grant_type refresh_token (client_id,
   client_secret, refresh_token; "revoked" answers invalid_grant) or
   urn:ietf:params:oauth:grant-type:jwt-bearer (the assertion checked as
-  gcs_fake.py checks it, its signature with --jwt-public-key when given).
+  fake_common.py checks it for gcs_fake.py too, its signature with
+  --jwt-public-key when given).
   Answers {"access_token", "expires_in", "token_type", "scope"}.
 
 GET /subject/text, /subject/json: the configured subject token, as text or
@@ -70,9 +71,8 @@ Control endpoints (JSON in and out):
                       "email", "scope", "expires_in"}]
   POST /_fake/reset   forgets everything: config, tokens, faults, log
 
-Python standard library only (and fake_common.py and gcs_fake.py, next to
-it, for the fault rules, the request plumbing, the JWT check and the
-server class).
+Python standard library only (and fake_common.py, next to it, for the
+fault rules, the request plumbing, the JWT check and the server class).
 
 Usage: sts_fake.py --port-file FILE [--jwt-public-key PEM] [--verbose]
 """
@@ -88,7 +88,6 @@ import time
 import urllib.parse
 
 import fake_common
-import gcs_fake
 
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -218,18 +217,12 @@ class ApiError(Exception):
 		self.oauth_error = oauth_error
 
 
-class Handler(fake_common.Handler):
+class Handler(fake_common.TokenChecks, fake_common.Handler):
 	server_version = "ESF"
 
 	def log_message(self, fmt, *args):
 		if self.server.verbose:
 			sys.stderr.write("sts-fake: %s\n" % (fmt % args))
-
-	# The JWT check (and what it needs) is gcs_fake.py's, so both fakes
-	# refuse the same assertions.
-	check_jwt = gcs_fake.Handler.check_jwt
-	check_signature = gcs_fake.Handler.check_signature
-	base_url = gcs_fake.Handler.base_url
 
 	def send(self, status, doc, headers=()):
 		"""doc: JSON, or a str sent as text/plain."""
@@ -397,7 +390,7 @@ class Handler(fake_common.Handler):
 		elif grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
 			try:
 				self.check_jwt(form.get("assertion", ""))
-			except gcs_fake._OAuthError as err:
+			except fake_common.OAuthError as err:
 				raise ApiError(400, str(err), "invalid_grant")
 		else:
 			raise ApiError(400, "Invalid grant_type: %s" % grant,
@@ -516,7 +509,7 @@ def main():
 	ap.add_argument("--verbose", action="store_true")
 	args = ap.parse_args()
 
-	srv = gcs_fake.Server(("127.0.0.1", 0), Handler)
+	srv = fake_common.Server(("127.0.0.1", 0), Handler)
 	srv.store = Store()
 	srv.verbose = args.verbose
 	srv.jwt_public_key = args.jwt_public_key

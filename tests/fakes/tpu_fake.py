@@ -96,9 +96,9 @@ Control endpoints (no auth; JSON in and out; errors in Google's shape):
                         "addressesInUse", "config"}
   POST /_fake/reset     forgets everything, config included
 
-Python standard library only (and fake_common.py and gcs_fake.py, next to
-it, for the fault rules, the request plumbing, the server class and the
-timestamp format).
+Python standard library only (and fake_common.py, next to it, for the
+fault rules, the request plumbing, the server class and the timestamp
+format).
 
 Usage: tpu_fake.py --port-file FILE [--port N] [--discovery PATH]
                    [--schemas PATH]
@@ -125,7 +125,6 @@ import traceback
 import urllib.parse
 
 import fake_common
-import gcs_fake
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DISCOVERY = os.path.join(HERE, "..", "..", "api",
@@ -228,7 +227,7 @@ def camel(name):
 
 
 def rfc3339(t):
-	return gcs_fake.rfc3339(t)
+	return fake_common.rfc3339(t)
 
 
 def ip_text(n):
@@ -1371,7 +1370,7 @@ class Handler(fake_common.Handler):
 			return fn()
 		except ApiError as err:
 			return err.code, err.body(), err.headers
-		except (gcs_fake._Dropped, OSError):
+		except (fake_common.Dropped, OSError):
 			raise
 		except Exception as err:
 			# A bug of the fake: say so rather than drop the line.
@@ -2065,7 +2064,7 @@ def main():
 	args = ap.parse_args()
 
 	disco = Discovery(args.discovery, args.schemas or None)
-	srv = gcs_fake.Server(("127.0.0.1", args.port), Handler)
+	srv = fake_common.Server(("127.0.0.1", args.port), Handler)
 	srv.disco = disco
 	srv.store = Store(disco, args.delay)
 	srv.verbose = args.verbose

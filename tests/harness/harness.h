@@ -117,6 +117,29 @@ unsigned processes_with(const char *cmd_a, const char *cmd_b,
  * event; *last_step (may be NULL) gets the last match's step. */
 unsigned toy_events(const char *path, int process, long long generation,
 		    const char *what, long long *last_step);
+/* fake_start.c: the one way tests start a Python fake (tests/fakes/, or
+ * another script that takes --port-file and writes its ports there, one
+ * a line, once it listens). */
+#define FAKE_MAX_PORTS 4
+struct test_fake {
+	pid_t pid;
+	unsigned ports[FAKE_MAX_PORTS]; /* as the fake wrote them */
+	char script[64];                /* its file name, for messages */
+	char dir[HARNESS_PATH];         /* port file and log; removed by stop */
+};
+/* Runs "python3 SRC/script --port-file DIR/port args..." (script relative
+ * to the source tree: $SLICECTL_SRCDIR, else the tree the harness was
+ * built from; args NULL-terminated, may be NULL) with stdout and stderr
+ * going to DIR/log and SIGTERM if the test process dies, and returns once
+ * it wrote nports ports: 0, or -1 after printing why and the end of its
+ * log, with nothing left running. bound_ms bounds the start on a loaded
+ * machine; a fake that exits is seen at once. */
+int fake_start(struct test_fake *f, const char *script,
+	       const char *const *args, unsigned nports, unsigned bound_ms);
+/* SIGTERM by pid, waits for it, prints the end of its log if it wrote
+ * anything, removes the directory. Safe to call twice. */
+void fake_stop(struct test_fake *f);
+
 /* Sleeps ms milliseconds, through signals. */
 void sleep_ms(unsigned ms);
 /* Milliseconds on the monotonic clock, for deadlines. */

@@ -4,34 +4,12 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#ifndef SLICECTL_TEST_SRCDIR
-#error "tests/harness/meson.build defines SLICECTL_TEST_SRCDIR"
-#endif
 
 #define START_MS 90000 /* TLS makes a CA with openssl; a bound, not a pace */
 #define MAX_ARGS 48
-
-/* Both ports once the fake wrote them (it renames the file into place,
- * so it is never half written); 0 until then. */
-static int read_ports(const char *port_file, unsigned *api, unsigned *plain)
-{
-	FILE *fp = fopen(port_file, "r");
-	int n;
-
-	if (!fp)
-		return 0;
-	n = fscanf(fp, "%u %u", api, plain);
-	fclose(fp);
-	return n == 2;
-}
 
 static int fail_start(struct kube_fake *f, const char *why)
 {
@@ -42,22 +20,14 @@ static int fail_start(struct kube_fake *f, const char *why)
 
 int kube_fake_start(struct kube_fake *f, const struct kube_fake_options *o)
 {
-	const char *src = getenv("SLICECTL_SRCDIR");
-	char script[HARNESS_PATH], port_file[HARNESS_PATH];
 	const char *argv[MAX_ARGS];
 	size_t n = 0;
 
 	memset(f, 0, sizeof(*f));
-	f->pid = -1;
+	f->proc.pid = -1;
 	if (make_temp_dir(f->dir, sizeof(f->dir), "kube-fake") < 0)
 		return -1;
-	if ((size_t)snprintf(script, sizeof(script),
-			     "%s/tests/fakes/kube_fake.py",
-			     src && *src ? src : SLICECTL_TEST_SRCDIR) >=
-	    sizeof(script) ||
-	    (size_t)snprintf(port_file, sizeof(port_file), "%s/port",
-			     f->dir) >= sizeof(port_file) ||
-	    (size_t)snprintf(f->state, sizeof(f->state), "%s/state",
+	if ((size_t)snprintf(f->state, sizeof(f->state), "%s/state",
 			     f->dir) >= sizeof(f->state))
 		return fail_start(f, "paths too long");
 	if (o && o->tls && (size_t)snprintf(f->ca, sizeof(f->ca), "%.*s/ca.pem",
@@ -68,10 +38,6 @@ int kube_fake_start(struct kube_fake *f, const struct kube_fake_options *o)
 					      "%s", o->token) >=
 	    sizeof(f->token))
 		return fail_start(f, "token too long");
-	argv[n++] = "python3";
-	argv[n++] = script;
-	argv[n++] = "--port-file";
-	argv[n++] = port_file;
 	argv[n++] = "--state-dir";
 	argv[n++] = f->state;
 	if (o && o->tls)
@@ -86,42 +52,21 @@ int kube_fake_start(struct kube_fake *f, const struct kube_fake_options *o)
 		argv[n++] = *e;
 	}
 	argv[n] = NULL;
-	f->pid = fork();
-	if (f->pid < 0)
-		return fail_start(f, strerror(errno));
-	if (f->pid == 0) {
-		/* Never outlive the test, whatever happens to it. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	for (long long until = monotonic_ms() + START_MS;;) {
-		if (read_ports(port_file, &f->port, &f->plain_port)) {
-			snprintf(f->server, sizeof(f->server),
-				 "%s://127.0.0.1:%u",
-				 o && o->tls ? "https" : "http", f->port);
-			snprintf(f->control, sizeof(f->control),
-				 "http://127.0.0.1:%u", f->plain_port);
-			return 0;
-		}
-		if (waitpid(f->pid, NULL, WNOHANG) == f->pid) {
-			f->pid = -1;
-			return fail_start(f, "kube_fake.py exited at start");
-		}
-		if (monotonic_ms() >= until)
-			return fail_start(f, "kube_fake.py did not listen "
-					  "within 20 s");
-		sleep_ms(50);
-	}
+	if (fake_start(&f->proc, "tests/fakes/kube_fake.py", argv, 2,
+		       START_MS) < 0)
+		return fail_start(f, "the fake did not start (see above)");
+	f->port = f->proc.ports[0];
+	f->plain_port = f->proc.ports[1];
+	snprintf(f->server, sizeof(f->server), "%s://127.0.0.1:%u",
+		 o && o->tls ? "https" : "http", f->port);
+	snprintf(f->control, sizeof(f->control), "http://127.0.0.1:%u",
+		 f->plain_port);
+	return 0;
 }
 
 void kube_fake_stop(struct kube_fake *f)
 {
-	if (f->pid > 0) {
-		kill(f->pid, SIGTERM);
-		waitpid(f->pid, NULL, 0);
-		f->pid = -1;
-	}
+	fake_stop(&f->proc);
 	if (f->dir[0]) {
 		rm_rf(f->dir);
 		f->dir[0] = '\0';

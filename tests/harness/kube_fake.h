@@ -1,7 +1,8 @@
 /*
  * tests/harness/kube_fake.h: starts tests/fakes/kube_fake.py (the
  * Kubernetes API fake: JobSet, Kueue, pods run as local processes, GKE's
- * container API) on loopback for a test, calls it, and stops it by pid.
+ * container API) on loopback for a test with fake_start, calls it, and
+ * stops it by pid.
  * The fake's own header documents its API, its controllers and its
  * /_fake/ control endpoints (evict, lose-node, forbid, faults, ...).
  */
@@ -11,7 +12,6 @@
 #include "tests/harness/harness.h"
 
 #include <stdbool.h>
-#include <sys/types.h>
 
 struct kube_fake_options {
 	bool tls;                 /* HTTPS API with a CA of its own (ca) */
@@ -22,7 +22,7 @@ struct kube_fake_options {
 };
 
 struct kube_fake {
-	pid_t pid;
+	struct test_fake proc;    /* the fake's process (fake_start) */
 	unsigned port;            /* the Kubernetes API (HTTPS with tls) */
 	unsigned plain_port;      /* plain HTTP: the same API, GKE's
 				   * container API and /_fake/ */

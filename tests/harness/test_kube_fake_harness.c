@@ -54,7 +54,7 @@ Test(kube_fake, starts_serves_and_stops)
 	pid_t pid;
 
 	cr_assert_eq(kube_fake_start(&f, &o), 0);
-	pid = f.pid;
+	pid = f.proc.pid;
 	cr_assert_gt(f.port, 0);
 	cr_assert_gt(f.plain_port, 0);
 	cr_assert_eq(access(f.ca, R_OK), 0);
@@ -83,6 +83,6 @@ Test(kube_fake, starts_serves_and_stops)
 	cr_assert_not_null(strstr(cfg, "    namespace: team\n"));
 	free(cfg);
 	kube_fake_stop(&f);
-	cr_assert_eq(f.pid, -1);
+	cr_assert_eq(f.proc.pid, -1);
 	cr_assert_eq(kill(pid, 0), -1);
 }

@@ -30,7 +30,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (fake.pid > 0)
+	if (fake.proc.pid > 0)
 		kube_fake_stop(&fake);
 }
 

@@ -1,7 +1,7 @@
 /*
  * sgd_params.h: the final parameters of an examples/sgd run of 2 slices x
  * 2 workers, read back two ways, for the tests that compare a run under
- * failures with an uninterrupted one (test_demo.c, test_gke_live.c).
+ * failures with an uninterrupted one (test_demo.c, test_gke_chaos.c).
  * Failures end the calling criterion test.
  */
 #ifndef SLICECTL_TESTS_LAUNCHER_SGD_PARAMS_H

@@ -22,7 +22,7 @@ static void up(void)
 
 static void down(void)
 {
-	if (fake.pid > 0)
+	if (fake.proc.pid > 0)
 		fake_gcs_stop(&fake);
 	rm_rf(tmp);
 }

@@ -1,8 +1,8 @@
 /*
  * slicectl job --target gke: the JobSet it renders for every family and
  * capacity mode, checked against the JobSet CRD's schema with unknown
- * fields refused (tests/launcher/gke_validate.py, python3 jsonschema) and
- * its YAML read back to the same objects; the values docs/DESIGN.md "The
+ * fields refused (gke_validate.py beside this file, python3 jsonschema)
+ * and its YAML read back to the same objects; the values docs/DESIGN.md "The
  * rendered JobSet" fixes; and what is refused before anything is touched
  * (webhook name rules, an unknown type, flags that do not go together).
  */
@@ -33,6 +33,8 @@ static void cleanup(void)
 
 TestSuite(gke_render, .init = setup, .fini = cleanup, .timeout = 300);
 
+/* The JobSet CRD check, relative to the source tree. */
+#define VALIDATE "tests/launcher/target/gke/gke_validate.py"
 #define MAX_ARGS 40
 
 /* slicectl job --target gke --render with the usual flags, then extra
@@ -133,7 +135,7 @@ Test(gke_render, every_family_and_capacity_validates)
 	cr_assert_geq(rendered, 60u);
 	cr_assert_eq(json_dump_file(all, json_path, JSON_INDENT(1)), 0);
 	json_decref(all);
-	rc = sh("python3 '%s/tests/launcher/gke_validate.py' '%s' '%s'",
+	rc = sh("python3 '%s/" VALIDATE "' '%s' '%s'",
 		getenv("SLICECTL_SRCDIR"), json_path, yaml_path);
 	if (rc == 2)
 		cr_skip_test("python3 with jsonschema and yaml is needed");
@@ -170,7 +172,7 @@ Test(gke_render, validator_refuses_unknown_fields)
 	snprintf(path, sizeof(path), "%s/bad.json", dir);
 	cr_assert_eq(json_dump_file(list, path, 0), 0);
 	json_decref(list);
-	rc = sh("python3 '%s/tests/launcher/gke_validate.py' '%s' 2>/dev/null",
+	rc = sh("python3 '%s/" VALIDATE "' '%s' 2>/dev/null",
 		getenv("SLICECTL_SRCDIR"), path);
 	if (rc == 2)
 		cr_skip_test("python3 with jsonschema and yaml is needed");

@@ -163,8 +163,9 @@ static void reap_orphans(void)
 			if (sscanf(line, "PPid: %d", &ppid) == 1)
 				break;
 		fclose(f);
-		if (ppid == getpid() && pid != w.watch && pid != w.tpu.pid &&
-		    pid != w.gcs.pid && pid != w.md.pid) {
+		if (ppid == getpid() && pid != w.watch &&
+		    pid != w.tpu.proc.pid && pid != w.gcs.proc.pid &&
+		    pid != w.md.proc.pid) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 		}

@@ -1,7 +1,7 @@
 /*
- * tests/launcher/test_flex.c: capacity that ends on a schedule, end to
- * end against tests/fakes/tpu_fake.py: a flex-start queued resource's run
- * duration, and maintenance announced on a node.
+ * tests/launcher/target/tpu/test_flex.c: capacity that ends on a
+ * schedule, end to end against tests/fakes/tpu_fake.py: a flex-start
+ * queued resource's run duration, and maintenance announced on a node.
  *
  * Real slice-supervisor processes run tests/supervisor/toy_trainer.py as
  * the two workers of a queued resource that slicectl created in the TPU

@@ -1,0 +1,168 @@
+/*
+ * slicectl job --target gke against the Kubernetes API fake:
+ * examples/sgd on 2 slices x 2 workers under a trainer crash, a hang, a
+ * pod eviction and the loss of a node pool, whose final parameters are
+ * those of an uninterrupted run through the fake, to the bit. The
+ * fixture is gke_live_check.c's.
+ */
+#include "tests/launcher/target/gke/gke_live_check.h"
+#include "tests/harness/harness.h"
+#include "tests/launcher/sgd_params.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+TestSuite(gke_live, .init = setup, .fini = cleanup, .timeout = 600);
+
+/* The host pid of run's trainer of process p (the pods' PID namespaces
+ * hide it from the supervisor's heartbeat), found by its environment. */
+static pid_t trainer_pid(const char *run, int p)
+{
+	char sync[HARNESS_PATH + 64], proc[64];
+	pid_t found;
+
+	snprintf(sync, sizeof(sync), "\nSGD_SYNC_DIR=%s/sync-%s\n", dir, run);
+	snprintf(proc, sizeof(proc), "\nSLICE_PROCESS_ID=%d\n", p);
+	processes_with("train.py", NULL, sync + 1, proc, &found);
+	return found;
+}
+
+static long long restart_attempt_max(const char *run)
+{
+	json_t *j = status_json(run), *p;
+	long long most = -1;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(j, "target"),
+					   "pods"), i, p) {
+		json_t *a = json_object_get(p, "restart_attempt");
+
+		if (json_is_integer(a) && json_integer_value(a) > most)
+			most = json_integer_value(a);
+	}
+	json_decref(j);
+	return most;
+}
+
+/* The name of run's pod of slice s, worker w, as status shows it. */
+static char *pod_name(const char *run, int s, int w)
+{
+	json_t *j = status_json(run), *p;
+	char *name = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(j, "target"),
+					   "pods"), i, p) {
+		if (json_integer_value(json_object_get(p, "slice")) == s &&
+		    json_integer_value(json_object_get(p, "worker")) == w &&
+		    !strcmp(jstr(p, "phase"), "Running"))
+			name = strdup(jstr(p, "name"));
+	}
+	json_decref(j);
+	cr_assert(name, "no running pod %d/%d of %s", s, w, run);
+	return name;
+}
+
+static void run_job(const char *const *argv)
+{
+	struct run_result r;
+
+	cr_assert_eq(run_slicectl(&r, argv, NULL), 0);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "pods 4/4 running"), "%s", r.out);
+	run_result_release(&r);
+}
+
+Test(gke_live, sgd_under_eviction_node_loss_crash_and_hang_ends_bit_exact)
+{
+	char body[512], *name, *chaos, *calm;
+	long long gen;
+	json_t *j;
+	pid_t pid;
+
+	start_fake((const char *const[]){ "--pass-env", "PYTHONUNBUFFERED",
+					  NULL });
+	make_queue(32);
+	/* v4-16: 2 hosts of 4 chips a slice; 2 slices. */
+	run_job(job_argv("chaos", "v4-16", "2", "exec python3 train.py",
+			 sgd_flags("chaos", "600", "0.03", NULL)));
+
+	/* A trainer crash: the group restarts in place (control.json). */
+	j = wait_running("chaos", 4, 1, 50);
+	gen = json_integer_value(json_object_get(j, "generation"));
+	json_decref(j);
+	pid = trainer_pid("chaos", 1);
+	cr_assert_gt(pid, 0, "no trainer of process 1");
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	j = wait_running("chaos", 4, gen + 1, 100);
+	cr_expect_eq(restart_attempt_max("chaos"), 0,
+		     "a crash recreated pods");
+	gen = json_integer_value(json_object_get(j, "generation"));
+	json_decref(j);
+
+	/* A hang: the hang timeout restarts it in place too. */
+	pid = trainer_pid("chaos", 2);
+	cr_assert_gt(pid, 0, "no trainer of process 2");
+	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	j = wait_running("chaos", 4, gen + 1, 150);
+	cr_expect_eq(restart_attempt_max("chaos"), 0,
+		     "a hang recreated pods");
+	gen = json_integer_value(json_object_get(j, "generation"));
+	json_decref(j);
+
+	/* A pod evicted: SIGTERM and its grace, the emergency checkpoint;
+	 * JobSet recreates every pod (restart attempt 1). */
+	name = pod_name("chaos", 0, 1);
+	snprintf(body, sizeof(body),
+		 "{\"namespace\": \"default\", \"name\": \"%s\"}", name);
+	free(name);
+	POST("/_fake/evict", body);
+	j = wait_running("chaos", 4, gen + 1, 200);
+	gen = json_integer_value(json_object_get(j, "generation"));
+	json_decref(j);
+	for (long long until = now_ms() + 60000;
+	     restart_attempt_max("chaos") < 1; sleep_ms(500))
+		cr_assert_lt(now_ms(), until, "JobSet did not restart");
+
+	/* A node pool lost: slice 1's pods die at once; JobSet restarts. */
+	j = wait_running("chaos", 4, gen, 250);
+	json_decref(j);
+	POST("/_fake/lose-node", "{\"jobset\": \"chaos\", \"slice\": 1, "
+				 "\"namespace\": \"default\"}");
+	for (long long until = now_ms() + 60000;
+	     restart_attempt_max("chaos") < 2; sleep_ms(500))
+		cr_assert_lt(now_ms(), until, "JobSet did not restart again");
+
+	json_decref(wait_state("chaos", "done", 300000));
+	j = wait_end("chaos", "Completed", 60000);
+	cr_expect_geq(json_integer_value(json_object_get(j, "generation")), 5);
+	json_decref(j);
+
+	/* The same job, never interrupted. */
+	run_job(job_argv("calm", "v4-16", "2", "exec python3 train.py",
+			 sgd_flags("calm", "600", "0", NULL)));
+	j = wait_state("calm", "done", 300000);
+	cr_expect_eq(json_integer_value(json_object_get(j, "generation")), 1);
+	json_decref(j);
+
+	chaos = sgd_checkpoint_params(bucket, dir, "chaos", 600);
+	calm = sgd_checkpoint_params(bucket, dir, "calm", 600);
+	cr_assert_str_eq(chaos, calm);
+	for (int p = 0; p < 4; p++) {
+		char *a = sgd_logged_params(bucket, "chaos", p / 2, p % 2);
+		char *b = sgd_logged_params(bucket, "calm", p / 2, p % 2);
+
+		cr_assert_str_eq(a, chaos, "worker %d/%d", p / 2, p % 2);
+		cr_assert_str_eq(b, calm);
+		free(a);
+		free(b);
+	}
+	free(chaos);
+	free(calm);
+	fake_stop(&fake);
+}
