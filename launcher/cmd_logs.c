@@ -147,8 +147,8 @@ int cmd_logs(int argc, char **argv)
 	l.interrupted = &interrupted;
 	if (follow_flag)
 		catch_signals();
-	status = follow_flag ? follow(&l, generation, interval_ms)
-			     : print_once(&l, generation);
+	status = follow_flag ? logs_follow(&l, generation, interval_ms)
+			     : logs_print_once(&l, generation);
 done:
 	buf_release(&l.line);
 	run_options_release(&ro);

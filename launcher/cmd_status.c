@@ -96,18 +96,18 @@ int cmd_status(int argc, char **argv)
 		     10;
 	now = time(NULL);
 	rc = run_control_peek(&ro, &v.control, &v.have_control, &e);
-	v.control_age_s = v.have_control ? age_of(v.control.time, now) : -1;
+	v.control_age_s = v.have_control ? run_view_age(v.control.time, now) : -1;
 	if (!rc)
-		rc = load_checkpoints(&v, &cl, now, &e);
+		rc = run_view_checkpoints(&v, &cl, now, &e);
 	if (!rc)
 		rc = status_list(ro.store, &sv, &n, &e);
 	if (!rc)
-		load_watch(&v);
+		run_view_watch(&v);
 	if (rc) {
 		status = run_exit_status(rc, &e);
 		goto out;
 	}
-	if (build_rows(&v, sv, n, now)) {
+	if (run_view_rows(&v, sv, n, now)) {
 		log_error("out of memory");
 		status = 1;
 		goto out;
@@ -121,11 +121,11 @@ int cmd_status(int argc, char **argv)
 			log_warn("%s: %s", v.tv.what, e.msg);
 	}
 	if (ro.format == 1) {
-		print_json(&v);
+		status_print_json(&v);
 	} else {
-		print_text(&v);
+		status_print_text(&v);
 		if (v.have_target)
-			print_target(&v);
+			status_print_target(&v);
 	}
 out:
 	target_view_release(&v.tv);

@@ -417,7 +417,7 @@ static int follow_once(struct logs *l, struct gens *g, int64_t pinned,
 	}
 }
 
-int follow(struct logs *l, int64_t pinned, unsigned interval_ms)
+int logs_follow(struct logs *l, int64_t pinned, unsigned interval_ms)
 {
 	struct gens g = { 0 };
 	char last_warning[sizeof(((struct err *)0)->msg)] = "";
@@ -477,7 +477,7 @@ int follow(struct logs *l, int64_t pinned, unsigned interval_ms)
 
 /* ---- once ---- */
 
-int print_once(struct logs *l, int64_t pinned)
+int logs_print_once(struct logs *l, int64_t pinned)
 {
 	struct gens g = { 0 };
 	struct err e;

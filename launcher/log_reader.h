@@ -52,9 +52,9 @@ struct logs {
 /* Keeps printing what comes from generation pinned on (0: the newest)
  * every interval_ms until the run is over for this worker or
  * *l->interrupted; returns the exit status. */
-int follow(struct logs *l, int64_t pinned, unsigned interval_ms);
+int logs_follow(struct logs *l, int64_t pinned, unsigned interval_ms);
 /* Prints generation pinned's log (0: the newest) once; returns the exit
  * status. */
-int print_once(struct logs *l, int64_t pinned);
+int logs_print_once(struct logs *l, int64_t pinned);
 
 #endif

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const rule_names[N_RULES] = { "stale", "silent", "behind",
+const char *const run_view_rules[N_RULES] = { "stale", "silent", "behind",
 					  "lagging" };
 
-long long age_of(const char *t, time_t now)
+long long run_view_age(const char *t, time_t now)
 {
 	time_t at = rfc3339_parse(t);
 
@@ -96,7 +96,7 @@ static void judge(struct view *v, struct row *r)
 		v->stuck++;
 }
 
-int load_checkpoints(struct view *v, struct ckpt_list *l, time_t now,
+int run_view_checkpoints(struct view *v, struct ckpt_list *l, time_t now,
 		     struct err *e)
 {
 	int rc = ckpt_list(v->ro->store, l, e);
@@ -115,7 +115,7 @@ int load_checkpoints(struct view *v, struct ckpt_list *l, time_t now,
 		 * the first is the one the workers are saving now. */
 		if (!st->committed && !v->pending.st) {
 			v->pending.st = st;
-			v->pending.quiet_s = age_of(st->time, now);
+			v->pending.quiet_s = run_view_age(st->time, now);
 		}
 	}
 	return 0;
@@ -123,7 +123,7 @@ int load_checkpoints(struct view *v, struct ckpt_list *l, time_t now,
 
 /* Puts each heartbeat in its worker's row; others (a worker outside the
  * job's shape) are left out. */
-int build_rows(struct view *v, const struct worker_status *sv, size_t n,
+int run_view_rows(struct view *v, const struct worker_status *sv, size_t n,
 	       time_t now)
 {
 	const struct job *j = &v->ro->job;
@@ -150,7 +150,7 @@ int build_rows(struct view *v, const struct worker_status *sv, size_t n,
 		r = &v->rows[(size_t)sv[i].slice * j->workers_per_slice +
 			     sv[i].worker];
 		r->st = &sv[i];
-		r->age_s = age_of(sv[i].time, now);
+		r->age_s = run_view_age(sv[i].time, now);
 	}
 	for (size_t i = 0; i < v->nrows; i++)
 		judge(v, &v->rows[i]);
@@ -159,7 +159,7 @@ int build_rows(struct view *v, const struct worker_status *sv, size_t n,
 
 /* watch.json is a convenience: a run nobody watches has none, and one
  * that cannot be read is said and left out. */
-void load_watch(struct view *v)
+void run_view_watch(struct view *v)
 {
 	struct err e;
 	int rc;

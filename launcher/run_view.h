@@ -20,7 +20,7 @@
 
 enum { RULE_STALE, RULE_SILENT, RULE_BEHIND, RULE_LAGGING, N_RULES };
 
-extern const char *const rule_names[N_RULES];
+extern const char *const run_view_rules[N_RULES];
 
 /* One row of the table. */
 struct row {
@@ -59,22 +59,22 @@ struct view {
 };
 
 /* Seconds from RFC 3339 time t to now; -1 when t is not one. */
-long long age_of(const char *t, time_t now);
+long long run_view_age(const char *t, time_t now);
 /* Lists the checkpoints into l (which the view then points into): the
  * newest committed step and the step being saved after it. */
-int load_checkpoints(struct view *v, struct ckpt_list *l, time_t now,
+int run_view_checkpoints(struct view *v, struct ckpt_list *l, time_t now,
 		     struct err *e);
 /* One row per worker of the job's shape from heartbeats sv[n] (which the
  * rows point into), each judged; -1 out of memory. */
-int build_rows(struct view *v, const struct worker_status *sv, size_t n,
+int run_view_rows(struct view *v, const struct worker_status *sv, size_t n,
 	       time_t now);
 /* What slicectl job --watch last saw, when it wrote anything. */
-void load_watch(struct view *v);
+void run_view_watch(struct view *v);
 
 /* status_render.c: the view as text (and the target's own view), or as
  * one JSON object. */
-void print_text(const struct view *v);
-void print_target(const struct view *v);
-void print_json(const struct view *v);
+void status_print_text(const struct view *v);
+void status_print_target(const struct view *v);
+void status_print_json(const struct view *v);
 
 #endif

@@ -66,7 +66,7 @@ static void row_cells(const struct row *r, char cells[N_COLS][64],
 			strncat(cells[7], ",", 63 - strlen(cells[7]));
 		else
 			cells[7][0] = '\0';
-		strncat(cells[7], rule_names[k], 63 - strlen(cells[7]));
+		strncat(cells[7], run_view_rules[k], 63 - strlen(cells[7]));
 		n++;
 	}
 }
@@ -120,7 +120,7 @@ static void print_schedule(const struct view *v)
 	       ws->recreated, ws->budget, ws->time);
 }
 
-void print_text(const struct view *v)
+void status_print_text(const struct view *v)
 {
 	const struct run_options *ro = v->ro;
 	const struct control *c = &v->control;
@@ -156,7 +156,7 @@ void print_text(const struct view *v)
 		for (int k = 0; k < N_RULES; k++)
 			if (r->flagged[k])
 				printf("  %u/%u %s: %s\n", r->slice, r->worker,
-				       rule_names[k], r->why[k]);
+				       run_view_rules[k], r->why[k]);
 	}
 }
 
@@ -175,7 +175,7 @@ static json_t *worker_json(const struct row *r)
 	for (int k = 0; k < N_RULES; k++)
 		if (r->flagged[k])
 			json_array_append_new(why,
-				json_pack("{s:s, s:o}", "rule", rule_names[k],
+				json_pack("{s:s, s:o}", "rule", run_view_rules[k],
 					  "text", run_json_text(r->why[k])));
 	json_object_set_new(o, "slice", json_integer(r->slice));
 	json_object_set_new(o, "worker", json_integer(r->worker));
@@ -273,7 +273,7 @@ static json_t *target_json(const struct view *v)
 	return o;
 }
 
-void print_json(const struct view *v)
+void status_print_json(const struct view *v)
 {
 	const struct control *c = &v->control;
 	bool k = v->have_control;
@@ -304,7 +304,7 @@ void print_json(const struct view *v)
 	run_print_json(o);
 }
 
-void print_target(const struct view *v)
+void status_print_target(const struct view *v)
 {
 	const struct target_view *t = &v->tv;
 	const struct target_words *k = target_of(&v->ro->job)->words;
