@@ -174,9 +174,10 @@ static json_t *worker_json(const struct row *r)
 
 	for (int k = 0; k < N_RULES; k++)
 		if (r->flagged[k])
-			json_array_append_new(why,
-				json_pack("{s:s, s:o}", "rule", run_view_rules[k],
-					  "text", run_json_text(r->why[k])));
+			json_array_append_new(
+				why, json_pack("{s:s, s:o}", "rule",
+					       run_view_rules[k], "text",
+					       run_json_text(r->why[k])));
 	json_object_set_new(o, "slice", json_integer(r->slice));
 	json_object_set_new(o, "worker", json_integer(r->worker));
 	json_object_set_new(o, "state", run_json_text(st ? st->state : NULL));
@@ -252,7 +253,8 @@ static json_t *target_json(const struct view *v)
 			json_pack("{s:s, s:o, s:o, s:o, s:s, s:o}", "name",
 				  w->name, "slice",
 				  int_or_null(w->slice >= 0, w->slice),
-				  "worker", int_or_null(w->worker >= 0, w->worker),
+				  "worker",
+				  int_or_null(w->worker >= 0, w->worker),
 				  k->attempt_key,
 				  int_or_null(w->restart_attempt >= 0,
 					      w->restart_attempt),
