@@ -28,7 +28,7 @@ def k8s_dir():
     """$SLICECTL_K8S_DIR, else k8s/ of the source tree (JobSet's and
     Kueue's CRDs, copied in-tree)."""
     return os.environ.get("SLICECTL_K8S_DIR") or os.path.normpath(
-        os.path.join(HERE, "..", "..", "k8s"))
+        os.path.join(HERE, "..", "..", "..", "..", "k8s"))
 
 
 K8S = k8s_dir()
