@@ -114,9 +114,10 @@ struct lrun {
 	int64_t gen;
 	char state[16];
 	unsigned restarts[C_NCAUSES];
-	/* The failure chaos injected last, until every trainer runs again
+	/* The failure chaos injected last, until the group trains a step
 	 * at a generation after it: every bump in between is its doing
-	 * (peers of a preempted slice crash or hang waiting for it). */
+	 * (peers of a preempted slice crash or hang waiting for it, also
+	 * after its VMs are back and before it trains again). */
 	int episode;              /* an enum cause, or -1 none */
 	int64_t episode_gen;      /* the generation when it was injected */
 	int64_t chaos_at;         /* its Unix ms, until a bump uses it */
@@ -685,8 +686,6 @@ static void check_recovered(struct lrun *r)
 	}
 	lost = (uint64_t)(at - r->fail_at);
 	r->recovering = false;
-	if (r->episode >= 0 && r->gen > r->episode_gen)
-		r->episode = -1;
 	r->lost_ms += lost;
 	event(r, "recovered",
 	      json_pack("{s:I, s:f}", "generation", (json_int_t)r->gen,
@@ -749,6 +748,9 @@ static void on_event(struct lrun *r, const struct event *ev)
 	}
 	if (trained_kind(ev->kind) && ev->step > r->trained[g])
 		r->trained[g] = ev->step;
+	if (r->episode >= 0 && g > r->episode_gen && r->restored[g] >= 0 &&
+	    r->trained[g] > r->restored[g])
+		r->episode = -1;
 }
 
 /* The run's events since the last look, in order. */

@@ -153,7 +153,7 @@ static const char *const *job_argv(const char *name, const char *steps,
 	argv[n++] = "--hang-timeout";
 	argv[n++] = "8s";
 	argv[n++] = "--grace";
-	argv[n++] = "2s";
+	argv[n++] = "5s";
 	argv[n++] = "--max-restarts";
 	argv[n++] = "30";
 	argv[n++] = "--format";
