@@ -1,5 +1,5 @@
-/* tests/supervisor/spec_check.c: see spec_check.h. */
-#include "tests/supervisor/spec_check.h"
+/* tests/run/spec_check.c: see spec_check.h. */
+#include "tests/run/spec_check.h"
 
 #include "tests/harness/harness.h"
 

@@ -1,11 +1,11 @@
 /*
- * tests/supervisor/test_control.c: control.json against file:// stores in a
+ * tests/run/test_control.c: control.json against file:// stores in a
  * temporary directory: created once, bumped once per failure however many
  * workers (threads or processes) race, the restart budget, states, the
  * restore step fixed by the first to ask, and malformed objects.
  */
 #include "run/run.h"
-#include "tests/supervisor/spec_check.h"
+#include "tests/run/spec_check.h"
 
 #include "checkpoint/checkpoint.h"
 

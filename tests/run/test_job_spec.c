@@ -1,10 +1,10 @@
 /*
- * tests/supervisor/test_job_spec.c: job.json both ways: defaults, every
+ * tests/run/test_job_spec.c: job.json both ways: defaults, every
  * field, round trips, and what parsing refuses (syntax, shape, names,
  * types and ranges).
  */
 #include "run/run.h"
-#include "tests/supervisor/spec_check.h"
+#include "tests/run/spec_check.h"
 
 #include <criterion/criterion.h>
 

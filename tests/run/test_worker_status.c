@@ -1,10 +1,10 @@
 /*
- * tests/supervisor/test_worker_status.c: the workers' status objects
+ * tests/run/test_worker_status.c: the workers' status objects
  * against file:// stores in a temporary directory: put and list, refusals,
  * all finished, malformed objects skipped, the period they are written at.
  */
 #include "run/run.h"
-#include "tests/supervisor/spec_check.h"
+#include "tests/run/spec_check.h"
 
 #include <criterion/criterion.h>
 

@@ -1,5 +1,5 @@
 /*
- * tests/supervisor/spec_check.h: what the tests of the run state the
+ * tests/run/spec_check.h: what the tests of the run state the
  * workers share (job.json, control.json, status objects) use: a temporary
  * directory holding a file:// run, and reading and writing its objects,
  * each failing the current Criterion test.
