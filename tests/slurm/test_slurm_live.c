@@ -40,7 +40,7 @@ static const char *submit(const char *run, const char *step_s)
 			"exec python3 train.py", "--env", "SGD_STEPS=600",
 			"--env", steps, "--env", "SGD_CKPT_EVERY=50", "--env",
 			"SGD_PRINT_EVERY=25", "--env", sync, "--env",
-			"PYTHONUNBUFFERED=1", "--hang-timeout", "8s",
+			"PYTHONUNBUFFERED=1", "--hang-timeout", "4s",
 			"--grace", "10s", "--max-restarts", "30", NULL },
 				  NULL),
 		     0);
