@@ -277,12 +277,11 @@ Test(ckpt, concurrent_committers)
 
 /* A save killed at any moment leaves no committed step and no visible
  * partial part: a part, if there, is whole and verifies. */
-Test(ckpt, killed_saves_never_commit)
+Test(ckpt, killed_saves_never_leave_a_partial_part)
 {
 	char src[PATHLEN], big[PATHLEN * 2];
 	struct store *s = open_store();
 	unsigned seed = (unsigned)time(NULL);
-	bool finished[6] = { false };
 
 	path_of(src, "src");
 	make_tree(src, "kill\n");
@@ -311,17 +310,15 @@ Test(ckpt, killed_saves_never_commit)
 		usleep((useconds_t)(rand() % 600000));
 		kill(pid, SIGKILL);
 		cr_assert_eq(waitpid(pid, &st, 0), pid);
-		finished[round] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
 		cr_assert_eq(ckpt_list(s, &l, &e), 0, "%s", e.msg);
 		for (size_t i = 0; i < l.n; i++) {
 			struct ckpt_step *step = &l.v[i];
 
+			/* A save killed between writing COMMIT and
+			 * returning has committed (ASan's slower exit
+			 * showed the window): what must never be is a
+			 * part that is not whole, committed or not. */
 			cr_assert(step->step >= 1000 && step->step < 1006);
-			cr_expect(!step->committed ||
-				  finished[step->step - 1000],
-				  "seed %u round %d: step %llu committed by "
-				  "a killed save", seed, round,
-				  (unsigned long long)step->step);
 			for (size_t k = 0; k < step->nparts; k++) {
 				char part[PATHLEN * 2];
 
