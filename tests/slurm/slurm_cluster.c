@@ -235,6 +235,12 @@ static bool all_running(json_t *j, size_t n, long long gen, long long step)
 	       jint(j, "committed_step") >= step;
 }
 
+void slurm_dump(void)
+{
+	sh("cd '%s' && tail -n 40 slurm-*.out slurm/log/*.log "
+	   "slicectl-*/state-*/logs/*.log >&2 2>/dev/null", slurm_dir);
+}
+
 /* Polls status until done(j) or ms pass (failing with what). */
 static json_t *poll_status(const char *run, long ms,
 			   bool (*done)(json_t *, const void *),
@@ -251,8 +257,13 @@ static json_t *poll_status(const char *run, long ms,
 		if (slurm_now_ms() >= until) {
 			char *text = json_dumps(j, JSON_INDENT(1));
 
-			cr_assert_fail("%s: %s never came:\n%s", run, what,
-				       text);
+			fprintf(stderr, "%s\n", text ? text : "");
+			free(text);
+			json_decref(j);
+			slurm_dump();
+			cr_assert_fail("%s: %s never came (above: its status, "
+				       "the jobs' output and the logs)", run,
+				       what);
 		}
 		sleep_ms(500);
 	}
@@ -289,6 +300,7 @@ json_t *slurm_wait_state(const char *run, const char *state, long ms)
 	return poll_status(run, ms, state_done, state, state);
 }
 
+
 long slurm_wait_job(const char *job_id, const char *state, const char *reason,
 		    long ms)
 {
@@ -315,10 +327,14 @@ long slurm_wait_job(const char *job_id, const char *state, const char *reason,
 			run_result_release(&r);
 			return restarts;
 		}
-		if (slurm_now_ms() >= until)
-			cr_assert_fail("job %s never got %s %s:\n%s%s", job_id,
-				       state, reason ? reason : "", r.out,
-				       r.err);
+		if (slurm_now_ms() >= until) {
+			fprintf(stderr, "%s%s", r.out, r.err);
+			run_result_release(&r);
+			slurm_dump();
+			cr_assert_fail("job %s never got %s %s (above: its "
+				       "record, output and the logs)",
+				       job_id, state, reason ? reason : "");
+		}
 		run_result_release(&r);
 		sleep_ms(300);
 	}

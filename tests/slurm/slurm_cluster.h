@@ -45,6 +45,9 @@ json_t *slurm_wait_running(const char *run, size_t n, long long gen,
 			   long long min_step);
 /* Polls until the run's control.json state is state. */
 json_t *slurm_wait_state(const char *run, const char *state, long ms);
+/* Prints to stderr the last lines of the jobs' output, the daemons' logs
+ * and the supervisors' logs: what a failing test shows. */
+void slurm_dump(void);
 /* Polls `scontrol show job` until JobState is state (and, when not NULL,
  * Reason is reason); returns its restart count. */
 long slurm_wait_job(const char *job_id, const char *state,

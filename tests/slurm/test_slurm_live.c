@@ -9,7 +9,8 @@
  * final parameters are those of an uninterrupted run, to the bit.
  *
  * Slurm holds a requeued job (BeginTime) for a while before it may run
- * again; the test lets it go at once with `scontrol update StartTime=now`.
+ * again; the test lets it go a second later with `scontrol update
+ * StartTime=now`.
  */
 #include "tests/launcher/sgd_params.h"
 #include "tests/slurm/slurm_cluster.h"
@@ -79,6 +80,10 @@ static void release_requeued(const char *id, long restarts)
 		cr_assert_lt(slurm_now_ms(), until, "the old step lives on");
 		sleep_ms(200);
 	}
+	/* slurmd refuses a credential made in the second its job was
+	 * requeued ("Job credential revoked": it compares whole seconds);
+	 * the BeginTime hold the test skips is what avoids that. */
+	sleep_ms(1100);
 	snprintf(cmd, sizeof(cmd), "scontrol update JobId=%s StartTime=now",
 		 id);
 	cr_assert_eq(sh("%s", cmd), 0);
