@@ -6,6 +6,12 @@
  * topology (Cloud TPU's "TPU versions" pages, GKE's "Plan TPUs in GKE").
  * A slice of at most single_host_max chips is one host holding them all;
  * larger slices have chips_per_host chips on every host.
+ *
+ * GPU machine types are looked up by their whole name: one type is one
+ * node. Their GPUs and GKE labels are Compute Engine's "GPU machine types"
+ * and GKE's "About GPUs" pages, cross-checked with xpk's
+ * src/xpk/core/system_characteristics.py (which has no A2 Ultra nor G2
+ * sizes under 12 vCPUs; those are from Compute Engine's page alone).
  */
 #include "launcher/accelerator.h"
 
@@ -93,6 +99,53 @@ static const struct family families[] = {
 
 #define N_FAMILIES (sizeof(families) / sizeof(families[0]))
 
+struct gpu_type {
+	const char *machine;  /* the GCE machine type */
+	const char *series;
+	const char *gpu;
+	const char *label;    /* cloud.google.com/gke-accelerator */
+	unsigned gpus;
+	enum gpu_net net;
+};
+
+static const struct gpu_type gpu_types[] = {
+	{ "a3-highgpu-8g", "A3_HIGH", "H100 80GB", "nvidia-h100-80gb", 8,
+	  GPU_NET_TCPX },
+	{ "a3-megagpu-8g", "A3_MEGA", "H100 80GB", "nvidia-h100-mega-80gb", 8,
+	  GPU_NET_TCPXO },
+	{ "a3-ultragpu-8g", "A3_ULTRA", "H200 141GB", "nvidia-h200-141gb", 8,
+	  GPU_NET_RDMA },
+	{ "a4-highgpu-8g", "A4", "B200", "nvidia-b200", 8, GPU_NET_RDMA },
+	{ "a2-highgpu-1g", "A2", "A100 40GB", "nvidia-tesla-a100", 1,
+	  GPU_NET_PLAIN },
+	{ "a2-highgpu-2g", "A2", "A100 40GB", "nvidia-tesla-a100", 2,
+	  GPU_NET_PLAIN },
+	{ "a2-highgpu-4g", "A2", "A100 40GB", "nvidia-tesla-a100", 4,
+	  GPU_NET_PLAIN },
+	{ "a2-highgpu-8g", "A2", "A100 40GB", "nvidia-tesla-a100", 8,
+	  GPU_NET_PLAIN },
+	{ "a2-megagpu-16g", "A2", "A100 40GB", "nvidia-tesla-a100", 16,
+	  GPU_NET_PLAIN },
+	{ "a2-ultragpu-1g", "A2_ULTRA", "A100 80GB", "nvidia-a100-80gb", 1,
+	  GPU_NET_PLAIN },
+	{ "a2-ultragpu-2g", "A2_ULTRA", "A100 80GB", "nvidia-a100-80gb", 2,
+	  GPU_NET_PLAIN },
+	{ "a2-ultragpu-4g", "A2_ULTRA", "A100 80GB", "nvidia-a100-80gb", 4,
+	  GPU_NET_PLAIN },
+	{ "a2-ultragpu-8g", "A2_ULTRA", "A100 80GB", "nvidia-a100-80gb", 8,
+	  GPU_NET_PLAIN },
+	{ "g2-standard-4", "G2", "L4", "nvidia-l4", 1, GPU_NET_PLAIN },
+	{ "g2-standard-8", "G2", "L4", "nvidia-l4", 1, GPU_NET_PLAIN },
+	{ "g2-standard-12", "G2", "L4", "nvidia-l4", 1, GPU_NET_PLAIN },
+	{ "g2-standard-16", "G2", "L4", "nvidia-l4", 1, GPU_NET_PLAIN },
+	{ "g2-standard-32", "G2", "L4", "nvidia-l4", 1, GPU_NET_PLAIN },
+	{ "g2-standard-24", "G2", "L4", "nvidia-l4", 2, GPU_NET_PLAIN },
+	{ "g2-standard-48", "G2", "L4", "nvidia-l4", 4, GPU_NET_PLAIN },
+	{ "g2-standard-96", "G2", "L4", "nvidia-l4", 8, GPU_NET_PLAIN },
+};
+
+#define N_GPU_TYPES (sizeof(gpu_types) / sizeof(gpu_types[0]))
+
 static bool parse_count(const char *s, unsigned *out)
 {
 	unsigned long v;
@@ -122,12 +175,34 @@ static const char *machine_type(const struct family *f, unsigned per_host)
 	}
 }
 
+static bool gpu_lookup(const char *type, struct accelerator *out)
+{
+	for (size_t i = 0; i < N_GPU_TYPES; i++) {
+		const struct gpu_type *g = &gpu_types[i];
+
+		if (strcmp(type, g->machine))
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->family = g->series;
+		out->chips = out->chips_per_host = out->gpus_per_host = g->gpus;
+		out->workers = 1;
+		out->gke_accelerator = g->label;
+		out->gke_machine_type = g->machine;
+		out->gpu = g->gpu;
+		out->net = g->net;
+		return true;
+	}
+	return false;
+}
+
 bool accelerator_lookup(const char *type, struct accelerator *out)
 {
 	unsigned count;
 
 	if (!type)
 		return false;
+	if (gpu_lookup(type, out))
+		return true;
 	for (size_t i = 0; i < N_FAMILIES; i++) {
 		const struct family *f = &families[i];
 		size_t plen = strlen(f->prefix);
@@ -181,4 +256,36 @@ void accelerator_examples(char *buf, size_t cap)
 			return;
 		used += (size_t)n;
 	}
+}
+
+void accelerator_gpu_examples(char *buf, size_t cap)
+{
+	size_t used = 0;
+
+	if (!cap)
+		return;
+	buf[0] = '\0';
+	for (size_t i = 0; i < N_GPU_TYPES && used < cap; i++) {
+		int n = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "",
+				 gpu_types[i].machine);
+
+		if (n < 0)
+			return;
+		used += (size_t)n;
+	}
+}
+
+const char *gpu_net_name(enum gpu_net net)
+{
+	switch (net) {
+	case GPU_NET_TCPX:
+		return "GPUDirect-TCPX";
+	case GPU_NET_TCPXO:
+		return "GPUDirect-TCPXO";
+	case GPU_NET_RDMA:
+		return "GPUDirect-RDMA";
+	case GPU_NET_PLAIN:
+		break;
+	}
+	return "plain";
 }

@@ -98,7 +98,9 @@ unsigned job_workers_per_slice(const char *accelerator_type)
 {
 	struct accelerator a;
 
-	return accelerator_lookup(accelerator_type, &a) ? a.workers : 0;
+	return accelerator_lookup(accelerator_type, &a) && !a.gpus_per_host
+		       ? a.workers
+		       : 0;
 }
 
 /* The request's own values, each named by its flag. */

@@ -77,7 +77,8 @@ unsigned job_env_ms(const char *var, unsigned dflt);
 /* The runtime version a TPU type needs by default
  * ("tpu-ubuntu2204-base", "v2-alpha-tpuv5-lite", ...). */
 const char *job_default_runtime(const char *accelerator_type);
-/* Workers per slice of a TPU type (v4-32: 4); 0 when unknown. */
+/* Workers per slice of a TPU type (v4-32: 4); 0 when unknown, and for a
+ * GPU machine type (GKE runs those, on --nodes nodes). */
 unsigned job_workers_per_slice(const char *accelerator_type);
 
 #endif

@@ -2,6 +2,7 @@
  * gke.h (private to launcher/): the GKE target. A run there is one JobSet
  * (jobset.x-k8s.io/v1alpha2) admitted by Kueue: gke_render.c builds it
  * from the job and checks what the API server's webhooks would refuse,
+ * gke_gpu.c adds a GPU family's plumbing to its pods,
  * gke_yaml.c prints it for `kubectl apply -f`, gke_run.c creates it,
  * follows its admission, and serves status, delete and reset; gke_job.c
  * is the target's row (target.h) and `slicectl job` there.
@@ -31,7 +32,7 @@ struct gke_spec {
 	const char *image;             /* the trainer's image */
 	const char *run_url;           /* BUCKET/RUN */
 	const char *supervisor_sha256;
-	struct accelerator acc;
+	struct accelerator acc;        /* a GPU type's workers: --nodes */
 	unsigned num_slices, max_restarts, grace_s;
 	const struct strlist *env;     /* "K=V" */
 	bool spot, flex_start, queued_provisioning;
@@ -50,6 +51,21 @@ int gke_check(const struct gke_spec *s, struct err *e);
 
 /* The JobSet (docs/DESIGN.md "The rendered JobSet"); gke_check first. */
 int gke_render(const struct gke_spec *s, json_t **out, struct err *e);
+
+/* An env entry {name, value}. */
+json_t *gke_value_env(const char *name, const char *value);
+
+/* A GPU pod's plumbing for its network stack (s->acc.net): the
+ * memory-backed /dev/shm, the host paths and environment its NCCL plugin
+ * needs, the multi-network annotations (added to annotations, the pod
+ * template's) and the RxDM daemon as a sidecar (appended to pod's
+ * initContainers). pod must have "volumes" and "initContainers" arrays,
+ * worker "env" and "volumeMounts". Returns 0, or -1 out of memory. */
+int gke_gpu_plumb(const struct gke_spec *s, json_t *annotations, json_t *pod,
+		  json_t *worker);
+/* Whether pods of that stack use the node's network: the GPUDirect
+ * stacks need the pod network with its extra NICs. */
+bool gke_gpu_host_network(enum gpu_net net);
 
 /* obj as a YAML document (block style, keys in their order), appended to
  * b. Strings that YAML would read as something else are quoted. */

@@ -91,9 +91,12 @@ int gke_refuse_flags(const struct job_flags *f)
 
 static int check(const struct job_flags *f)
 {
+	struct job_flags others = *f;
 	int status = target_refuse_vm_flags(f, target_gke.name);
 
-	return status ? status : slurm_refuse_flags(f);
+	/* --nodes is GKE's too: a GPU job's size. */
+	others.slurm.nodes = 0;
+	return status ? status : slurm_refuse_flags(&others);
 }
 
 /* The namespace: the flag's, else the kubeconfig context's (when the
@@ -171,6 +174,45 @@ static int check_flags(const struct job_flags *f, struct err *e)
 	return 0;
 }
 
+/* The accelerator, and a GPU job's size from --nodes (a TPU type's size
+ * is its own). */
+static int accelerator_of(const struct job_flags *f, struct accelerator *acc)
+{
+	const char *type = f->r.accelerator_type;
+	unsigned nodes = f->slurm.nodes;
+
+	if (!type)
+		return usage_error("--accelerator-type is required (for example "
+				   "v5litepod-16, v6e-16, or a GPU machine "
+				   "type such as a3-megagpu-8g with --nodes N)");
+	if (!accelerator_lookup(type, acc)) {
+		char tpus[512], gpus[512];
+
+		accelerator_examples(tpus, sizeof(tpus));
+		accelerator_gpu_examples(gpus, sizeof(gpus));
+		return usage_error("--accelerator-type '%s' is not a TPU type "
+				   "slicectl knows; it knows %s; nor a GPU "
+				   "machine type (%s, with --nodes N)", type,
+				   tpus, gpus);
+	}
+	if (!acc->gpus_per_host) {
+		if (nodes)
+			return usage_error("--nodes is for GPU machine types: "
+					   "TPU type %s is %u host%s a slice; "
+					   "give --num-slices for more",
+					   type, acc->workers,
+					   acc->workers == 1 ? "" : "s");
+		return 0;
+	}
+	if (!nodes)
+		return usage_error("--nodes is required with GPU machine type "
+				   "%s: how many nodes (one pod of %u GPUs on "
+				   "each)", type, acc->gpus_per_host);
+	acc->workers = nodes;
+	acc->chips = nodes * acc->gpus_per_host;
+	return 0;
+}
+
 /* job.json's "target" for this run. */
 static int make_target(struct job_target *t, const struct job_flags *f,
 		       const struct gke_conn *c, const char *ns,
@@ -207,18 +249,9 @@ static int submit(struct job_flags *f)
 	gke_conn_init(&conn);
 	if (check_flags(f, &e))
 		return usage_error("%s", e.msg);
-	if (!r->accelerator_type)
-		return log_error("--accelerator-type is required (for example "
-				 "v5litepod-16 or v6e-16)"),
-		       EXIT_USAGE;
-	if (!accelerator_lookup(r->accelerator_type, &s.acc)) {
-		char known[512];
-
-		accelerator_examples(known, sizeof(known));
-		log_error("--accelerator-type '%s' is not a TPU type slicectl "
-			  "knows; it knows %s", r->accelerator_type, known);
-		return EXIT_USAGE;
-	}
+	status = accelerator_of(f, &s.acc);
+	if (status)
+		return status;
 	if (!f->render || g->kubeconfig || g->context) {
 		/* The namespace default and the project come from here. */
 		if (gke_connect(f->cluster, g->location, r->project,

@@ -141,6 +141,11 @@ int gke_check(const struct gke_spec *s, struct err *e)
 			       "GKE has no TPU node pools of the %s family; "
 			       "on GKE use v4, v5litepod, v5p, v6e or tpu7x "
 			       "types", s->acc.family);
+	if (s->acc.gpus_per_host && s->num_slices != 1)
+		return err_set(e, COMMON_EUSAGE,
+			       "--num-slices is for TPU slices: a GPU job is "
+			       "one group of --nodes nodes (give --nodes %u)",
+			       s->num_slices * s->acc.workers);
 	if (s->spot + s->flex_start + (s->reservation != NULL) > 1)
 		return err_set(e, COMMON_EUSAGE,
 			       "choose one of --spot, --flex-start and "
@@ -169,23 +174,46 @@ static json_t *field_env(const char *name, const char *path)
 			 "fieldRef", "fieldPath", path);
 }
 
-static json_t *value_env(const char *name, const char *value)
+json_t *gke_value_env(const char *name, const char *value)
 {
 	return json_pack("{s:s, s:s}", "name", name, "value", value);
 }
 
 #define LABEL_REF(k) "metadata.labels['" k "']"
 
+/* What a TPU pod's runtime reads to join the slices over the data-center
+ * network (libtpu's multislice). */
+static int megascale_env(const struct gke_spec *s, const char *coordinator,
+			 json_t *env)
+{
+	char slices[16];
+	json_t *more;
+	int rc;
+
+	snprintf(slices, sizeof(slices), "%u", s->num_slices);
+	more = json_pack("[o, o, o, o]",
+			       gke_value_env("MEGASCALE_COORDINATOR_ADDRESS",
+					     coordinator),
+			       gke_value_env("MEGASCALE_NUM_SLICES", slices),
+			       field_env("MEGASCALE_SLICE_ID",
+					 LABEL_REF("jobset.sigs.k8s.io/"
+						   "job-index")),
+			       gke_value_env("MEGASCALE_PORT", "8080"));
+	rc = more ? json_array_extend(env, more) : -1;
+	json_decref(more);
+	return rc;
+}
+
 static json_t *worker_env(const struct gke_spec *s)
 {
-	char coordinator[128], slices[16];
+	char coordinator[128];
 	json_t *env;
 
+	/* The first pod's name under the JobSet's headless service. */
 	snprintf(coordinator, sizeof(coordinator), "%s-slice-0-0.%s", s->run,
 		 s->run);
-	snprintf(slices, sizeof(slices), "%u", s->num_slices);
 	env = json_pack(
-		"[o, o, o, o, o, o, o, o, o]",
+		"[o, o, o, o, o, o]",
 		field_env("SLICE_POD_SLICE",
 			  LABEL_REF("jobset.sigs.k8s.io/job-index")),
 		field_env("SLICE_POD_WORKER",
@@ -194,27 +222,31 @@ static json_t *worker_env(const struct gke_spec *s)
 			  LABEL_REF("jobset.sigs.k8s.io/restart-attempt")),
 		field_env("SLICE_POD_NAME", "metadata.name"),
 		field_env("SLICE_POD_NODE", "spec.nodeName"),
-		value_env("MEGASCALE_COORDINATOR_ADDRESS", coordinator),
-		value_env("MEGASCALE_NUM_SLICES", slices),
-		field_env("MEGASCALE_SLICE_ID",
-			  LABEL_REF("jobset.sigs.k8s.io/job-index")),
-		value_env("MEGASCALE_PORT", "8080"));
-	for (size_t i = 0; env && i < s->env->n; i++) {
+		gke_value_env("SLICE_POD_COORDINATOR", coordinator));
+	if (env && !s->acc.gpus_per_host && megascale_env(s, coordinator, env)) {
+		json_decref(env);
+		return NULL;
+	}
+	return env;
+}
+
+/* The job's --env, last, so that it overrides what came before. */
+static int user_env(const struct gke_spec *s, json_t *worker)
+{
+	json_t *env = json_object_get(worker, "env");
+
+	for (size_t i = 0; i < s->env->n; i++) {
 		const char *kv = s->env->v[i], *eq = strchr(kv, '=');
 		char name[256];
 
-		if (!eq || (size_t)(eq - kv) >= sizeof(name)) {
-			json_decref(env);
-			return NULL;
-		}
+		if (!eq || (size_t)(eq - kv) >= sizeof(name))
+			return -1;
 		memcpy(name, kv, (size_t)(eq - kv));
 		name[eq - kv] = '\0';
-		if (json_array_append_new(env, value_env(name, eq + 1))) {
-			json_decref(env);
-			return NULL;
-		}
+		if (json_array_append_new(env, gke_value_env(name, eq + 1)))
+			return -1;
 	}
-	return env;
+	return 0;
 }
 
 /* The init container: copies the run's supervisor into the shared
@@ -242,31 +274,44 @@ static json_t *fetch_container(const struct gke_spec *s)
 		"name", "fetch-supervisor", "image",
 		gs ? GKE_FETCH_IMAGE : s->image, "command", "/bin/sh", "-c",
 		script, "env",
-		value_env("SLICECTL_COPY", gs ? "gcloud storage cp" : "cp"),
-		value_env("SLICECTL_SUPERVISOR_SRC", src),
-		value_env("SLICECTL_SUPERVISOR_SHA256", s->supervisor_sha256),
+		gke_value_env("SLICECTL_COPY", gs ? "gcloud storage cp" : "cp"),
+		gke_value_env("SLICECTL_SUPERVISOR_SRC", src),
+		gke_value_env("SLICECTL_SUPERVISOR_SHA256",
+			      s->supervisor_sha256),
 		"volumeMounts", "name", "slicectl", "mountPath", "/slicectl");
 }
 
+/* The trainer's container: TPU pods take the chips, the TPU runtime's
+ * ports and privileged access to /dev/accel*; GPU pods take the GPUs,
+ * which the device plugin hands them without privilege. */
 static json_t *worker_container(const struct gke_spec *s)
 {
+	const char *resource = s->acc.gpus_per_host ? "nvidia.com/gpu"
+						    : "google.com/tpu";
 	char chips[16];
-	json_t *env = worker_env(s);
+	json_t *env = worker_env(s), *c;
 
 	snprintf(chips, sizeof(chips), "%u", s->acc.chips_per_host);
 	if (!env)
 		return NULL;
-	return json_pack(
-		"{s:s, s:s, s:[s, s, s, s, s, s, s], s:o, "
-		"s:[{s:i}, {s:i}], s:{s:{s:s}, s:{s:s}}, s:{s:b}, "
-		"s:[{s:s, s:s}]}",
-		"name", "worker", "image", s->image, "command",
-		SUPERVISOR_PATH, "run", "--job", s->run_url, "--pod",
-		"--state-dir", "/slicectl/state", "env", env, "ports",
-		"containerPort", 8471, "containerPort", 8080, "resources",
-		"limits", "google.com/tpu", chips, "requests", "google.com/tpu",
-		chips, "securityContext", "privileged", 1, "volumeMounts",
-		"name", "slicectl", "mountPath", "/slicectl");
+	c = json_pack("{s:s, s:s, s:[s, s, s, s, s, s, s], s:o, "
+		      "s:{s:{s:s}, s:{s:s}}, s:[{s:s, s:s}]}",
+		      "name", "worker", "image", s->image, "command",
+		      SUPERVISOR_PATH, "run", "--job", s->run_url, "--pod",
+		      "--state-dir", "/slicectl/state", "env", env, "resources",
+		      "limits", resource, chips, "requests", resource, chips,
+		      "volumeMounts", "name", "slicectl", "mountPath",
+		      "/slicectl");
+	if (c && !s->acc.gpus_per_host &&
+	    (json_object_set_new(c, "ports",
+				 json_pack("[{s:i}, {s:i}]", "containerPort",
+					   8471, "containerPort", 8080)) ||
+	     json_object_set_new(c, "securityContext",
+				 json_pack("{s:b}", "privileged", 1)))) {
+		json_decref(c);
+		return NULL;
+	}
+	return c;
 }
 
 static int capacity(const struct gke_spec *s, json_t *selector,
@@ -312,30 +357,60 @@ static int capacity(const struct gke_spec *s, json_t *selector,
 	return bad;
 }
 
-static json_t *pod_spec(const struct gke_spec *s, json_t *annotations)
+/* The node selector and toleration of the accelerator's node pools. */
+static int accelerator_nodes(const struct gke_spec *s, json_t **selector,
+			     json_t **tolerations)
 {
-	json_t *selector, *tolerations, *pod;
+	if (s->acc.gpus_per_host) {
+		*selector = json_pack("{s:s}", "cloud.google.com/gke-accelerator",
+				      s->acc.gke_accelerator);
+		*tolerations = json_pack("[{s:s, s:s, s:s}]", "key",
+					 "nvidia.com/gpu", "operator", "Exists",
+					 "effect", "NoSchedule");
+	} else {
+		*selector = json_pack("{s:s, s:s}",
+				      "cloud.google.com/gke-tpu-accelerator",
+				      s->acc.gke_accelerator,
+				      "cloud.google.com/gke-tpu-topology",
+				      s->acc.topology);
+		*tolerations = json_pack("[{s:s, s:s}]", "key",
+					 "google.com/tpu", "operator", "Exists");
+	}
+	if (*selector && *tolerations)
+		return 0;
+	json_decref(*selector);
+	json_decref(*tolerations);
+	return -1;
+}
+
+/* The pod template's spec; a GPU family's annotations go to
+ * pod_annotations. */
+static json_t *pod_spec(const struct gke_spec *s, json_t *annotations,
+			json_t *pod_annotations)
+{
+	bool host_net = !s->acc.gpus_per_host ||
+			gke_gpu_host_network(s->acc.net);
+	json_t *selector, *tolerations, *pod, *worker = worker_container(s);
 	int bad;
 
-	selector = json_pack("{s:s, s:s}", "cloud.google.com/gke-tpu-accelerator",
-			     s->acc.gke_accelerator,
-			     "cloud.google.com/gke-tpu-topology", s->acc.topology);
-	tolerations = json_pack("[{s:s, s:s}]", "key", "google.com/tpu",
-				"operator", "Exists");
-	if (!selector || !tolerations) {
-		json_decref(selector);
-		json_decref(tolerations);
+	if (!worker || accelerator_nodes(s, &selector, &tolerations)) {
+		json_decref(worker);
 		return NULL;
 	}
 	bad = capacity(s, selector, tolerations, annotations);
-	pod = json_pack("{s:s, s:I, s:o, s:o, s:b, s:s, s:[o], s:[o], "
+	pod = json_pack("{s:s, s:I, s:o, s:o, s:b, s:s, s:[o], s:[O], "
 			"s:[{s:s, s:{}}]}",
 			"restartPolicy", "Never", "terminationGracePeriodSeconds",
 			(json_int_t)s->grace_s + 30, "nodeSelector", selector,
-			"tolerations", tolerations, "hostNetwork", 1, "dnsPolicy",
-			"ClusterFirstWithHostNet", "initContainers",
-			fetch_container(s), "containers", worker_container(s),
-			"volumes", "name", "slicectl", "emptyDir");
+			"tolerations", tolerations, "hostNetwork", host_net,
+			"dnsPolicy",
+			host_net ? "ClusterFirstWithHostNet" : "ClusterFirst",
+			"initContainers", fetch_container(s), "containers",
+			worker, "volumes", "name", "slicectl", "emptyDir");
+	if (pod && s->acc.gpus_per_host)
+		bad |= gke_gpu_plumb(s, pod_annotations, pod, worker);
+	bad |= user_env(s, worker);
+	json_decref(worker);
 	if (pod && s->priority_class)
 		bad |= json_object_set_new(pod, "priorityClassName",
 					   json_string(s->priority_class));
@@ -346,29 +421,52 @@ static json_t *pod_spec(const struct gke_spec *s, json_t *annotations)
 	return pod;
 }
 
+/* The pod template: its metadata only when a GPU family annotates it. */
+static json_t *pod_template(const struct gke_spec *s, json_t *annotations)
+{
+	json_t *pod_annotations = json_object(), *spec, *t;
+
+	spec = pod_annotations ? pod_spec(s, annotations, pod_annotations)
+			       : NULL;
+	if (!spec) {
+		json_decref(pod_annotations);
+		return NULL;
+	}
+	if (!json_object_size(pod_annotations)) {
+		json_decref(pod_annotations);
+		return json_pack("{s:o}", "spec", spec);
+	}
+	t = json_pack("{s:{s:o}, s:o}", "metadata", "annotations",
+		      pod_annotations, "spec", spec);
+	return t;
+}
+
 int gke_render(const struct gke_spec *s, json_t **out, struct err *e)
 {
-	json_t *annotations, *pod, *js;
+	json_t *annotations, *pod = NULL, *js = NULL;
 
 	*out = NULL;
-	annotations = json_pack("{s:s}",
-				"alpha.jobset.sigs.k8s.io/exclusive-topology",
-				"cloud.google.com/gke-nodepool");
-	pod = annotations ? pod_spec(s, annotations) : NULL;
-	if (!pod) {
-		json_decref(annotations);
-		return err_set(e, COMMON_ENOMEM, "out of memory");
-	}
-	js = json_pack(
-		"{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, s:o}, "
+	/* A TPU slice is a node pool of its own; a GPU job's nodes are some
+	 * of a pool that other jobs may share. */
+	annotations = s->acc.gpus_per_host
+			      ? json_object()
+			      : json_pack("{s:s}",
+					  "alpha.jobset.sigs.k8s.io/"
+					  "exclusive-topology",
+					  "cloud.google.com/gke-nodepool");
+	if (annotations)
+		pod = pod_template(s, annotations);
+	if (pod)
+		js = json_pack(
+		"{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}}, "
 		"s:{s:{s:I, s:[{s:s, s:s, s:[s]}]}, s:{s:b}, "
 		"s:[{s:s, s:I, s:{s:{s:I, s:I, s:s, s:i, "
-		"s:{s:[{s:s, s:{s:s, s:s, s:[i]}}]}, s:{s:o}}}}]}}",
+		"s:{s:[{s:s, s:{s:s, s:s, s:[i]}}]}, s:o}}}]}}",
 		"apiVersion", "jobset.x-k8s.io/v1alpha2", "kind", "JobSet",
 		"metadata", "name", s->run, "namespace", s->namespace, "labels",
 		"kueue.x-k8s.io/queue-name", s->queue,
 		"app.kubernetes.io/managed-by", "slicectl", "slicectl.dev/run",
-		s->run, "annotations", annotations, "spec", "failurePolicy",
+		s->run, "spec", "failurePolicy",
 		"maxRestarts", (json_int_t)s->max_restarts, "rules", "name",
 		"runFailed", "action", "FailJobSet", "onJobFailureReasons",
 		"PodFailurePolicy", "network", "enableDNSHostnames", 1,
@@ -378,7 +476,14 @@ int gke_render(const struct gke_spec *s, json_t **out, struct err *e)
 		(json_int_t)s->acc.workers, "completionMode", "Indexed",
 		"backoffLimit", 0, "podFailurePolicy", "rules", "action",
 		"FailJob", "onExitCodes", "containerName", "worker", "operator",
-		"In", "values", EXIT_RUN_FAILED, "template", "spec", pod);
+		"In", "values", EXIT_RUN_FAILED, "template", pod);
+	if (js && json_object_size(annotations) &&
+	    json_object_set(json_object_get(js, "metadata"), "annotations",
+			    annotations)) {
+		json_decref(js);
+		js = NULL;
+	}
+	json_decref(annotations);
 	if (!js)
 		return err_set(e, COMMON_ENOMEM, "out of memory");
 	*out = js;
