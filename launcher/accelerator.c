@@ -274,18 +274,3 @@ void accelerator_gpu_examples(char *buf, size_t cap)
 		used += (size_t)n;
 	}
 }
-
-const char *gpu_net_name(enum gpu_net net)
-{
-	switch (net) {
-	case GPU_NET_TCPX:
-		return "GPUDirect-TCPX";
-	case GPU_NET_TCPXO:
-		return "GPUDirect-TCPXO";
-	case GPU_NET_RDMA:
-		return "GPUDirect-RDMA";
-	case GPU_NET_PLAIN:
-		break;
-	}
-	return "plain";
-}

@@ -56,7 +56,4 @@ void accelerator_examples(char *buf, size_t cap);
 /* The GPU machine types, likewise: "a3-highgpu-8g, a3-megagpu-8g, ...". */
 void accelerator_gpu_examples(char *buf, size_t cap);
 
-/* The network stack's name for messages: "GPUDirect-TCPXO". */
-const char *gpu_net_name(enum gpu_net net);
-
 #endif

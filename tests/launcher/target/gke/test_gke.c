@@ -316,6 +316,8 @@ Test(gke_render, contract_values)
 			 "demo-slice-0-0.demo");
 	cr_expect_str_eq(env_of(l, "MEGASCALE_NUM_SLICES", false), "2");
 	cr_expect_str_eq(env_of(l, "MEGASCALE_PORT", false), "8080");
+	cr_expect_str_eq(env_of(l, "SLICE_POD_COORDINATOR", false),
+			 "demo-slice-0-0.demo");
 	json_decref(l);
 }
 
@@ -463,6 +465,8 @@ Test(gke_render, refused)
 		(const char *const[]){ "--local", NULL });
 	refused("is not NAME=VALUE", "r", "v6e-16",
 		(const char *const[]){ "--env", "1X=2", NULL });
+	refused("--nodes is for GPU machine types", "r", "v6e-16",
+		(const char *const[]){ "--nodes", "2", NULL });
 
 	/* GKE flags without --target gke. */
 	cr_assert_eq(run_slicectl(&r, (const char *const[]){
@@ -482,4 +486,347 @@ Test(gke_render, creates_nothing)
 	json_decref(l);
 	snprintf(path, sizeof(path), "%s/bucket", dir);
 	cr_expect_neq(access(path, F_OK), 0, "%s exists", path);
+}
+
+/* ---- GPU machine types ---- */
+
+static const char *const gpu_types[] = {
+	"a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g",
+	"a2-highgpu-1g", "a2-megagpu-16g", "a2-ultragpu-8g", "g2-standard-4",
+	"g2-standard-24", "g2-standard-96",
+};
+
+#define N_GPU_TYPES (sizeof(gpu_types) / sizeof(gpu_types[0]))
+
+/* A GPU job of nodes nodes: render's --num-slices 2 undone (the last
+ * one counts), then extra. */
+static json_t *render_gpu(const char *type, const char *nodes,
+			  const char *const *extra)
+{
+	const char *argv[MAX_ARGS] = { "--num-slices", "1", "--nodes", nodes };
+	size_t n = 4;
+
+	for (size_t i = 0; extra && extra[i]; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	return render_json("gpu", type, argv);
+}
+
+/* The element of array arr named name, or NULL. */
+static json_t *named(json_t *arr, const char *name)
+{
+	json_t *x;
+	size_t i;
+
+	json_array_foreach(arr, i, x)
+		if (!strcmp(json_string_value(json_object_get(x, "name")), name))
+			return x;
+	return NULL;
+}
+
+static bool has_env(json_t *l, const char *name)
+{
+	return named(at(l, WORKER "env"), name) != NULL;
+}
+
+Test(gke_render, gpu_types_and_capacity_validate)
+{
+	json_t *all = json_pack("{s:s, s:s, s:[]}", "apiVersion", "v1", "kind",
+				"List", "items");
+	char json_path[HARNESS_PATH + 32], yaml_path[HARNESS_PATH + 32];
+	FILE *yaml;
+	int rc;
+
+	snprintf(json_path, sizeof(json_path), "%s/gpu.json", dir);
+	snprintf(yaml_path, sizeof(yaml_path), "%s/gpu.yaml", dir);
+	yaml = fopen(yaml_path, "w");
+	cr_assert(yaml);
+	for (size_t t = 0; t < N_GPU_TYPES; t++) {
+		for (size_t m = 0; m < N_MODES; m++) {
+			const char *argv[MAX_ARGS] = { "--num-slices", "1",
+						       "--nodes", "3" };
+			struct run_result r = { 0 };
+			size_t n = 4;
+			json_t *list;
+
+			for (size_t i = 0; modes[m][i]; i++)
+				argv[n++] = modes[m][i];
+			argv[n] = NULL;
+			list = render_json("run", gpu_types[t], argv);
+			json_array_extend(json_object_get(all, "items"),
+					  json_object_get(list, "items"));
+			json_decref(list);
+			render(&r, "run", gpu_types[t], "text", argv);
+			cr_assert_eq(r.status, 0, "%s", r.err);
+			fprintf(yaml, "---\n%s", r.out);
+			run_result_release(&r);
+		}
+	}
+	fclose(yaml);
+	cr_assert_eq(json_dump_file(all, json_path, JSON_INDENT(1)), 0);
+	json_decref(all);
+	rc = sh("python3 '%s/" VALIDATE "' '%s' '%s'",
+		getenv("SLICECTL_SRCDIR"), json_path, yaml_path);
+	if (rc == 2)
+		cr_skip_test("python3 with jsonschema and yaml is needed");
+	cr_assert_eq(rc, 0, "the GPU renders do not validate (see above)");
+}
+
+/* What every GPU pod has, whatever its family. */
+static void expect_gpu_pod(json_t *l, const char *type, const char *label,
+			   const char *gpus, long long nodes)
+{
+	json_t *sel = at(l, POD "nodeSelector"), *tol = at(l, POD "tolerations");
+	json_t *dshm = named(at(l, POD "volumes"), "dshm");
+
+	cr_expect_eq(num(l, RJ "replicas"), 1, "%s", type);
+	cr_expect_eq(num(l, RJ "template.spec.parallelism"), nodes, "%s", type);
+	cr_expect_eq(num(l, RJ "template.spec.completions"), nodes, "%s", type);
+	cr_expect_str_eq(key(sel, "cloud.google.com/gke-accelerator"), label,
+			 "%s", type);
+	cr_expect_eq(json_object_size(sel), 1, "%s: only the GPU label", type);
+	cr_expect_eq(json_array_size(tol), 1, "%s", type);
+	cr_expect_str_eq(str(tol, "0.key"), "nvidia.com/gpu");
+	cr_expect_str_eq(str(tol, "0.operator"), "Exists");
+	cr_expect_str_eq(str(tol, "0.effect"), "NoSchedule");
+	cr_expect_str_eq(key(at(l, WORKER "resources.limits"), "nvidia.com/gpu"),
+			 gpus, "%s", type);
+	cr_expect_str_eq(key(at(l, WORKER "resources.requests"),
+			     "nvidia.com/gpu"), gpus, "%s", type);
+	cr_expect_null(json_object_get(at(l, WORKER "resources.limits"),
+				       "google.com/tpu"));
+	cr_expect_null(at(l, WORKER "securityContext"), "%s: privileged", type);
+	cr_expect_null(at(l, WORKER "ports"), "%s: TPU ports", type);
+	cr_assert(dshm, "%s: no dshm volume", type);
+	cr_expect_str_eq(str(dshm, "emptyDir.medium"), "Memory");
+	cr_expect_str_eq(str(named(at(l, WORKER "volumeMounts"), "dshm"),
+			     "mountPath"), "/dev/shm");
+	cr_expect_str_eq(env_of(l, "SLICE_POD_COORDINATOR", false),
+			 "gpu-slice-0-0.gpu");
+	cr_expect(!has_env(l, "MEGASCALE_COORDINATOR_ADDRESS"), "%s", type);
+	cr_expect(!has_env(l, "MEGASCALE_NUM_SLICES"), "%s", type);
+	cr_expect_null(json_object_get(at(l, "items.0.metadata.annotations"),
+				       "alpha.jobset.sigs.k8s.io/"
+				       "exclusive-topology"), "%s", type);
+}
+
+static const char *annotation(json_t *l, const char *k)
+{
+	return key(at(l, RJ "template.spec.template.metadata.annotations"), k);
+}
+
+static const char *host_path(json_t *l, const char *volume)
+{
+	json_t *v = named(at(l, POD "volumes"), volume);
+
+	cr_assert(v, "no volume %s", volume);
+	return str(v, "hostPath.path");
+}
+
+static const char *mount_of(json_t *container, const char *volume)
+{
+	json_t *m = named(json_object_get(container, "volumeMounts"), volume);
+
+	cr_assert(m, "no mount of %s", volume);
+	return str(m, "mountPath");
+}
+
+static bool has_cap(json_t *c, const char *cap)
+{
+	json_t *caps = at(c, "securityContext.capabilities.add"), *x;
+	size_t i;
+
+	json_array_foreach(caps, i, x)
+		if (!strcmp(json_string_value(x), cap))
+			return true;
+	return false;
+}
+
+Test(gke_render, gpu_tcpxo_a3_mega)
+{
+	json_t *l = render_gpu("a3-megagpu-8g", "4", NULL);
+	json_t *daemon = named(at(l, POD "initContainers"), "tcpxo-daemon");
+	json_t *worker = at(l, WORKER "");
+
+	expect_gpu_pod(l, "a3-megagpu-8g", "nvidia-h100-mega-80gb", "8", 4);
+	cr_expect(json_is_false(at(l, POD "hostNetwork")));
+	cr_expect_str_eq(annotation(l, "networking.gke.io/default-interface"),
+			 "eth0");
+	cr_expect(strstr(annotation(l, "networking.gke.io/interfaces"),
+			 "{\"interfaceName\":\"eth8\",\"network\":\"vpc8\"}"));
+	cr_expect(strstr(annotation(l, "devices.gke.io/container.tcpxo-daemon"),
+			 "- path: /dev/nvidia7\n"));
+	cr_expect(strstr(annotation(l, "devices.gke.io/container.tcpxo-daemon"),
+			 "- path: /dev/dmabuf_import_helper\n"));
+	cr_assert(daemon, "no tcpxo-daemon");
+	cr_expect_str_eq(str(daemon, "restartPolicy"), "Always");
+	cr_expect(strstr(str(daemon, "image"), "gpudirect-tcpxo/tcpgpudmarxd"));
+	cr_expect(has_cap(daemon, "NET_ADMIN"));
+	cr_expect(has_cap(daemon, "NET_BIND_SERVICE"));
+	cr_expect_null(at(daemon, "securityContext.privileged"));
+	cr_expect_str_eq(mount_of(daemon, "libraries"), "/usr/local/nvidia");
+	cr_expect_str_eq(host_path(l, "libraries"), "/home/kubernetes/bin/nvidia");
+	cr_expect_str_eq(host_path(l, "aperture-devices"),
+			 "/dev/aperture_devices");
+	cr_expect_str_eq(mount_of(worker, "libraries"), "/usr/local/nvidia");
+	cr_expect_str_eq(mount_of(worker, "aperture-devices"),
+			 "/dev/aperture_devices");
+	cr_expect_str_eq(env_of(l, "LD_LIBRARY_PATH", false),
+			 "/usr/local/nvidia/lib64");
+	cr_expect_str_eq(env_of(l, "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", false),
+			 "/dev/aperture_devices");
+	/* The supervisor is fetched before the daemon starts. */
+	cr_expect_str_eq(str(l, POD "initContainers.0.name"), "fetch-supervisor");
+	json_decref(l);
+}
+
+Test(gke_render, gpu_tcpx_a3_high)
+{
+	json_t *l = render_gpu("a3-highgpu-8g", "2", NULL);
+	json_t *daemon = named(at(l, POD "initContainers"), "tcpx-daemon");
+
+	expect_gpu_pod(l, "a3-highgpu-8g", "nvidia-h100-80gb", "8", 2);
+	cr_expect(json_is_false(at(l, POD "hostNetwork")));
+	cr_expect(strstr(annotation(l, "networking.gke.io/interfaces"),
+			 "{\"interfaceName\":\"eth4\",\"network\":\"vpc4\"}]"));
+	cr_expect(strstr(annotation(l, "devices.gke.io/container.tcpx-daemon"),
+			 "- path: /dev/nvidia-uvm\n"));
+	cr_assert(daemon, "no tcpx-daemon");
+	cr_expect_str_eq(str(daemon, "restartPolicy"), "Always");
+	cr_expect(has_cap(daemon, "NET_ADMIN"));
+	cr_expect_str_eq(mount_of(daemon, "tcpx-socket"), "/run/tcpx");
+	cr_expect_str_eq(host_path(l, "tcpx-socket"), "/run/tcpx");
+	cr_expect_str_eq(mount_of(at(l, WORKER ""), "tcpx-socket"), "/tmp");
+	cr_expect_str_eq(env_of(l, "LD_LIBRARY_PATH", false),
+			 "/usr/local/nvidia/lib64");
+	cr_expect(!has_env(l, "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"));
+	json_decref(l);
+}
+
+Test(gke_render, gpu_rdma_a3_ultra_and_a4)
+{
+	static const char *const types[][2] = {
+		{ "a3-ultragpu-8g", "nvidia-h200-141gb" },
+		{ "a4-highgpu-8g", "nvidia-b200" },
+	};
+
+	for (size_t i = 0; i < 2; i++) {
+		json_t *l = render_gpu(types[i][0], "2", NULL);
+		const char *ifs = annotation(l, "networking.gke.io/interfaces");
+
+		expect_gpu_pod(l, types[i][0], types[i][1], "8", 2);
+		cr_expect(json_is_false(at(l, POD "hostNetwork")));
+		cr_expect(strstr(ifs, "{\"interfaceName\":\"eth1\",\"network\":"
+				      "\"gvnic-1\"}"), "%s", ifs);
+		cr_expect(strstr(ifs, "{\"interfaceName\":\"eth9\",\"network\":"
+				      "\"rdma-7\"}]"), "%s", ifs);
+		cr_expect_eq(json_array_size(at(l, POD "initContainers")), 1,
+			     "%s: no daemon", types[i][0]);
+		cr_expect_str_eq(host_path(l, "gib"), "/home/kubernetes/bin/gib");
+		cr_expect_str_eq(mount_of(at(l, WORKER ""), "gib"),
+				 "/usr/local/gib");
+		cr_expect_str_eq(mount_of(at(l, WORKER ""), "libraries"),
+				 "/usr/local/nvidia");
+		cr_expect_str_eq(env_of(l, "LD_LIBRARY_PATH", false),
+				 "/usr/local/nvidia/lib64");
+		json_decref(l);
+	}
+}
+
+/* G2 and A2: the node's own network, nothing but the GPUs and /dev/shm;
+ * a user's --env comes last and wins. */
+Test(gke_render, gpu_plain_g2_and_a2)
+{
+	static const char *const types[][3] = {
+		{ "g2-standard-24", "nvidia-l4", "2" },
+		{ "g2-standard-8", "nvidia-l4", "1" },
+		{ "a2-highgpu-4g", "nvidia-tesla-a100", "4" },
+		{ "a2-ultragpu-8g", "nvidia-a100-80gb", "8" },
+	};
+
+	for (size_t i = 0; i < 4; i++) {
+		json_t *l = render_gpu(types[i][0], "3",
+				       (const char *const[]){
+					       "--env", "NCCL_DEBUG=INFO", NULL });
+		json_t *env = at(l, WORKER "env");
+
+		expect_gpu_pod(l, types[i][0], types[i][1], types[i][2], 3);
+		cr_expect(json_is_true(at(l, POD "hostNetwork")));
+		cr_expect_str_eq(str(l, POD "dnsPolicy"),
+				 "ClusterFirstWithHostNet");
+		cr_expect_null(at(l, RJ "template.spec.template.metadata"));
+		cr_expect_eq(json_array_size(at(l, POD "initContainers")), 1);
+		cr_expect_eq(json_array_size(at(l, POD "volumes")), 2);
+		cr_expect_str_eq(json_string_value(json_object_get(
+				 json_array_get(env, json_array_size(env) - 1),
+				 "name")), "NCCL_DEBUG");
+		json_decref(l);
+	}
+}
+
+/* Capacity on GPU node pools: the same selectors as for TPUs. */
+Test(gke_render, gpu_capacity)
+{
+	json_t *l = render_gpu("a3-megagpu-8g", "2",
+			       (const char *const[]){ "--flex-start",
+						      "--queued-provisioning",
+						      NULL });
+	json_t *sel = at(l, POD "nodeSelector");
+
+	cr_expect_str_eq(key(sel, "cloud.google.com/gke-accelerator"),
+			 "nvidia-h100-mega-80gb");
+	cr_expect_str_eq(key(sel, "cloud.google.com/gke-flex-start"), "true");
+	cr_expect_str_eq(key(sel, "cloud.google.com/gke-queued"), "true");
+	cr_expect_str_eq(str(l, POD "tolerations.1.key"),
+			 "cloud.google.com/gke-queued");
+	cr_expect_str_eq(key(at(l, "items.0.metadata.annotations"),
+			     "provreq.kueue.x-k8s.io/maxRunDurationSeconds"),
+			 "604800");
+	json_decref(l);
+	l = render_gpu("a3-ultragpu-8g", "2",
+		       (const char *const[]){ "--reservation", "res-1", NULL });
+	sel = at(l, POD "nodeSelector");
+	cr_expect_str_eq(key(sel, "cloud.google.com/reservation-name"), "res-1");
+	json_decref(l);
+	l = render_gpu("g2-standard-24", "2",
+		       (const char *const[]){ "--spot", NULL });
+	cr_expect_str_eq(key(at(l, POD "nodeSelector"),
+			     "cloud.google.com/gke-spot"), "true");
+	json_decref(l);
+}
+
+Test(gke_render, gpu_refused)
+{
+	refused("--nodes is required with GPU machine type a3-megagpu-8g", "r",
+		"a3-megagpu-8g",
+		(const char *const[]){ "--num-slices", "1", NULL });
+	refused("--nodes wants a whole number from 1", "r", "a3-megagpu-8g",
+		(const char *const[]){ "--num-slices", "1", "--nodes", "0",
+				       NULL });
+	/* render's --num-slices 2 is a TPU flag. */
+	refused("--num-slices is for TPU slices", "r", "a3-megagpu-8g",
+		(const char *const[]){ "--nodes", "2", NULL });
+	refused("a3-megagpu-8g, a3-ultragpu-8g, a4-highgpu-8g", "r",
+		"a3-megagpu-16g",
+		(const char *const[]){ "--nodes", "2", NULL });
+	refused("g2-standard-96, with --nodes N", "r", "h100",
+		(const char *const[]){ "--nodes", "2", NULL });
+	refused("are for --target slurm", "r", "g2-standard-24",
+		(const char *const[]){ "--num-slices", "1", "--nodes", "2",
+				       "--gpus-per-node", "2", NULL });
+}
+
+/* The TPU VM target takes no GPU machine type. */
+Test(gke_render, gpu_type_not_for_tpu_vms)
+{
+	struct run_result r = { 0 };
+
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+		"job", "--name", "r", "--bucket", bucket, "--accelerator-type",
+		"a3-megagpu-8g", "--command", "true", "--zone", "us-east5-a",
+		"--project", "p", NULL }, NULL), 0);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "is not a TPU type slicectl knows"), "%s",
+		  r.err);
+	run_result_release(&r);
 }

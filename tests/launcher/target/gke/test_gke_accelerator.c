@@ -154,3 +154,54 @@ Test(accelerator, examples)
 	accelerator_examples(buf, 10);
 	cr_expect_eq(strlen(buf), 9u);
 }
+
+/* GPU machine types: one node each, with Compute Engine's GPU count and
+ * GKE's node label; no TPU VM workers nor runtime. */
+Test(accelerator, gpu_machine_types)
+{
+	static const struct {
+		const char *type, *label;
+		unsigned gpus;
+		enum gpu_net net;
+	} gpus[] = {
+		{ "a3-highgpu-8g", "nvidia-h100-80gb", 8, GPU_NET_TCPX },
+		{ "a3-megagpu-8g", "nvidia-h100-mega-80gb", 8, GPU_NET_TCPXO },
+		{ "a3-ultragpu-8g", "nvidia-h200-141gb", 8, GPU_NET_RDMA },
+		{ "a4-highgpu-8g", "nvidia-b200", 8, GPU_NET_RDMA },
+		{ "a2-highgpu-1g", "nvidia-tesla-a100", 1, GPU_NET_PLAIN },
+		{ "a2-highgpu-8g", "nvidia-tesla-a100", 8, GPU_NET_PLAIN },
+		{ "a2-megagpu-16g", "nvidia-tesla-a100", 16, GPU_NET_PLAIN },
+		{ "a2-ultragpu-2g", "nvidia-a100-80gb", 2, GPU_NET_PLAIN },
+		{ "g2-standard-4", "nvidia-l4", 1, GPU_NET_PLAIN },
+		{ "g2-standard-32", "nvidia-l4", 1, GPU_NET_PLAIN },
+		{ "g2-standard-24", "nvidia-l4", 2, GPU_NET_PLAIN },
+		{ "g2-standard-48", "nvidia-l4", 4, GPU_NET_PLAIN },
+		{ "g2-standard-96", "nvidia-l4", 8, GPU_NET_PLAIN },
+	};
+	static const char *const bad[] = {
+		"a3-megagpu-4g", "g2-standard-2", "a2-ultragpu-16g", "a4",
+		"a3-megagpu-8g ", "nvidia-h100-80gb",
+	};
+	struct accelerator a;
+	char buf[512];
+
+	for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++) {
+		cr_assert(accelerator_lookup(gpus[i].type, &a), "%s",
+			  gpus[i].type);
+		cr_expect_eq(a.gpus_per_host, gpus[i].gpus, "%s", gpus[i].type);
+		cr_expect_eq(a.chips_per_host, gpus[i].gpus, "%s", gpus[i].type);
+		cr_expect_eq(a.workers, 1u, "%s", gpus[i].type);
+		cr_expect_eq(a.net, gpus[i].net, "%s", gpus[i].type);
+		same(gpus[i].type, a.gke_accelerator, gpus[i].label);
+		same(gpus[i].type, a.gke_machine_type, gpus[i].type);
+		cr_expect_null(a.runtime);
+		cr_expect_eq(job_workers_per_slice(gpus[i].type), 0u);
+		cr_expect_null(job_default_runtime(gpus[i].type));
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect(!accelerator_lookup(bad[i], &a), "%s", bad[i]);
+	accelerator_gpu_examples(buf, sizeof(buf));
+	cr_expect(strstr(buf, "a3-megagpu-8g, a3-ultragpu-8g"), "%s", buf);
+	accelerator_examples(buf, sizeof(buf));
+	cr_expect(!strstr(buf, "gpu"), "%s", buf);
+}
