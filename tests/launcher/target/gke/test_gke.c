@@ -99,7 +99,11 @@ static const char *const *const modes[] = {
 #define N_TYPES (sizeof(types) / sizeof(types[0]))
 #define N_MODES (sizeof(modes) / sizeof(modes[0]))
 
-Test(gke_render, every_family_and_capacity_validates)
+/* Renders each of n types under each capacity mode, pre's flags first
+ * (NULL-terminated), as JSON and as YAML into DIR/TAG.json and .yaml,
+ * and checks them with gke_validate.py; returns how many. */
+static unsigned validate_all(const char *tag, const char *const *types,
+			     size_t n, const char *const *pre)
 {
 	json_t *all = json_pack("{s:s, s:s, s:[]}", "apiVersion", "v1", "kind",
 				"List", "items");
@@ -108,23 +112,30 @@ Test(gke_render, every_family_and_capacity_validates)
 	unsigned rendered = 0;
 	int rc;
 
-	snprintf(json_path, sizeof(json_path), "%s/all.json", dir);
-	snprintf(yaml_path, sizeof(yaml_path), "%s/all.yaml", dir);
+	snprintf(json_path, sizeof(json_path), "%s/%s.json", dir, tag);
+	snprintf(yaml_path, sizeof(yaml_path), "%s/%s.yaml", dir, tag);
 	yaml = fopen(yaml_path, "w");
 	cr_assert(yaml);
-	for (size_t t = 0; t < N_TYPES; t++) {
+	for (size_t t = 0; t < n; t++) {
 		for (size_t m = 0; m < N_MODES; m++) {
+			const char *argv[MAX_ARGS];
 			struct run_result r = { 0 };
+			size_t k = 0;
 			json_t *list;
 
 			/* Flex-start has no TPU v4 (checked below). */
 			if (!strncmp(types[t], "v4-", 3) && (m == 2 || m == 3))
 				continue;
-			list = render_json("run", types[t], modes[m]);
+			for (size_t i = 0; pre && pre[i]; i++)
+				argv[k++] = pre[i];
+			for (size_t i = 0; modes[m][i]; i++)
+				argv[k++] = modes[m][i];
+			argv[k] = NULL;
+			list = render_json("run", types[t], argv);
 			json_array_extend(json_object_get(all, "items"),
 					  json_object_get(list, "items"));
 			json_decref(list);
-			render(&r, "run", types[t], "text", modes[m]);
+			render(&r, "run", types[t], "text", argv);
 			cr_assert_eq(r.status, 0, "%s", r.err);
 			fprintf(yaml, "---\n%s", r.out);
 			run_result_release(&r);
@@ -132,14 +143,19 @@ Test(gke_render, every_family_and_capacity_validates)
 		}
 	}
 	fclose(yaml);
-	cr_assert_geq(rendered, 60u);
 	cr_assert_eq(json_dump_file(all, json_path, JSON_INDENT(1)), 0);
 	json_decref(all);
 	rc = sh("python3 '%s/" VALIDATE "' '%s' '%s'",
 		getenv("SLICECTL_SRCDIR"), json_path, yaml_path);
 	if (rc == 2)
 		cr_skip_test("python3 with jsonschema and yaml is needed");
-	cr_assert_eq(rc, 0, "the renders do not validate (see above)");
+	cr_assert_eq(rc, 0, "the %s renders do not validate (see above)", tag);
+	return rendered;
+}
+
+Test(gke_render, every_family_and_capacity_validates)
+{
+	cr_assert_geq(validate_all("all", types, N_TYPES, NULL), 60u);
 }
 
 /* The validator itself refuses what the API server would. */
@@ -531,45 +547,11 @@ static bool has_env(json_t *l, const char *name)
 
 Test(gke_render, gpu_types_and_capacity_validate)
 {
-	json_t *all = json_pack("{s:s, s:s, s:[]}", "apiVersion", "v1", "kind",
-				"List", "items");
-	char json_path[HARNESS_PATH + 32], yaml_path[HARNESS_PATH + 32];
-	FILE *yaml;
-	int rc;
-
-	snprintf(json_path, sizeof(json_path), "%s/gpu.json", dir);
-	snprintf(yaml_path, sizeof(yaml_path), "%s/gpu.yaml", dir);
-	yaml = fopen(yaml_path, "w");
-	cr_assert(yaml);
-	for (size_t t = 0; t < N_GPU_TYPES; t++) {
-		for (size_t m = 0; m < N_MODES; m++) {
-			const char *argv[MAX_ARGS] = { "--num-slices", "1",
-						       "--nodes", "3" };
-			struct run_result r = { 0 };
-			size_t n = 4;
-			json_t *list;
-
-			for (size_t i = 0; modes[m][i]; i++)
-				argv[n++] = modes[m][i];
-			argv[n] = NULL;
-			list = render_json("run", gpu_types[t], argv);
-			json_array_extend(json_object_get(all, "items"),
-					  json_object_get(list, "items"));
-			json_decref(list);
-			render(&r, "run", gpu_types[t], "text", argv);
-			cr_assert_eq(r.status, 0, "%s", r.err);
-			fprintf(yaml, "---\n%s", r.out);
-			run_result_release(&r);
-		}
-	}
-	fclose(yaml);
-	cr_assert_eq(json_dump_file(all, json_path, JSON_INDENT(1)), 0);
-	json_decref(all);
-	rc = sh("python3 '%s/" VALIDATE "' '%s' '%s'",
-		getenv("SLICECTL_SRCDIR"), json_path, yaml_path);
-	if (rc == 2)
-		cr_skip_test("python3 with jsonschema and yaml is needed");
-	cr_assert_eq(rc, 0, "the GPU renders do not validate (see above)");
+	cr_assert_geq(validate_all("gpu", gpu_types, N_GPU_TYPES,
+				   (const char *const[]){ "--num-slices", "1",
+							  "--nodes", "3",
+							  NULL }),
+		      50u);
 }
 
 /* What every GPU pod has, whatever its family. */
