@@ -68,8 +68,9 @@ The controllers (one reconcile loop, every 50 ms):
   create (its webhook); a Workload (kueue.x-k8s.io/v1beta2) is made for it,
   named jobset-NAME-HASH, with one podSet per replicatedJob; it is admitted
   (QuotaReserved, Admitted, status.admission) when its LocalQueue's
-  ClusterQueue (whose ResourceFlavors exist) has the google.com/tpu (and
-  any other requested resource it covers) nominalQuota left, in priority
+  ClusterQueue (whose ResourceFlavors exist) has the google.com/tpu or
+  nvidia.com/gpu (and any other requested resource it covers) nominalQuota
+  left, in priority
   then creation order; the JobSet is then unsuspended. Priority is the
   kueue.x-k8s.io/priority-class label's WorkloadPriorityClass, else the pod
   template's priorityClassName's PriorityClass. With the ClusterQueue's
@@ -101,7 +102,12 @@ The controllers (one reconcile loop, every 50 ms):
   Complete. restartPolicy OnFailure/Always do not restart containers in
   place: a container's exit ends its pod (slicectl renders Never).
 - kubelet: a pod is bound to node gke-tpu-slice-J (J = its JobSet job
-  index; gke-node-0 otherwise), runs its initContainers in order then its
+  index), or when it asks for nvidia.com/gpu to a node of its own,
+  gke-gpu-slice-J-I (I = its completion index; node pool gpu-slice-J);
+  gke-node-0 otherwise. A node is made on first use with the labels the
+  pod selects, and for each of google.com/tpu and nvidia.com/gpu the pod
+  asks for, that capacity and allocatable and a NoSchedule taint, as GKE's
+  TPU and GPU node pools have. It runs its initContainers in order then its
   containers, each as a local process tree: command + args with $(VAR)
   expansion, env (value, valueFrom.fieldRef: metadata.name, .namespace,
   .uid, .labels['k'], .annotations['k'], spec.nodeName,
@@ -130,7 +136,8 @@ Control endpoints (no auth; JSON in and out, errors as Status objects):
                          after the grace; Failed. (The real Eviction API,
                          POST .../pods/NAME/eviction, does the same.)
   POST /_fake/lose-node  {"node": N} or {"jobset", "slice": J} (+
-                         "namespace"): every pod on that node is killed at
+                         "namespace"): every pod on that node (or slice J's
+                         GPU nodes) is killed at
                          once (SIGKILL), Failed with DisruptionTarget
                          (DeletionByPodGC), and deleted, as when a node pool
                          goes away; answers {"pods": [names]}

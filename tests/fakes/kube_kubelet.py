@@ -56,6 +56,20 @@ def expand(text, env):
 	return "".join(out)
 
 
+DEVICE_RESOURCES = ("google.com/tpu", "nvidia.com/gpu")
+
+
+def device_requests(pod):
+	"""{resource: count} of the TPU and GPU limits of a pod's containers."""
+	out = {}
+	for c in pod["spec"].get("containers") or []:
+		limits = (c.get("resources") or {}).get("limits") or {}
+		for res in DEVICE_RESOURCES:
+			if res in limits:
+				out[res] = out.get(res, 0) + quantity(limits[res])
+	return out
+
+
 def field_value(pod, path):
 	m = pod["metadata"]
 	simple = {"metadata.name": m.get("name"),
@@ -167,10 +181,18 @@ class Kubelet:
 
 	@staticmethod
 	def node_of(pod):
+		"""A TPU slice's pods share node gke-tpu-slice-J (the pool stands
+		for its hosts); a GPU pod has a node of its own,
+		gke-gpu-slice-J-I, as a GPU machine holds one such pod."""
 		labels = pod["metadata"].get("labels") or {}
-		if JS + "job-index" in labels:
-			return "gke-tpu-slice-%s" % labels[JS + "job-index"]
-		return "gke-node-0"
+		if JS + "job-index" not in labels:
+			return "gke-node-0"
+		if device_requests(pod).get("nvidia.com/gpu"):
+			return "gke-gpu-slice-%s-%s" % (
+				labels[JS + "job-index"],
+				labels.get("batch.kubernetes.io/job-completion-index",
+					   "0"))
+		return "gke-tpu-slice-%s" % labels[JS + "job-index"]
 
 	def schedule(self):
 		"""The scheduler and the kubelets' watch: binds new pods, and
@@ -217,18 +239,17 @@ class Kubelet:
 			return
 		labels = dict(pod["spec"].get("nodeSelector") or {})
 		labels["kubernetes.io/hostname"] = name
-		labels.setdefault("cloud.google.com/gke-nodepool",
-				  name.replace("gke-", "", 1))
-		tpu = 0
-		for c in pod["spec"].get("containers") or []:
-			tpu += quantity(((c.get("resources") or {}).get("limits")
-					 or {}).get("google.com/tpu", 0))
+		pool = name.replace("gke-", "", 1)
+		if pool.startswith("gpu-"):
+			pool = pool.rsplit("-", 1)[0]
+		labels.setdefault("cloud.google.com/gke-nodepool", pool)
 		cap = {"cpu": "8", "memory": "32Gi", "pods": "110"}
 		spec = {}
-		if tpu:
-			cap["google.com/tpu"] = quantity_text(tpu)
-			spec["taints"] = [{"key": "google.com/tpu", "value":
-					   "present", "effect": "NoSchedule"}]
+		# GKE taints TPU and GPU node pools with their device resource.
+		for res, n in device_requests(pod).items():
+			cap[res] = quantity_text(n)
+			spec.setdefault("taints", []).append(
+				{"key": res, "value": "present", "effect": "NoSchedule"})
 		st.add(nres, {"apiVersion": "v1", "kind": "Node", "metadata": {
 			"name": name, "labels": labels}, "spec": spec, "status": {
 				"capacity": cap, "allocatable": dict(cap),
@@ -570,9 +591,12 @@ class Kubelet:
 			if "slice" not in doc:
 				raise bad_request('give "node" or "jobset" and "slice"')
 			node = "gke-tpu-slice-%s" % doc["slice"]
-		victims = []
+		# A GPU slice's pool is its nodes gke-gpu-slice-J-I.
+		pool = "gke-gpu-slice-%s-" % doc["slice"] if "slice" in doc else None
+		victims, nodes = [], set()
 		for pod in st.items(pres, doc.get("namespace")):
-			if pod["spec"].get("nodeName") != node:
+			on = pod["spec"].get("nodeName") or ""
+			if on != node and not (pool and on.startswith(pool)):
 				continue
 			labels = pod["metadata"].get("labels") or {}
 			if doc.get("jobset") and labels.get(JS + "jobset-name") != \
@@ -582,6 +606,7 @@ class Kubelet:
 								   "Failed"):
 				continue
 			victims.append(pod)
+			nodes.add(on)
 		for pod in victims:
 			set_condition(pod.setdefault("status", {}),
 				      "DisruptionTarget", "True", "DeletionByPodGC",
@@ -594,10 +619,12 @@ class Kubelet:
 					if x.pod_key == key:
 						x.signal(signal.SIGKILL)
 		nres = st.resource("nodes")
-		gone = st.get(nres, "", node)
-		if gone is not None:
-			# The pool comes back empty: a new Node when pods return.
-			st.delete(nres, gone)
+		for name in nodes | {node}:
+			gone = st.get(nres, "", name)
+			if gone is not None:
+				# The pool comes back empty: a new Node when pods
+				# return.
+				st.delete(nres, gone)
 		self.wake()
 		return [p["metadata"]["name"] for p in victims]
 

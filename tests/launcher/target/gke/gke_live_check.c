@@ -106,22 +106,28 @@ long api(const char *method, const char *path, const char *body,
 	return code;
 }
 
-void make_queue(unsigned chips)
+void make_queue_for(const char *resource, const char *flavor,
+		    const char *node_labels, unsigned quota)
 {
-	char cq[1024];
+	char cq[1024], rf[512], spec[256] = "";
 
-	POST("/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
-	     "{\"apiVersion\":\"kueue.x-k8s.io/v1beta2\",\"kind\":"
-	     "\"ResourceFlavor\",\"metadata\":{\"name\":\"tpu\"}}");
+	if (node_labels)
+		snprintf(spec, sizeof(spec), ",\"spec\":{\"nodeLabels\":%s}",
+			 node_labels);
+	snprintf(rf, sizeof(rf),
+		 "{\"apiVersion\":\"kueue.x-k8s.io/v1beta2\",\"kind\":"
+		 "\"ResourceFlavor\",\"metadata\":{\"name\":\"%s\"}%s}",
+		 flavor, spec);
+	POST("/apis/kueue.x-k8s.io/v1beta2/resourceflavors", rf);
 	snprintf(cq, sizeof(cq),
 		 "{\"apiVersion\":\"kueue.x-k8s.io/v1beta2\",\"kind\":"
 		 "\"ClusterQueue\",\"metadata\":{\"name\":\"cq\"},\"spec\":{"
 		 "\"namespaceSelector\":{},\"preemption\":{"
 		 "\"withinClusterQueue\":\"LowerPriority\"},"
 		 "\"resourceGroups\":[{\"coveredResources\":"
-		 "[\"google.com/tpu\"],\"flavors\":[{\"name\":\"tpu\","
-		 "\"resources\":[{\"name\":\"google.com/tpu\","
-		 "\"nominalQuota\":%u}]}]}]}}", chips);
+		 "[\"%s\"],\"flavors\":[{\"name\":\"%s\","
+		 "\"resources\":[{\"name\":\"%s\","
+		 "\"nominalQuota\":%u}]}]}]}}", resource, flavor, resource, quota);
 	POST("/apis/kueue.x-k8s.io/v1beta2/clusterqueues", cq);
 	POST("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues",
 	     "{\"apiVersion\":\"kueue.x-k8s.io/v1beta2\",\"kind\":"
@@ -135,6 +141,11 @@ void make_queue(unsigned chips)
 	     "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":"
 	     "\"PriorityClass\",\"metadata\":{\"name\":\"low\"},\"value\":"
 	     "100}");
+}
+
+void make_queue(unsigned chips)
+{
+	make_queue_for("google.com/tpu", "tpu", NULL, chips);
 }
 
 const char *const *job_argv(const char *name, const char *type,

@@ -43,6 +43,11 @@ long api(const char *method, const char *path, const char *body,
  * priorities preempt lower ones, LocalQueue "lq" in default, and
  * PriorityClasses high and low. */
 void make_queue(unsigned chips);
+/* The same for quota of resource ("nvidia.com/gpu") in ResourceFlavor
+ * flavor, whose nodeLabels (a JSON object; NULL: none) Kueue adds to
+ * the pods' node selector. */
+void make_queue_for(const char *resource, const char *flavor,
+		    const char *node_labels, unsigned quota);
 /* argv for slicectl job --target gke of run name (NULL-terminated extra
  * flags after the usual ones); static storage until the next call. */
 const char *const *job_argv(const char *name, const char *type,
