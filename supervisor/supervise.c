@@ -15,6 +15,7 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "supervisor/sup.h"
 #include "supervisor/deadline.h"
+#include "supervisor/launch.h"
 #include "supervisor/watch.h"
 
 #include <ftw.h>
@@ -202,10 +203,14 @@ static int trainer_env(struct sup *s, struct strlist *env)
 		PUT("SLICE_RESTORE_STEP=%lld", (long long)s->restored);
 	}
 #undef PUT
+	/* The job's own settings come last, and win. */
 	for (size_t i = 0; !rc && i < s->id.megascale.n; i++)
-		rc = strlist_push(env, s->id.megascale.v[i]);
+		rc = launch_env_put(env, s->id.megascale.v[i]);
+	if (!rc)
+		rc = launch_env(&s->id, s->job.rendezvous_port, s->generation,
+				env);
 	for (size_t i = 0; !rc && i < s->job.env.n; i++)
-		rc = strlist_push(env, s->job.env.v[i]);
+		rc = launch_env_put(env, s->job.env.v[i]);
 	if (!rc)
 		rc = strlist_push(env, "");
 	if (!rc) {
