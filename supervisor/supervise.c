@@ -124,7 +124,7 @@ void sup_publish_as(struct sup *s, bool now)
 			 "checkpoint upload failing (%u): %.200s", ss.failures,
 			 ss.last_error);
 	snprintf(st.boot_id, sizeof(st.boot_id), "%s", s->boot_id);
-	syncer_publish(s->sync, &st, s->log_path, now);
+	syncer_publish(s->sync, &st, s->log_path, s->log_generation, now);
 }
 
 void sup_publish(struct sup *s)
@@ -308,6 +308,7 @@ enum sup_phase sup_start_trainer(struct sup *s)
 	clear_dir(s->ckpt_dir);
 	snprintf(s->log_path, sizeof(s->log_path), "%s/gen-%lld.log",
 		 s->log_dir, (long long)s->generation);
+	s->log_generation = s->generation;
 	snprintf(s->step_path, sizeof(s->step_path), "%s/gen-%lld.step",
 		 s->progress_dir, (long long)s->generation);
 	/* Another run of the same name may have left one. */
