@@ -8,7 +8,6 @@
 #include "launcher/target/local/local.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
