@@ -187,6 +187,12 @@ int cmd_job(int argc, char **argv)
 		{ .name = "keep-every", .kind = OPT_UINT, .value = &r->keep_every,
 		  .arg = "M", .max = 4000000000u,
 		  .help = "also keep every step divisible by M" },
+		{ .name = "rendezvous-port", .kind = OPT_UINT,
+		  .value = &r->rendezvous_port, .arg = "N", .min = 1024,
+		  .max = 65536 - RUN_RENDEZVOUS_PORTS,
+		  .help = "the trainers' MASTER_PORT cycles through 16 ports "
+			  "from N, one per generation (default 29500; "
+			  "--local: a free range)" },
 		{ .name = "spot", .kind = OPT_FLAG, .value = &r->spot,
 		  .help = "spot capacity: cheaper, may be preempted" },
 		{ .name = "reserved", .kind = OPT_FLAG, .value = &r->reserved,

@@ -174,6 +174,8 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 	j->grace_s = r->grace_s;
 	j->keep = r->keep;
 	j->keep_every = r->keep_every;
+	if (r->rendezvous_port)
+		j->rendezvous_port = r->rendezvous_port;
 	j->delete_on_finish = r->delete_on_finish;
 	if (r->project && r->zone) {
 		j->tpu_project = strdup(r->project);
@@ -399,8 +401,9 @@ static int upload_supervisor(struct store *s, const char *path,
 	return rc;
 }
 
-/* Whether two job.json texts say the same (whitespace aside). */
-static bool same_job(const char *a, size_t alen, const char *b)
+/* Whether two job.json texts say the same (whitespace aside, and the
+ * rendezvous port when any_port). */
+static bool same_job(const char *a, size_t alen, const char *b, bool any_port)
 {
 	struct job ja, jb;
 	char *ta = NULL, *tb = NULL;
@@ -415,6 +418,8 @@ static bool same_job(const char *a, size_t alen, const char *b)
 		job_release(&ja);
 		return false;
 	}
+	if (any_port)
+		jb.rendezvous_port = ja.rendezvous_port;
 	same = !job_to_json(&ja, &ta, &e) && !job_to_json(&jb, &tb, &e) &&
 	       !strcmp(ta, tb);
 	free(ta);
@@ -426,8 +431,8 @@ static bool same_job(const char *a, size_t alen, const char *b)
 
 /* An existing job.json: fine when it says the same, refused otherwise.
  * *exists tells whether there is one. */
-static int check_existing(struct store *s, const char *json, bool *exists,
-			  struct err *e)
+static int check_existing(struct store *s, const char *json, bool any_port,
+			  bool *exists, struct err *e)
 {
 	char *old = NULL;
 	size_t len = 0;
@@ -442,7 +447,7 @@ static int check_existing(struct store *s, const char *json, bool *exists,
 	if (rc)
 		return rc;
 	*exists = true;
-	if (!same_job(old, len, json)) {
+	if (!same_job(old, len, json, any_port)) {
 		rc = err_set(e, COMMON_EUSAGE,
 			     "%s exists and describes another job: a run's "
 			     "job.json is written once. Choose another --name, "
@@ -541,7 +546,7 @@ int job_prepare(const struct job_request *r, struct prepared_run *out,
 		err_prefix(e, "--bucket %s", r->bucket);
 		goto out;
 	}
-	rc = check_existing(s, json, &exists, e);
+	rc = check_existing(s, json, r->rendezvous_port_picked, &exists, e);
 	if (!rc)
 		rc = probe_writable(s, e);
 	if (rc)
@@ -558,7 +563,8 @@ int job_prepare(const struct job_request *r, struct prepared_run *out,
 		if (rc == CLOUD_EPRECONDITION || rc == CLOUD_EEXISTS) {
 			/* Someone wrote it meanwhile: same rule. */
 			err_init(e);
-			rc = check_existing(s, json, &exists, e);
+			rc = check_existing(s, json, r->rendezvous_port_picked,
+					    &exists, e);
 		}
 	}
 	if (!rc)

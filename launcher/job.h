@@ -23,6 +23,10 @@ struct job_request {
 	const char *command;
 	struct strlist env;           /* "K=V" */
 	unsigned max_restarts, hang_timeout_s, grace_s, keep, keep_every;
+	unsigned rendezvous_port;     /* 0: job.json's default */
+	/* The launcher chose rendezvous_port (the local target): a run
+	 * resumed keeps the one its job.json has. */
+	bool rendezvous_port_picked;
 	bool spot, reserved, best_effort, delete_on_finish;
 	const char *project, *zone;   /* cloud only (flags or CLOUDSDK_*) */
 	const char *supervisor_bin;   /* NULL: found next to slicectl */

@@ -26,6 +26,8 @@
 #define DEFAULT_KEEP 3
 #define DEFAULT_HEARTBEAT_S 10
 #define DEFAULT_SPOOL_MB 10240
+/* torchrun's default MASTER_PORT. */
+#define DEFAULT_RENDEZVOUS_PORT 29500
 
 /* The unsigned fields, their JSON names and ranges. */
 struct uint_field {
@@ -49,6 +51,10 @@ static const struct uint_field uint_fields[] = {
 	  "0 keeps no extra steps" },
 	{ "heartbeat_s", offsetof(struct job, heartbeat_s), 1, 3600, NULL },
 	{ "spool_mb", offsetof(struct job, spool_mb), 1, 1u << 30, NULL },
+	/* Unprivileged, and the whole range of RUN_RENDEZVOUS_PORTS within
+	 * 65535. */
+	{ "rendezvous_port", offsetof(struct job, rendezvous_port), 1024,
+	  65536 - RUN_RENDEZVOUS_PORTS, NULL },
 };
 
 #define N_UINT_FIELDS (sizeof(uint_fields) / sizeof(uint_fields[0]))
@@ -56,7 +62,8 @@ static const struct uint_field uint_fields[] = {
 static const char *const all_fields =
 	"name, command, env, workdir, num_slices, workers_per_slice, "
 	"max_restarts, hang_timeout_s, grace_s, keep, keep_every, "
-	"heartbeat_s, spool_mb, delete_on_finish, tpu";
+	"heartbeat_s, spool_mb, rendezvous_port, delete_on_finish, tpu, "
+	"target";
 
 static unsigned *uint_at(struct job *j, const struct uint_field *f)
 {
@@ -81,6 +88,7 @@ void job_init(struct job *j)
 	j->keep_every = 0;
 	j->heartbeat_s = DEFAULT_HEARTBEAT_S;
 	j->spool_mb = DEFAULT_SPOOL_MB;
+	j->rendezvous_port = DEFAULT_RENDEZVOUS_PORT;
 	j->delete_on_finish = false;
 }
 

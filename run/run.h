@@ -38,6 +38,9 @@ struct job {
 	unsigned keep_every;     /* also keep steps divisible by it; 0 no */
 	unsigned heartbeat_s;    /* status object period (default 10) */
 	unsigned spool_mb;       /* local disk for steps not yet uploaded */
+	unsigned rendezvous_port; /* the first of RUN_RENDEZVOUS_PORTS ports
+				     the trainers' rendezvous cycles through,
+				     one per generation (29500) */
 	bool delete_on_finish;   /* worker 0 deletes the queued resource */
 	/* The queued resource running the job (for delete_on_finish);
 	 * NULL for the local provider. */
@@ -63,6 +66,11 @@ struct job {
 				     unix:/path); NULL: the commands */
 	} target;
 };
+
+/* Ports from rendezvous_port on: generation G's rendezvous is on
+ * rendezvous_port + G % RUN_RENDEZVOUS_PORTS (docs/DESIGN.md, "Trainer
+ * environment"). */
+#define RUN_RENDEZVOUS_PORTS 16u
 
 void job_init(struct job *j); /* the defaults */
 /* A deep copy of src into dst (zeroed first); -1 when out of memory. */

@@ -85,11 +85,40 @@ int identity_parse_tpu_env(const char *text, struct strlist *megascale,
 	return 0;
 }
 
-/* worker-network-endpoints lists the slice's workers ("uid:0:10.0.0.5,
- * uid:1:10.0.0.6"): a job sized otherwise was written for another slice. */
-static void check_endpoints(struct metadata_client *m, const struct job *j)
+/* Sets the coordinator to addr, without a ":PORT" (MEGASCALE_* may carry
+ * one; an IPv6 address has more than one colon and is kept whole). */
+static bool set_coordinator(struct identity *id, const char *addr)
 {
-	char *text = NULL;
+	const char *colon = strchr(addr, ':');
+	size_t n = colon && !strchr(colon + 1, ':') ? (size_t)(colon - addr)
+						     : strlen(addr);
+
+	if (!n || n >= sizeof(id->coordinator))
+		return false;
+	memcpy(id->coordinator, addr, n);
+	id->coordinator[n] = '\0';
+	return true;
+}
+
+/* The value of NAME in "NAME=value" entries, or NULL. */
+static const char *entry_value(const struct strlist *l, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < l->n; i++)
+		if (!strncmp(l->v[i], name, n) && l->v[i][n] == '=')
+			return l->v[i] + n + 1;
+	return NULL;
+}
+
+/* worker-network-endpoints lists the slice's workers ("uid:0:10.0.0.5,
+ * uid:1:10.0.0.6"): a job sized otherwise was written for another slice.
+ * The first worker's address becomes the coordinator, unless tpu-env
+ * named one. */
+static void read_endpoints(struct metadata_client *m, const struct job *j,
+			   struct identity *id)
+{
+	char *text = NULL, *addr;
 	unsigned n = 1;
 	struct err e;
 
@@ -106,6 +135,11 @@ static void check_endpoints(struct metadata_client *m, const struct job *j)
 			 "but the job expects %u per slice: its workers will "
 			 "wait for peers that do not exist",
 			 n, j->workers_per_slice);
+	text[strcspn(text, ",")] = '\0';
+	addr = strrchr(text, ':');
+	if (!id->coordinator[0] && !set_coordinator(id, addr ? addr + 1 : text))
+		log_warn("worker-network-endpoints starts with '%.80s', not an "
+			 "address", text);
 	free(text);
 }
 
@@ -114,6 +148,7 @@ static int from_metadata(struct identity *id, const struct job *j, int *slice,
 			 int *worker, struct err *e)
 {
 	struct metadata_client *m;
+	const char *coord;
 	char *text = NULL;
 	int rc, wid = -1, sid = -1;
 
@@ -128,6 +163,9 @@ static int from_metadata(struct identity *id, const struct job *j, int *slice,
 		rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	free(text);
 	text = NULL;
+	if (!rc && (coord = entry_value(&id->megascale,
+					"MEGASCALE_COORDINATOR_ADDRESS")))
+		set_coordinator(id, coord);
 	if (!rc && *worker < 0 && wid < 0) {
 		rc = metadata_get(m, "instance/attributes/agent-worker-number",
 				  &text, e);
@@ -138,7 +176,7 @@ static int from_metadata(struct identity *id, const struct job *j, int *slice,
 		free(text);
 	}
 	if (!rc)
-		check_endpoints(m, j);
+		read_endpoints(m, j, id);
 	metadata_close(m);
 	if (rc) {
 		err_prefix(e, "finding which worker this is (pass --slice "
@@ -183,7 +221,17 @@ int identity_resolve(struct identity *id, const struct job *j, int slice,
 	if ((slice < 0 || worker < 0) &&
 	    (rc = from_metadata(id, j, &slice, &worker, e)))
 		return rc;
-	return place(id, j, slice, worker, e);
+	if ((rc = place(id, j, slice, worker, e)))
+		return rc;
+	/* Flags alone: the local provider's workers, all on this machine. */
+	if (!id->coordinator[0]) {
+		if (id->num_processes > 1 && (slice < 0 || worker < 0))
+			log_warn("the metadata server names no coordinator "
+				 "(tpu-env, worker-network-endpoints): the "
+				 "trainers' rendezvous is 127.0.0.1");
+		set_coordinator(id, "127.0.0.1");
+	}
+	return 0;
 }
 
 extern char **environ;
@@ -201,6 +249,34 @@ static int pod_number(const char *name, const char *what, int *out,
 		return err_set(e, COMMON_EINVAL,
 			       "%s is '%.40s', not a number: it should hold "
 			       "the pod's %s", name, v, what);
+	return 0;
+}
+
+/* SLICE_POD_COORDINATOR, else MEGASCALE_COORDINATOR_ADDRESS; a pod alone
+ * may have neither. */
+static int pod_coordinator(struct identity *id, struct err *e)
+{
+	const char *var = "SLICE_POD_COORDINATOR";
+	const char *v = getenv(var);
+
+	if (!v || !*v) {
+		var = "MEGASCALE_COORDINATOR_ADDRESS";
+		v = getenv(var);
+	}
+	if (v && *v) {
+		if (!set_coordinator(id, v))
+			return err_set(e, COMMON_EINVAL,
+				       "%s is '%.80s', not a host name or "
+				       "address", var, v);
+		return 0;
+	}
+	if (id->num_processes > 1)
+		return err_set(e, COMMON_EINVAL,
+			       "neither SLICE_POD_COORDINATOR nor "
+			       "MEGASCALE_COORDINATOR_ADDRESS is set: --pod "
+			       "takes the trainers' rendezvous host (the first "
+			       "pod's DNS name) from one of them");
+	set_coordinator(id, "127.0.0.1");
 	return 0;
 }
 
@@ -256,7 +332,7 @@ int identity_from_pod(struct identity *id, const struct job *j,
 		    strlist_push(&id->megascale, *p))
 			return err_set(e, COMMON_ENOMEM, "out of memory");
 	}
-	return 0;
+	return pod_coordinator(id, e);
 }
 
 bool identity_first_host(const char *list, char *out, size_t len)
@@ -334,6 +410,10 @@ int identity_from_slurm(struct identity *id, const struct job *j,
 	if ((rc = place(id, j, node / (int)wps, node % (int)wps, e)))
 		return rc;
 	id->restart_attempt = (unsigned)restarts;
+	if (!set_coordinator(id, first))
+		return err_set(e, COMMON_EINVAL,
+			       "the first node of SLURM_JOB_NODELIST, '%.80s', "
+			       "is too long a name", first);
 	snprintf(kv[0], sizeof(kv[0]), "MEGASCALE_COORDINATOR_ADDRESS=%s",
 		 first);
 	snprintf(kv[1], sizeof(kv[1]), "MEGASCALE_NUM_SLICES=%u",

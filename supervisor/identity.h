@@ -20,13 +20,19 @@ struct identity {
 				       or from a pod's environment */
 	unsigned restart_attempt;   /* a pod's JobSet restart attempt, a
 				       Slurm job's restart count */
+	char coordinator[256];      /* a host every worker reaches, where
+				       process 0 of the group runs: the
+				       trainers' rendezvous (MASTER_ADDR) */
 };
 
 void identity_init(struct identity *id);
 void identity_release(struct identity *id);
 
 /* slice and worker < 0: ask the metadata server. Sizes come from the job;
- * a worker outside them is an error naming both. */
+ * a worker outside them is an error naming both. The coordinator is then
+ * tpu-env's MEGASCALE_COORDINATOR_ADDRESS (multislice), else the first
+ * address of worker-network-endpoints; 127.0.0.1 when the flags said
+ * both (this machine's workers). */
 int identity_resolve(struct identity *id, const struct job *j, int slice,
 		     int worker, struct err *e);
 
@@ -35,7 +41,9 @@ int identity_resolve(struct identity *id, const struct job *j, int slice,
  * worker from SLICE_POD_WORKER (else JOB_COMPLETION_INDEX, which the Job
  * controller sets), the restart attempt from SLICE_POD_RESTART_ATTEMPT
  * (0 when unset) and MEGASCALE_* as the container's environment has them.
- * A missing or malformed value, or one outside the job, is COMMON_EINVAL
+ * The coordinator is SLICE_POD_COORDINATOR (the first pod's DNS name),
+ * else MEGASCALE_COORDINATOR_ADDRESS; a job of more than one worker with
+ * neither is an error. A missing or malformed value, or one outside the job, is COMMON_EINVAL
  * naming the variable.
  */
 int identity_from_pod(struct identity *id, const struct job *j,
@@ -48,7 +56,8 @@ int identity_from_pod(struct identity *id, const struct job *j,
  * count; slice = node / workers per slice), the restart attempt from
  * SLURM_RESTART_COUNT (0 when unset: the first allocation), and
  * MEGASCALE_COORDINATOR_ADDRESS the first node of SLURM_JOB_NODELIST
- * (else SLURM_NODELIST). A missing or malformed value is COMMON_EINVAL
+ * (else SLURM_NODELIST), which is also the coordinator. A missing or
+ * malformed value is COMMON_EINVAL
  * naming the variable.
  */
 int identity_from_slurm(struct identity *id, const struct job *j,

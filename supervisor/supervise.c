@@ -15,6 +15,7 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "supervisor/sup.h"
 #include "supervisor/deadline.h"
+#include "supervisor/launch.h"
 #include "supervisor/watch.h"
 
 #include <ftw.h>
@@ -123,7 +124,7 @@ void sup_publish_as(struct sup *s, bool now)
 			 "checkpoint upload failing (%u): %.200s", ss.failures,
 			 ss.last_error);
 	snprintf(st.boot_id, sizeof(st.boot_id), "%s", s->boot_id);
-	syncer_publish(s->sync, &st, s->log_path, now);
+	syncer_publish(s->sync, &st, s->log_path, s->log_generation, now);
 }
 
 void sup_publish(struct sup *s)
@@ -202,10 +203,14 @@ static int trainer_env(struct sup *s, struct strlist *env)
 		PUT("SLICE_RESTORE_STEP=%lld", (long long)s->restored);
 	}
 #undef PUT
+	/* The job's own settings come last, and win. */
 	for (size_t i = 0; !rc && i < s->id.megascale.n; i++)
-		rc = strlist_push(env, s->id.megascale.v[i]);
+		rc = launch_env_put(env, s->id.megascale.v[i]);
+	if (!rc)
+		rc = launch_env(&s->id, s->job.rendezvous_port, s->generation,
+				env);
 	for (size_t i = 0; !rc && i < s->job.env.n; i++)
-		rc = strlist_push(env, s->job.env.v[i]);
+		rc = launch_env_put(env, s->job.env.v[i]);
 	if (!rc)
 		rc = strlist_push(env, "");
 	if (!rc) {
@@ -303,6 +308,7 @@ enum sup_phase sup_start_trainer(struct sup *s)
 	clear_dir(s->ckpt_dir);
 	snprintf(s->log_path, sizeof(s->log_path), "%s/gen-%lld.log",
 		 s->log_dir, (long long)s->generation);
+	s->log_generation = s->generation;
 	snprintf(s->step_path, sizeof(s->step_path), "%s/gen-%lld.step",
 		 s->progress_dir, (long long)s->generation);
 	/* Another run of the same name may have left one. */

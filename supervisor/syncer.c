@@ -59,6 +59,7 @@ struct syncer {
 	struct worker_status status;
 	bool status_dirty;
 	char log_path[1024];
+	int64_t log_gen;
 	struct control control;
 	bool have_control;
 	struct syncer_request req;
@@ -169,11 +170,13 @@ static void publish_status(struct syncer *s)
 {
 	struct worker_status st;
 	char path[1024];
+	int64_t log_gen;
 	struct err e;
 
 	pthread_mutex_lock(&s->mu);
 	st = s->status;
 	snprintf(path, sizeof(path), "%s", s->log_path);
+	log_gen = s->log_gen;
 	s->status_dirty = false;
 	pthread_mutex_unlock(&s->mu);
 	if (!st.state[0])
@@ -181,7 +184,7 @@ static void publish_status(struct syncer *s)
 	err_init(&e);
 	if (status_put(s->store, &st, &e))
 		log_warn("heartbeat: %s", e.msg);
-	publish_log(s, path, st.generation);
+	publish_log(s, path, log_gen);
 }
 
 /* The committed step before `step`, 0 when none. */
@@ -545,12 +548,13 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 }
 
 void syncer_publish(struct syncer *s, const struct worker_status *st,
-		    const char *log_path, bool now)
+		    const char *log_path, int64_t log_gen, bool now)
 {
 	pthread_mutex_lock(&s->mu);
 	s->status = *st;
 	snprintf(s->log_path, sizeof(s->log_path), "%s",
 		 log_path ? log_path : "");
+	s->log_gen = log_gen;
 	if (now) {
 		s->status_dirty = true;
 		pthread_cond_signal(&s->cv);

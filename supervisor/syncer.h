@@ -80,10 +80,13 @@ int syncer_start(struct syncer **out, const struct syncer_config *c,
 		 struct err *e);
 /* The heartbeat to publish every heartbeat_s (and at once when now: a
  * change others should see soon, though never a second time within a
- * second: GCS's per-object write limit), and the local log whose new
- * bytes go to logs/PART/gen-G/ as segments when it grows. */
+ * second: GCS's per-object write limit), and the local log of generation
+ * log_gen whose new bytes go to logs/PART/gen-G/ (G = log_gen) as
+ * segments when it grows. The heartbeat's generation moves on before the
+ * next trainer starts, while the last one's log may still grow: its
+ * bytes belong under its own generation. */
 void syncer_publish(struct syncer *s, const struct worker_status *st,
-		    const char *log_path, bool now);
+		    const char *log_path, int64_t log_gen, bool now);
 /* Reads control.json every close_poll_ms while on: the loop asks for it
  * while its trainer is stalled, which is when a peer's failure (and the
  * group restart it leads to) is likely. */

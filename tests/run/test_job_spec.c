@@ -330,6 +330,9 @@ Test(job, types_and_ranges)
 		{ "heartbeat_s", "3601", "from 1 to 3600" },
 		{ "spool_mb", "0", "from 1 to" },
 		{ "spool_mb", "[]", "not a list" },
+		{ "rendezvous_port", "80", "from 1024 to 65520" },
+		{ "rendezvous_port", "65521", "from 1024 to 65520" },
+		{ "rendezvous_port", "\"29500\"", "must be an integer" },
 		{ "delete_on_finish", "1", "true or false" },
 		{ "delete_on_finish", "\"yes\"", "true or false" },
 		{ "workdir", "{}", "must be a string or null" },
@@ -382,6 +385,36 @@ Test(job, range_edges_accepted)
 	cr_expect_eq(j.num_slices, 65536);
 	cr_expect_eq(j.hang_timeout_s, 2592000);
 	job_release(&j);
+
+	parse_ok("{\"name\": \"r\", \"command\": \"c\", "
+		 "\"rendezvous_port\": 1024}", &j);
+	cr_expect_eq(j.rendezvous_port, 1024);
+	job_release(&j);
+	parse_ok("{\"name\": \"r\", \"command\": \"c\", "
+		 "\"rendezvous_port\": 65520}", &j);
+	cr_expect_eq(j.rendezvous_port, 65520);
+	job_release(&j);
+}
+
+/* A job.json written before the field takes torchrun's default port, and
+ * one that has it keeps it through a round trip. */
+Test(job, rendezvous_port)
+{
+	struct job j, k;
+	char *text;
+	struct err e;
+
+	parse_ok("{\"name\": \"r\", \"command\": \"c\"}", &j);
+	cr_expect_eq(j.rendezvous_port, 29500);
+	j.rendezvous_port = 31000;
+	cr_assert_eq(job_to_json(&j, &text, &e), 0, "%s", e.msg);
+	cr_expect_not_null(strstr(text, "\"rendezvous_port\": 31000"), "%s",
+			   text);
+	parse_ok(text, &k);
+	cr_expect_eq(k.rendezvous_port, 31000);
+	free(text);
+	job_release(&j);
+	job_release(&k);
 }
 
 Test(job, worker_names)

@@ -339,3 +339,36 @@ long slurm_wait_job(const char *job_id, const char *state, const char *reason,
 		sleep_ms(300);
 	}
 }
+
+/* Lets a requeued job run again at once, once every supervisor of the
+ * last allocation has gone (a node set down here is still up: its old
+ * step must not overlap the new one, whose step id is the same); returns
+ * once it runs with a restart count of at least restarts. */
+void slurm_release_requeued(const char *id, long restarts)
+{
+	long long until = slurm_now_ms() + 60000;
+	char cmd[128];
+
+	slurm_wait_job(id, "PENDING", "Reason=BeginTime", 60000);
+	while (processes_with(slurm_dir, "slice-supervisor", NULL, NULL,
+			      NULL)) {
+		cr_assert_lt(slurm_now_ms(), until, "the old step lives on");
+		sleep_ms(200);
+	}
+	/* slurmd refuses a credential made in the second its job was
+	 * requeued ("Job credential revoked": it compares whole seconds);
+	 * the BeginTime hold the test skips is what avoids that. */
+	sleep_ms(1100);
+	snprintf(cmd, sizeof(cmd), "scontrol update JobId=%s StartTime=now",
+		 id);
+	cr_assert_eq(sh("%s", cmd), 0);
+	cr_assert_geq(slurm_wait_job(id, "RUNNING", NULL, 60000), restarts);
+}
+
+long long slurm_generation(json_t *j)
+{
+	long long g = json_integer_value(json_object_get(j, "generation"));
+
+	json_decref(j);
+	return g;
+}

@@ -43,6 +43,8 @@ const char *slurm_jstr(json_t *o, const char *k);
  * generation >= gen with committed step >= min_step; returns it. */
 json_t *slurm_wait_running(const char *run, size_t n, long long gen,
 			   long long min_step);
+/* The "generation" of a status or control.json object, which it frees. */
+long long slurm_generation(json_t *j);
 /* Polls until the run's control.json state is state. */
 json_t *slurm_wait_state(const char *run, const char *state, long ms);
 /* Prints to stderr the last lines of the jobs' output, the daemons' logs
@@ -52,5 +54,9 @@ void slurm_dump(void);
  * Reason is reason); returns its restart count. */
 long slurm_wait_job(const char *job_id, const char *state,
 		    const char *reason, long ms);
+/* Lets a requeued job run again a second after every supervisor of its
+ * last allocation has gone, instead of after Slurm's BeginTime hold;
+ * returns once it runs with a restart count of at least restarts. */
+void slurm_release_requeued(const char *id, long restarts);
 
 #endif

@@ -65,39 +65,6 @@ static pid_t trainer_pid(const char *run, int p)
 	return found;
 }
 
-/* Lets a requeued job run again at once, once every supervisor of the
- * last allocation has gone (a node set down here is still up: its old
- * step must not overlap the new one, whose step id is the same); returns
- * once it runs with a restart count of at least restarts. */
-static void release_requeued(const char *id, long restarts)
-{
-	long long until = slurm_now_ms() + 60000;
-	char cmd[128];
-
-	slurm_wait_job(id, "PENDING", "Reason=BeginTime", 60000);
-	while (processes_with(slurm_dir, "slice-supervisor", NULL, NULL,
-			      NULL)) {
-		cr_assert_lt(slurm_now_ms(), until, "the old step lives on");
-		sleep_ms(200);
-	}
-	/* slurmd refuses a credential made in the second its job was
-	 * requeued ("Job credential revoked": it compares whole seconds);
-	 * the BeginTime hold the test skips is what avoids that. */
-	sleep_ms(1100);
-	snprintf(cmd, sizeof(cmd), "scontrol update JobId=%s StartTime=now",
-		 id);
-	cr_assert_eq(sh("%s", cmd), 0);
-	cr_assert_geq(slurm_wait_job(id, "RUNNING", NULL, 60000), restarts);
-}
-
-static long long generation(json_t *j)
-{
-	long long g = json_integer_value(json_object_get(j, "generation"));
-
-	json_decref(j);
-	return g;
-}
-
 static void start2(void)
 {
 	slurm_cluster_start(2);
@@ -113,40 +80,40 @@ Test(slurm_live, sgd_under_requeue_notice_node_down_crash_and_hang_is_exact,
 
 	snprintf(job_id, sizeof(job_id), "%s", id);
 	/* A trainer crash: the group restarts in place (control.json). */
-	gen = generation(slurm_wait_running("chaos", 2, 1, 50));
+	gen = slurm_generation(slurm_wait_running("chaos", 2, 1, 50));
 	cr_assert_eq(kill(trainer_pid("chaos", 1), SIGKILL), 0);
-	gen = generation(slurm_wait_running("chaos", 2, gen + 1, 0));
+	gen = slurm_generation(slurm_wait_running("chaos", 2, gen + 1, 0));
 
 	/* A hang: the hang timeout restarts it in place too. */
 	cr_assert_eq(kill(trainer_pid("chaos", 0), SIGSTOP), 0);
-	gen = generation(slurm_wait_running("chaos", 2, gen + 1, 0));
+	gen = slurm_generation(slurm_wait_running("chaos", 2, gen + 1, 0));
 
 	/* scontrol requeue: the next allocation is restart 1. */
 	cr_assert_eq(sh("scontrol requeue %s", job_id), 0);
-	release_requeued(job_id, 1);
-	gen = generation(slurm_wait_running("chaos", 2, gen + 1, 0));
+	slurm_release_requeued(job_id, 1);
+	gen = slurm_generation(slurm_wait_running("chaos", 2, gen + 1, 0));
 
 	/* The notice as a time limit or a preemption gives it: SIGTERM to
 	 * the batch script, an emergency step, the job requeues itself. */
 	cr_assert_eq(sh("scancel --signal=TERM --batch %s", job_id), 0);
-	release_requeued(job_id, 2);
-	gen = generation(slurm_wait_running("chaos", 2, gen + 1, 0));
+	slurm_release_requeued(job_id, 2);
+	gen = slurm_generation(slurm_wait_running("chaos", 2, gen + 1, 0));
 
 	/* A node set down: the job fails on it and Slurm requeues it. */
 	snprintf(cmd, sizeof(cmd),
 		 "scontrol update NodeName=n2 State=DOWN Reason=chaos");
 	cr_assert_eq(sh("%s", cmd), 0);
-	release_requeued(job_id, 3);
+	slurm_release_requeued(job_id, 3);
 	json_decref(slurm_wait_running("chaos", 2, gen + 1, 0));
 
 	j = slurm_wait_state("chaos", "done", 300000);
-	cr_expect_geq(generation(j), 6);
+	cr_expect_geq(slurm_generation(j), 6);
 	slurm_wait_job(job_id, "COMPLETED", NULL, 60000);
 
 	/* The same job, never interrupted. */
 	submit("calm", "0");
 	j = slurm_wait_state("calm", "done", 300000);
-	cr_expect_eq(generation(j), 1);
+	cr_expect_eq(slurm_generation(j), 1);
 
 	chaos = sgd_checkpoint_params_of(slurm_bucket, slurm_dir, "chaos", 600,
 					 1, 2);

@@ -29,6 +29,10 @@ struct local_options {
  * status: 0 done, 1 failed, 130 interrupted. */
 int local_run(const struct prepared_run *run, const struct local_options *o);
 
+/* A base port whose RUN_RENDEZVOUS_PORTS ports are all free on 127.0.0.1
+ * now (local_port.c); COMMON_EUSAGE when there is none. */
+int local_rendezvous_port(unsigned *out, struct err *e);
+
 /* Parses a chaos spec; COMMON_EUSAGE naming the bad part. */
 struct chaos_event {
 	enum { CHAOS_PREEMPT, CHAOS_RESET, CHAOS_CRASH, CHAOS_HANG } kind;

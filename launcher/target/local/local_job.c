@@ -44,6 +44,11 @@ static int submit(struct job_flags *o)
 	lo.format = o->format;
 	o->r.project = o->r.zone = NULL;
 	err_init(&e);
+	if (!o->r.rendezvous_port) {
+		if (local_rendezvous_port(&o->r.rendezvous_port, &e))
+			return job_exit_status(&e);
+		o->r.rendezvous_port_picked = true;
+	}
 	if (job_prepare(&o->r, &run, &e))
 		return job_exit_status(&e);
 	status = local_run(&run, &lo);

@@ -1,0 +1,65 @@
+/*
+ * torch_params.c: see torch_params.h.
+ */
+#include "tests/harness/harness.h"
+#include "tests/launcher/torch_params.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *torch_python(void)
+{
+	static const char *const candidates[] = { "/usr/bin/python3",
+						  "python3" };
+
+	for (size_t i = 0; i < 2; i++)
+		if (!sh("%s -c 'import torch.distributed' >/dev/null 2>&1",
+			candidates[i]))
+			return candidates[i];
+	cr_skip_test("SKIPPED: neither /usr/bin/python3 nor python3 on PATH "
+		     "imports torch (install python3-torch: scripts/deps)");
+	return NULL;
+}
+
+char *torch_final_params(const char *bucket, const char *run,
+			 unsigned slices, unsigned workers, unsigned procs)
+{
+	char *want = NULL;
+
+	for (unsigned p = 0; p < slices * workers; p++) {
+		char worker[24];
+		struct run_result r;
+		unsigned lines = 0;
+
+		snprintf(worker, sizeof(worker), "%u/%u", p / workers,
+			 p % workers);
+		cr_assert_eq(run_slicectl(&r, (const char *const[]){
+				"logs", run, "--worker", worker, "--bucket",
+				bucket, NULL }, NULL), 0);
+		cr_assert_eq(r.status, 0, "logs %s: %s", worker, r.err);
+		for (const char *at = r.out;
+		     (at = strstr(at, "final params: ")); lines++) {
+			at += strlen("final params: ");
+			if (!want)
+				want = strndup(at, strcspn(at, "\n"));
+			cr_assert(!strncmp(at, want, strlen(want)),
+				  "%s worker %s: %.64s, not %s", run, worker,
+				  at, want);
+		}
+		if (lines != procs) {
+			struct run_result ev;
+
+			run_slicectl(&ev, (const char *const[]){
+				"events", run, "--bucket", bucket, NULL },
+				     NULL);
+			cr_assert_fail("%s worker %s logged %u final params, "
+				       "not %u:\n%s\nthe run's events:\n%s",
+				       run, worker, lines, procs, r.out,
+				       ev.out);
+		}
+		run_result_release(&r);
+	}
+	return want;
+}
