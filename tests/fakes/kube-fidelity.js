@@ -10,8 +10,8 @@
 'use strict';
 
 const fs = require('fs');
+const {pathToFileURL} = require('url');
 const yaml = require('js-yaml');
-const k8s = require('@kubernetes/client-node');
 
 const [server, caFile, token, ...dumps] = process.argv.slice(2);
 let failures = 0;
@@ -43,17 +43,27 @@ for (const pair of dumps) {
 	      yamlPath.split('/').pop());
 }
 
-const kc = new k8s.KubeConfig();
-kc.loadFromOptions({
-	clusters: [{name: 'fake', server: server, caData: Buffer.from(
-		fs.readFileSync(caFile)).toString('base64')}],
-	users: [{name: 'tester', token: token}],
-	contexts: [{name: 'fake', cluster: 'fake', user: 'tester',
-		    namespace: 'default'}],
-	currentContext: 'fake',
-});
-const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-const core = kc.makeApiClient(k8s.CoreV1Api);
+let k8s, custom, core;
+
+// @kubernetes/client-node 1.x is an ES module: Debian 12's Node 18 cannot
+// require() it, and import() does not search NODE_PATH, so the path comes
+// from require.resolve, which does.
+async function connect() {
+	k8s = await import(pathToFileURL(
+		require.resolve('@kubernetes/client-node')).href);
+	const kc = new k8s.KubeConfig();
+	kc.loadFromOptions({
+		clusters: [{name: 'fake', server: server, caData: Buffer.from(
+			fs.readFileSync(caFile)).toString('base64')}],
+		users: [{name: 'tester', token: token}],
+		contexts: [{name: 'fake', cluster: 'fake', user: 'tester',
+			    namespace: 'default'}],
+		currentContext: 'fake',
+	});
+	custom = kc.makeApiClient(k8s.CustomObjectsApi);
+	core = kc.makeApiClient(k8s.CoreV1Api);
+	return kc;
+}
 const KUEUE = {group: 'kueue.x-k8s.io', version: 'v1beta2'};
 const JS = {group: 'jobset.x-k8s.io', version: 'v1alpha2',
 	    namespace: 'default', plural: 'jobsets'};
@@ -90,6 +100,7 @@ async function status(promise) {
 }
 
 async function main() {
+	const kc = await connect();
 	await custom.createClusterCustomObject({...KUEUE,
 		plural: 'resourceflavors', body: {
 			apiVersion: 'kueue.x-k8s.io/v1beta2',
