@@ -193,9 +193,11 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 	char *chaos_params, *calm_params;
 
 	setup_dir();
-	/* 600 steps at about 25 ms: some 15 s of training, past the last
-	 * event (at 12 s of training). */
-	cr_assert_eq(run_slicectl(&r, job_argv("chaos", "600", "0.02",
+	/* 900 steps at about 25 ms: over 20 s of training, well past the
+	 * last event (at 12 s of training). With 600, a run whose steps went
+	 * at 14 ms after the preemption ended 2 s after it, and the reset
+	 * never came (fresh-check, three tests at once). */
+	cr_assert_eq(run_slicectl(&r, job_argv("chaos", "900", "0.02",
 					       "crash:worker=1@3s,"
 					       "hang:worker=2@6s,"
 					       "preempt:slice=1@9s,"
@@ -206,7 +208,7 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 	s = summary_of(r.out);
 	cr_assert_not_null(s, "no summary:\n%s", r.out);
 	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
-	cr_assert_eq(json_integer_value(json_object_get(s, "steps_done")), 600,
+	cr_assert_eq(json_integer_value(json_object_get(s, "steps_done")), 900,
 		     "%s", r.out);
 	/* Every event landed while the run went on, and restarted it. */
 	cr_assert_null(strstr(r.out, "skipped"), "%s", r.out);
@@ -227,7 +229,7 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 
 	/* The same job, never interrupted (and without the sleep, which
 	 * does not touch the arithmetic). */
-	cr_assert_eq(run_slicectl(&r, job_argv("calm", "600", "0", NULL),
+	cr_assert_eq(run_slicectl(&r, job_argv("calm", "900", "0", NULL),
 				  NULL),
 		     0);
 	cr_assert_eq(r.status, 0, "status %d\n%s\n%s", r.status, r.out, r.err);
@@ -238,8 +240,8 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 	json_decref(s);
 	run_result_release(&r);
 
-	chaos_params = sgd_checkpoint_params(bucket, dir, "chaos", 600);
-	calm_params = sgd_checkpoint_params(bucket, dir, "calm", 600);
+	chaos_params = sgd_checkpoint_params(bucket, dir, "chaos", 900);
+	calm_params = sgd_checkpoint_params(bucket, dir, "calm", 900);
 	cr_assert_str_eq(chaos_params, calm_params);
 	for (int p = 0; p < 4; p++) {
 		char *a = sgd_logged_params(bucket, "chaos", p / 2, p % 2);
