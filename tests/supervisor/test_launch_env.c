@@ -201,14 +201,19 @@ Test(launch, every_generation_gets_the_contract_and_a_new_port,
 
 	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "launch"), 0);
 	cr_assert_eq(sh("mkdir -p '%s/run'", dir), 0);
-	/* Generation 1 fails, so the group restarts; 2 finishes. */
+	/* Generation 1 fails once both its trainers have written their
+	 * environment (on a loaded machine the restart came before the
+	 * second one started, and it went straight to generation 2), so
+	 * the group restarts; 2 finishes. */
 	snprintf(job, sizeof(job),
 		 "{\"name\": \"contract\", \"command\": \"env -0 > "
 		 "%s/env-$SLICE_PROCESS_ID-$SLICE_GENERATION; "
-		 "[ $SLICE_GENERATION -ge 2 ]\", \"workers_per_slice\": 2, "
+		 "[ $SLICE_GENERATION -ge 2 ] && exit 0; "
+		 "until [ -e %s/env-0-1 ] && [ -e %s/env-1-1 ]; do sleep 0.1; "
+		 "done; exit 1\", \"workers_per_slice\": 2, "
 		 "\"heartbeat_s\": 1, \"grace_s\": 2, \"rendezvous_port\": "
 		 "31000, \"env\": {\"LOCAL_WORLD_SIZE\": \"the-jobs\"}}",
-		 dir);
+		 dir, dir, dir);
 	snprintf(path, sizeof(path), "%s/run/job.json", dir);
 	write_text(path, job);
 	snprintf(url, sizeof(url), "file://%s/run", dir);
