@@ -520,6 +520,18 @@ int job_plan(const struct job_request *r, struct prepared_run *out,
 	return rc;
 }
 
+/* The run's elapsed time (slicectl goodput) counts from here: the
+ * capacity it waits for comes after. */
+static void note_created(struct store *s)
+{
+	struct err e;
+
+	if (event_record_as(s, "slicectl", "created", 0, "slicectl job", NULL,
+			    &e))
+		log_warn("the run's creation is not in its history: %s",
+			 e.msg);
+}
+
 int job_prepare(const struct job_request *r, struct prepared_run *out,
 		struct err *e)
 {
@@ -559,6 +571,8 @@ int job_prepare(const struct job_request *r, struct prepared_run *out,
 			/* Someone wrote it meanwhile: same rule. */
 			err_init(e);
 			rc = check_existing(s, json, &exists, e);
+		} else if (!rc) {
+			note_created(s);
 		}
 	}
 	if (!rc)
