@@ -30,6 +30,10 @@ const char *const goodput_cat_names[GP_NCATS] = {
 	[GP_MAINTENANCE] = "maintenance_and_window_ends", [GP_OTHER] = "other",
 };
 
+/* Far more group restarts than any run makes: a history naming more is
+ * corrupt, not worth an array that large. */
+#define GOODPUT_MAX_GENERATION 1000000
+
 /* The productive time's index beside the categories. */
 #define GP_PRODUCTIVE GP_NCATS
 
@@ -132,6 +136,10 @@ static int span(struct calc *c, struct err *e)
 	if (c->t0 < 0)
 		return err_set(e, COMMON_EINVAL, "the run's history holds no "
 			       "event with a time: nothing to measure");
+	if (c->ngen > GOODPUT_MAX_GENERATION)
+		return err_set(e, COMMON_EINVAL, "the run's history names "
+			       "generation %lld: more than %d is not a run's",
+			       (long long)c->ngen, GOODPUT_MAX_GENERATION);
 	if (c->end < 0)
 		c->end = in->now_ms > c->t0 ? in->now_ms : c->t0;
 	if (c->ngen < 1)
@@ -427,9 +435,10 @@ static int steps_span(struct calc *c, int64_t k, int64_t f, int64_t x)
 	parts[1] = (double)again * c->ideal_ms;
 	parts[2] = stall_ms(c, g);
 	for (int i = 0; i < 3; i++) {
-		int64_t to = at + (int64_t)llround(parts[i]);
+		int64_t to = parts[i] < (double)(x - at)
+				     ? at + (int64_t)llround(parts[i])
+				     : x;
 
-		to = to > x ? x : to;
 		if (add_seg(c, at, to, cats[i], k))
 			return -1;
 		at = to > at ? to : at;

@@ -90,8 +90,10 @@ int step_hist_parse(const char *details, struct step_hist *into,
 	size_t i;
 	int rc = 0;
 
+	/* No step outlasts the last bucket. */
 	if (!json_is_array(h) || n <= 0 || b < 0 || w <= 0 || (w & (w - 1)) ||
 	    !(sum >= 0) ||
+	    sum > (double)n * step_hist_mid_ms(STEP_HIST_BUCKETS) ||
 	    (size_t)b + json_array_size(h) * (size_t)w >
 		    STEP_HIST_BUCKETS + (size_t)w)
 		rc = err_set(e, COMMON_EINVAL, "not a step summary: %.80s",
