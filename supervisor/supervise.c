@@ -381,7 +381,7 @@ bool sup_note_trained(struct sup *s)
 	if (v <= s->trained)
 		return false;
 	s->trained = v;
-	step_clock_saw(&s->step_clock, v, mono_ms());
+	step_clock_saw(&s->step_clock, v, mono_us());
 	return true;
 }
 

@@ -68,7 +68,7 @@ static int64_t train(struct history *h, int64_t gen, double from, double to,
 	char text[256];
 
 	step_clock_start(&c);
-	step_clock_saw(&c, step, (uint64_t)llround(t * 1000));
+	step_clock_saw(&c, step, (uint64_t)llround(t * 1e6));
 	for (;;) {
 		double d = (step + 1) % ckpt ? step_s : 4 * step_s;
 
@@ -76,7 +76,7 @@ static int64_t train(struct history *h, int64_t gen, double from, double to,
 			break;
 		t += d;
 		step++;
-		step_clock_saw(&c, step, (uint64_t)llround(t * 1000));
+		step_clock_saw(&c, step, (uint64_t)llround(t * 1e6));
 		if (t >= next) {
 			step_clock_take(&c, text, sizeof(text));
 			add(h, t, "progress", gen, "slice-0-worker-0",
@@ -342,7 +342,7 @@ Test(goodput, a_week_of_1024_workers)
 	struct goodput g;
 	int64_t step = 0;
 	double t = 20;
-	uint64_t started;
+	struct timespec a, b;
 
 	start_run(&h, 1024);
 	for (int64_t gen = 1; t < 7 * 86400; gen++) {
@@ -367,11 +367,14 @@ Test(goodput, a_week_of_1024_workers)
 		t = end + 100;
 	}
 	add(&h, t + 50, "done", 0, "slice-0-worker-0", "", step, NULL);
-	started = mono_ms();
+	/* CPU time: the tests run niced on a shared machine. */
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
 	compute(&h, 0, &g);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
 	fprintf(stderr, "goodput of a week of 1024 workers, %zu events: "
-		"%.3f in %llu ms\n", h.n, goodput_ratio(&g),
-		(unsigned long long)(mono_ms() - started));
+		"%.3f in %.0f ms of CPU\n", h.n, goodput_ratio(&g),
+		(double)(b.tv_sec - a.tv_sec) * 1e3 +
+			(double)(b.tv_nsec - a.tv_nsec) / 1e6);
 	cr_assert_gt(goodput_ratio(&g), 0.9);
 	cr_assert_eq(g.nfailures, 13);
 	goodput_release(&g);

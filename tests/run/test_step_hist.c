@@ -13,14 +13,14 @@ Test(step_hist, clock_skips_the_first_step_and_shares_unseen_ones)
 	struct step_clock c = { 0 };
 
 	step_clock_start(&c);
-	step_clock_saw(&c, 101, 5000); /* start-up, not a step time */
-	step_clock_saw(&c, 102, 5100);
-	step_clock_saw(&c, 105, 5400); /* three went by: 100 ms each */
-	step_clock_saw(&c, 105, 9000); /* the same step again: nothing */
+	step_clock_saw(&c, 101, 5000000); /* start-up, not a step time */
+	step_clock_saw(&c, 102, 5100000);
+	step_clock_saw(&c, 105, 5400000); /* three went by: 100 ms each */
+	step_clock_saw(&c, 105, 9000000); /* the same step again: nothing */
 	cr_assert_eq(c.h.n, 4);
 	cr_assert_float_eq(c.h.sum_ms, 400, 1e-9);
 	step_clock_start(&c);          /* a new trainer */
-	step_clock_saw(&c, 100, 20000);
+	step_clock_saw(&c, 100, 20000000);
 	cr_assert_eq(c.h.n, 4);
 }
 
