@@ -158,28 +158,37 @@ static int span(struct calc *c, struct err *e)
 	return 0;
 }
 
-/* A progress event's step times, into the run's and its generation's. */
-static int take_times(struct calc *c, struct gen *g, const struct event *ev,
-		      int64_t t)
+/* A progress event's step times, into its generation's. */
+static int take_times(struct gen *g, const struct event *ev, int64_t t)
 {
-	struct step_hist one = { 0 };
+	double before;
 	struct err e;
 
-	if (!*ev->details || step_hist_parse(ev->details, &one, &e))
+	if (!*ev->details)
 		return 0;
 	if (!g->hist && !(g->hist = calloc(1, sizeof(*g->hist))))
 		return -1;
+	before = g->hist->sum_ms;
+	if (step_hist_parse(ev->details, g->hist, &e))
+		return 0;
 	if (g->first_timed < 0)
-		g->first_timed = t - (int64_t)llround(one.sum_ms);
-	for (size_t b = 0; b < STEP_HIST_BUCKETS; b++) {
-		g->hist->c[b] += one.c[b];
-		c->all.c[b] += one.c[b];
-	}
-	g->hist->n += one.n;
-	g->hist->sum_ms += one.sum_ms;
-	c->all.n += one.n;
-	c->all.sum_ms += one.sum_ms;
+		g->first_timed = t - (int64_t)llround(g->hist->sum_ms - before);
 	return 0;
+}
+
+/* Every generation's step times, for the run's ideal step time. */
+static void all_times(struct calc *c)
+{
+	for (int64_t k = 1; k <= c->ngen; k++) {
+		const struct step_hist *h = c->g[k].hist;
+
+		for (size_t b = 0; h && b < STEP_HIST_BUCKETS; b++)
+			c->all.c[b] += h->c[b];
+		if (h) {
+			c->all.n += h->n;
+			c->all.sum_ms += h->sum_ms;
+		}
+	}
 }
 
 static int read_events(struct calc *c)
@@ -217,9 +226,10 @@ static int read_events(struct calc *c)
 		}
 		if (says_trained(ev))
 			g->last_step = latest(g->last_step, ev->step);
-		if (is(ev, "progress") && take_times(c, g, ev, t))
+		if (is(ev, "progress") && take_times(g, ev, t))
 			return -1;
 	}
+	all_times(c);
 	return 0;
 }
 
