@@ -44,6 +44,7 @@ struct gen {
 	int64_t restore_step;    /* -1 none */
 	int64_t last_step;       /* -1 none */
 	int64_t first_timed;     /* its first timed step's start, -1 none */
+	int64_t failed_at;       /* its training stopped being useful */
 	int64_t crash, notice, chaos, hang, gone; /* earliest, -1 none */
 	int64_t recreated;       /* the latest, -1 none */
 	struct step_hist *hist;  /* its step times (NULL: none) */
@@ -151,7 +152,8 @@ static int span(struct calc *c, struct err *e)
 		c->g[k] = (struct gen){
 			.bump = -1, .bump_idx = -1, .stopped = -1,
 			.restored = -1, .started = -1, .restore_step = -1,
-			.last_step = -1, .first_timed = -1, .crash = -1,
+			.last_step = -1, .first_timed = -1, .failed_at = -1,
+			.crash = -1,
 			.notice = -1, .chaos = -1, .hang = -1, .gone = -1,
 			.recreated = -1,
 		};
@@ -495,6 +497,7 @@ static int generation(struct calc *c, int64_t k)
 	f = g->first_timed >= 0				 ? clamp(g->first_timed, t, x)
 	    : g->last_step > (g->restore_step > 0 ? g->restore_step : 0) ? t
 									  : x;
+	g->failed_at = x;
 	if (add_seg(c, r, f, GP_BOOT, k) || steps_span(c, k, f, x))
 		return -1;
 	return 0;
@@ -520,7 +523,8 @@ static const char *cause_of(const struct calc *c, int64_t k,
 	return "other";
 }
 
-static int failures(struct calc *c, struct goodput *out)
+/* The failures whose failure is at or after `from`. */
+static int failures(struct calc *c, int64_t from, struct goodput *out)
 {
 	out->failures = calloc((size_t)c->ngen, sizeof(*out->failures));
 	if (!out->failures)
@@ -528,9 +532,10 @@ static int failures(struct calc *c, struct goodput *out)
 	for (int64_t k = 1; k < c->ngen; k++) {
 		const struct gen *g = &c->g[k], *n = &c->g[k + 1];
 		struct goodput_failure *f = &out->failures[out->nfailures];
+		int64_t at = g->failed_at >= 0 ? g->failed_at : n->bump;
 		const struct event *bump;
 
-		if (n->bump_idx < 0)
+		if (n->bump_idx < 0 || at < from)
 			continue;
 		bump = &c->in->ev[n->bump_idx];
 		out->nfailures++;
@@ -538,7 +543,7 @@ static int failures(struct calc *c, struct goodput *out)
 		snprintf(f->cause, sizeof(f->cause), "%s",
 			 cause_of(c, k, bump));
 		snprintf(f->reason, sizeof(f->reason), "%s", bump->cause);
-		f->at_ms = n->bump;
+		f->at_ms = at;
 		f->detection_s = g->cost[GP_DETECTION] + g->cost[GP_MAINTENANCE];
 		f->hang_s = g->cost[GP_HANG];
 		f->restart_s = n->cost[GP_CAPACITY] + n->cost[GP_BOOT];
@@ -591,12 +596,12 @@ int goodput_compute(const struct goodput_input *in, struct goodput *out,
 	for (int64_t k = 1; !rc && k <= c.ngen; k++)
 		if (generation(&c, k))
 			rc = err_set(e, COMMON_ENOMEM, "out of memory");
-	if (!rc && failures(&c, out))
+	from = in->window_ms > 0 && c.end - in->window_ms > c.t0
+		       ? c.end - in->window_ms
+		       : c.t0;
+	if (!rc && failures(&c, from, out))
 		rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	if (!rc) {
-		from = in->window_ms > 0 && c.end - in->window_ms > c.t0
-			       ? c.end - in->window_ms
-			       : c.t0;
 		totals(&c, from, out);
 		out->ideal_step_s = c.ideal_ms / 1000;
 		out->step_samples = c.all.n;

@@ -47,7 +47,7 @@ struct goodput_failure {
 	char cause[16];      /* crash, hang, preemption, maintenance,
 				operator, other */
 	char reason[256];    /* the bump's */
-	int64_t at_ms;       /* the failure (or the bump when unknown) */
+	int64_t at_ms;       /* the failure (the bump when not known) */
 	double detection_s, hang_s, restart_s, restore_s, recompute_s;
 	int64_t recomputed_steps;
 };
@@ -67,7 +67,8 @@ struct goodput_input {
 	const struct event *ev;    /* in time order */
 	size_t nev;
 	int64_t now_ms;            /* a live run's end */
-	int64_t window_ms;         /* > 0: only the last window_ms */
+	int64_t window_ms;         /* > 0: only the last window_ms, and the
+				      failures in it */
 	unsigned hang_timeout_s;   /* job.json's */
 };
 

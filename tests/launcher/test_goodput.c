@@ -189,6 +189,7 @@ Test(goodput, a_crash_costs_detection_restart_restore_and_steps)
 	cr_assert_eq(g.failures[0].generation, 1);
 	cr_assert_eq(g.failures[0].recomputed_steps, before - 300);
 	cr_assert_float_eq(g.failures[0].detection_s, 2, 1e-9);
+	cr_assert_eq(g.failures[0].at_ms, T0 + 60000);
 	cr_assert_float_eq(g.failures[0].restore_s, 3, 1e-9);
 	/* The survivor's stop, then its start-up to the first step. */
 	cr_assert_float_eq(g.failures[0].restart_s, 3 + 2, 0.2, "%f",
@@ -253,6 +254,11 @@ Test(goodput, a_preemption_waits_for_capacity_and_a_deadline_is_maintenance)
 	cr_assert_float_eq(g.failures[0].restart_s, 30 + 5 + 2, 0.2, "%f",
 			   g.failures[0].restart_s);
 	(void)last;
+	goodput_release(&g);
+	/* The last 15 s hold the deadline's stop, not the preemption. */
+	compute(&h, 15, &g);
+	cr_assert_eq(g.nfailures, 1);
+	cr_assert_str_eq(g.failures[0].cause, "maintenance");
 	goodput_release(&g);
 	free(h.v);
 }

@@ -202,6 +202,8 @@ Test(goodput_run, a_chaos_run_matches_the_trainers_own_steps)
 		ideal, samples, elapsed);
 	cr_assert_eq(json_integer_value(json_object_get(j, "final_step")),
 		     steps);
+	cr_assert(strstr(json_string_value(json_object_get(j, "precision")),
+			 "SLICE_STEP_FILE"), "%s", r.out);
 	cr_assert_lt(fabs(json_number_value(json_object_get(j, "goodput")) -
 			  mine), 0.01, "%s", r.out);
 	/* Every second is somewhere, and each injected failure is one. */
