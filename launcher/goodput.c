@@ -31,8 +31,8 @@ const char *const goodput_cat_names[GP_NCATS] = {
 };
 
 /* Far more group restarts than any run makes: a history naming more is
- * corrupt, not worth an array that large. */
-#define GOODPUT_MAX_GENERATION 1000000
+ * corrupt, not worth an array that large (about 25 MB here). */
+#define GOODPUT_MAX_GENERATION 100000
 
 /* The productive time's index beside the categories. */
 #define GP_PRODUCTIVE GP_NCATS
@@ -494,9 +494,12 @@ static int generation(struct calc *c, int64_t k)
 	    lost_span(c, k, t, e, &x))
 		return -1;
 	/* Trainers that never stepped on were starting all along. */
-	f = g->first_timed >= 0				 ? clamp(g->first_timed, t, x)
-	    : g->last_step > (g->restore_step > 0 ? g->restore_step : 0) ? t
-									  : x;
+	if (g->first_timed >= 0)
+		f = clamp(g->first_timed, t, x);
+	else if (g->last_step > (g->restore_step > 0 ? g->restore_step : 0))
+		f = t;
+	else
+		f = x;
 	g->failed_at = x;
 	if (add_seg(c, r, f, GP_BOOT, k) || steps_span(c, k, f, x))
 		return -1;
