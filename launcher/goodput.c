@@ -266,111 +266,6 @@ static void progress_times(struct calc *c)
 	}
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The weighted median of v[i] with weights w (v sorted). */
-static double weighted_median(const double *v, const uint64_t *w, size_t n,
-			      uint64_t total)
-{
-	uint64_t seen = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		seen += w[i];
-		if (2 * seen >= total)
-			return v[i];
-	}
-	return n ? v[n - 1] : 0;
-}
-
-/* The bucket pairs (middle, count) of h, ascending. */
-struct pair {
-	double v;
-	uint64_t w;
-};
-
-static int cmp_pair(const void *a, const void *b)
-{
-	return cmp_double(&((const struct pair *)a)->v,
-			  &((const struct pair *)b)->v);
-}
-
-/*
- * The mean of the step times at or below median + 3 x MAD. A bucket's
- * steps count at its middle, except that the in-range steps' sum is the
- * exact total less the slow buckets' middles. The MAD is at least one
- * bucket's width: steps all in one bucket would otherwise put the next
- * one out of range, which the raw times would not.
- */
-static double threshold_ms(const struct step_hist *h, double *mid_med)
-{
-	struct pair p[STEP_HIST_BUCKETS];
-	double v[STEP_HIST_BUCKETS], med, mad;
-	uint64_t w[STEP_HIST_BUCKETS];
-	size_t n = 0;
-
-	for (size_t b = 0; b < STEP_HIST_BUCKETS; b++)
-		if (h->c[b]) {
-			v[n] = step_hist_mid_ms((double)b);
-			w[n++] = h->c[b];
-		}
-	med = weighted_median(v, w, n, h->n);
-	for (size_t i = 0; i < n; i++)
-		p[i] = (struct pair){ fabs(v[i] - med), w[i] };
-	qsort(p, n, sizeof(*p), cmp_pair);
-	for (size_t i = 0; i < n; i++) {
-		v[i] = p[i].v;
-		w[i] = p[i].w;
-	}
-	mad = weighted_median(v, w, n, h->n);
-	if (mad < med * (STEP_HIST_RATIO - 1))
-		mad = med * (STEP_HIST_RATIO - 1);
-	*mid_med = med;
-	return med + 3 * mad;
-}
-
-static double ideal_ms(const struct step_hist *h)
-{
-	double med, thr, slow = 0;
-	uint64_t in = 0;
-
-	if (!h->n)
-		return 0;
-	thr = threshold_ms(h, &med);
-	for (size_t b = 0; b < STEP_HIST_BUCKETS; b++) {
-		double mid = step_hist_mid_ms((double)b);
-
-		if (mid <= thr)
-			in += h->c[b];
-		else
-			slow += mid * (double)h->c[b];
-	}
-	if (!in)
-		return med;
-	return h->sum_ms > slow ? (h->sum_ms - slow) / (double)in : med;
-}
-
-/* The excess over ideal of g's steps slower than the range. */
-static double stall_ms(const struct calc *c, const struct gen *g)
-{
-	double med, thr, excess = 0;
-
-	if (!g->hist || !c->all.n)
-		return 0;
-	thr = threshold_ms(&c->all, &med);
-	for (size_t b = 0; b < STEP_HIST_BUCKETS; b++) {
-		double mid = step_hist_mid_ms((double)b);
-
-		if (mid > thr && g->hist->c[b])
-			excess += (mid - c->ideal_ms) * (double)g->hist->c[b];
-	}
-	return excess;
-}
-
 /* A failure's span [x, e): detection until the bump, except that hosts
  * gone are waiting for capacity until they are back, and booting after:
  * the restart's, so the next generation's cost. */
@@ -445,7 +340,7 @@ static int steps_span(struct calc *c, int64_t k, int64_t f, int64_t x)
 	}
 	parts[0] = kept_to > from ? (double)(kept_to - from) * c->ideal_ms : 0;
 	parts[1] = (double)again * c->ideal_ms;
-	parts[2] = stall_ms(c, g);
+	parts[2] = goodput_slow_excess_ms(&c->all, g->hist, c->ideal_ms);
 	for (int i = 0; i < 3; i++) {
 		int64_t to = parts[i] < (double)(x - at)
 				     ? at + (int64_t)llround(parts[i])
@@ -595,7 +490,7 @@ int goodput_compute(const struct goodput_input *in, struct goodput *out,
 				 "interval";
 		progress_times(&c);
 	}
-	c.ideal_ms = rc ? 0 : ideal_ms(&c.all);
+	c.ideal_ms = rc ? 0 : goodput_ideal_ms(&c.all);
 	for (int64_t k = 1; !rc && k <= c.ngen; k++)
 		if (generation(&c, k))
 			rc = err_set(e, COMMON_ENOMEM, "out of memory");

@@ -84,6 +84,16 @@ double goodput_ratio(const struct goodput *g);
 /* All that one failure cost. */
 double goodput_failure_cost(const struct goodput_failure *f);
 
+/* ---- goodput_steps.c: step times ---- */
+
+/* The mean of h's step times at or below median + 3 x MAD, in ms; 0 when
+ * h holds none. */
+double goodput_ideal_ms(const struct step_hist *h);
+/* What h's steps slower than all's median + 3 x MAD took beyond ideal,
+ * in ms (h NULL: none). */
+double goodput_slow_excess_ms(const struct step_hist *all,
+			      const struct step_hist *h, double ideal);
+
 /* ---- goodput_show.c: from a run's bucket, and shown ---- */
 
 /* The goodput of the run at s (its history read now; a live run's ends
