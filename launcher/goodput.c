@@ -62,6 +62,7 @@ struct calc {
 	int64_t ngen;
 	struct step_hist all;
 	int64_t t0, end;
+	int64_t cursor;          /* the end of the generations done so far */
 	double ideal_ms;
 	struct seg *segs;
 	size_t nsegs, cap;
@@ -142,7 +143,8 @@ static int span(struct calc *c, struct err *e)
 			       "generation %lld: more than %d is not a run's",
 			       (long long)c->ngen, GOODPUT_MAX_GENERATION);
 	if (c->end < 0)
-		c->end = in->now_ms > c->t0 ? in->now_ms : c->t0;
+		c->end = in->now_ms;
+	c->end = c->end > c->t0 ? c->end : c->t0; /* a skewed clock's end */
 	if (c->ngen < 1)
 		c->ngen = 1;
 	c->g = calloc((size_t)c->ngen + 2, sizeof(*c->g));
@@ -375,8 +377,11 @@ static int generation(struct calc *c, int64_t k)
 			e = c->g[n].bump;
 			break;
 		}
-	s = clamp(s, c->t0, c->end);
+	/* Writers' clocks disagree: a bump may be stamped before the one
+	 * it follows. Generations never overlap. */
+	s = clamp(s, c->cursor > c->t0 ? c->cursor : c->t0, c->end);
 	e = clamp(e, s, c->end);
+	c->cursor = e;
 	b = k > 1 ? clamp(c->g[k - 1].stopped, s, e) : s;
 	r = g->restored >= 0 ? clamp(g->restored, b, e) : b;
 	t = g->started >= 0 ? clamp(g->started, r, e) : e;

@@ -386,3 +386,35 @@ Test(goodput, a_week_of_1024_workers)
 	goodput_release(&g);
 	free(h.v);
 }
+
+/* Histories in any order of any kinds, generations, steps and details:
+ * figures that add up, never a crash. */
+Test(goodput, shuffled_nonsense_still_adds_up)
+{
+	static const char *const kinds[] = {
+		"created", "boot", "bump", "restore", "start", "progress",
+		"exit", "stop", "hang", "notice", "chaos", "gone", "recreated",
+		"commit", "done", "failed", "end", "whatever",
+	};
+	static const char *const details[] = {
+		"", "{\"n\":2,\"sum_us\":200000,\"b\":232,\"w\":1,\"h\":[2]}",
+		"{\"n\":1,\"sum_us\":1,\"b\":0,\"w\":1024,\"h\":[1]}", "[]",
+	};
+	static const int64_t steps[] = { -1, 0, 7, 500, INT64_MAX / 4 };
+
+	srand(25);
+	for (int round = 0; round < 50; round++) {
+		struct history h = { 0 };
+		struct goodput g;
+
+		for (int i = 0; i < 300; i++)
+			add(&h, rand() % 1000 - 100,
+			    kinds[rand() % (int)(sizeof(kinds) / sizeof(*kinds))],
+			    rand() % 12 - 1, "slice-0-worker-0",
+			    rand() % 2 ? "maintenance deadline" : "exit 1",
+			    steps[rand() % 5], details[rand() % 4]);
+		compute(&h, rand() % 2 ? 0 : 300, &g);
+		goodput_release(&g);
+		free(h.v);
+	}
+}
