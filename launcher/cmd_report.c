@@ -16,7 +16,8 @@ static const char usage[] =
 	"usage: slicectl report RUN [--output FILE.html] [--bucket URL]\n"
 	"\n"
 	"Draws what happened to the run as one HTML file that needs nothing\n"
-	"else (inline SVG and CSS, no script, no fetched font): a time axis\n"
+	"else (inline SVG and CSS, no script, no fetched font): its goodput\n"
+	"on top (slicectl goodput's first line), a time axis\n"
 	"with one lane per worker (running, restoring, stopped, lost; above\n"
 	"64 workers, a slice's workers that agree share a lane), every\n"
 	"generation with its cause, the committed checkpoints, the step rate\n"
@@ -81,6 +82,7 @@ int cmd_report(int argc, char **argv)
 	struct opt opts[OPT_COUNT(own) + RUN_OPTIONS_COUNT + 1] = { 0 };
 	struct report_input in = { 0 };
 	struct report_commit *cv = NULL;
+	struct goodput g = { 0 };
 	struct event *ev = NULL;
 	struct control c;
 	char path[4096];
@@ -110,6 +112,8 @@ int cmd_report(int argc, char **argv)
 	in.control = &c;
 	in.ev = ev;
 	in.commits = cv;
+	/* The page stands without it: a history with nothing to measure. */
+	in.goodput = goodput_of_run(ro.store, &ro.job, 0, &g, &e) ? NULL : &g;
 	if (report_render(&in, &b)) {
 		log_error("out of memory");
 		status = 1;
@@ -122,6 +126,7 @@ int cmd_report(int argc, char **argv)
 	if (!status)
 		printf("%s\n", path);
 done:
+	goodput_release(&g);
 	buf_release(&b);
 	free(ev);
 	free(cv);

@@ -37,7 +37,10 @@ static const char usage[] =
 	"           this worker, and this worker's trainer has not reached\n"
 	"           that step: the others moved on, it did not.\n"
 	"\n"
-	"--format json prints {\"run\", \"url\", \"state\", \"generation\",\n"
+	"The first line is the run's goodput so far (slicectl goodput).\n"
+	"\n"
+	"--format json prints {\"goodput\" (slicectl goodput's object, null\n"
+	"before the run has a history), \"run\", \"url\", \"state\", \"generation\",\n"
 	"\"reason\", \"updated_by\", \"time\", \"committed_step\", \"heartbeat_s\",\n"
 	"\"deadline\": {\"kind\", \"time\", \"about\", \"checkpointed\"},\n"
 	"\"queued_resource\": {\"name\", \"state\", \"capacity\", \"window_end\",\n"
@@ -103,6 +106,10 @@ int cmd_status(int argc, char **argv)
 		rc = status_list(ro.store, &sv, &n, &e);
 	if (!rc)
 		run_view_watch(&v);
+	/* A history with nothing to measure yet leaves the rest to show. */
+	if (!rc)
+		v.have_goodput = !goodput_of_run(ro.store, &ro.job, 0,
+						 &v.goodput, &e);
 	if (rc) {
 		status = run_exit_status(rc, &e);
 		goto out;
@@ -128,6 +135,7 @@ int cmd_status(int argc, char **argv)
 			status_print_target(&v);
 	}
 out:
+	goodput_release(&v.goodput);
 	target_view_release(&v.tv);
 	free(v.rows);
 	free(sv);

@@ -525,6 +525,18 @@ int job_plan(const struct job_request *r, struct prepared_run *out,
 	return rc;
 }
 
+/* The run's elapsed time (slicectl goodput) counts from `created` (made
+ * when slicectl job began: the upload of its code counts too), recorded
+ * once its job.json is there. */
+static void note_created(struct store *s, const struct event *created)
+{
+	struct err e;
+
+	if (event_record(NULL, s, created, &e))
+		log_warn("the run's creation is not in its history: %s",
+			 e.msg);
+}
+
 int job_prepare(const struct job_request *r, struct prepared_run *out,
 		struct err *e)
 {
@@ -534,9 +546,13 @@ int job_prepare(const struct job_request *r, struct prepared_run *out,
 	struct store *s = NULL;
 	struct control ctl;
 	uint64_t size = 0;
+	struct event created;
 	bool exists;
 	int rc;
 
+	event_init(&created, "created", 0, "slicectl");
+	snprintf(created.by, sizeof(created.by), "slicectl");
+	snprintf(created.cause, sizeof(created.cause), "slicectl job");
 	rc = plan(r, out, &json, supervisor, sizeof(supervisor), &size, e);
 	if (rc)
 		goto out;
@@ -565,6 +581,8 @@ int job_prepare(const struct job_request *r, struct prepared_run *out,
 			err_init(e);
 			rc = check_existing(s, json, r->rendezvous_port_picked,
 					    &exists, e);
+		} else if (!rc) {
+			note_created(s, &created);
 		}
 	}
 	if (!rc)

@@ -40,6 +40,8 @@ int cmd_stop(int argc, char **argv);
 /* A run's history (events/) as a list, and as a picture. */
 int cmd_events(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+/* What share of a run's time trained the model (goodput.h). */
+int cmd_goodput(int argc, char **argv);
 /* A job handed to the workers' supervisors (job.h), on one of the
  * targets (launcher/target/target.h): tpu-vm (queued resources, the
  * default), gke (a JobSet), slurm (a batch job) or local (this

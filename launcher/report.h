@@ -8,6 +8,7 @@
 #define SLICECTL_LAUNCHER_REPORT_H
 
 #include "common/common.h"
+#include "launcher/goodput.h"
 #include "run/run.h"
 
 struct report_commit {
@@ -24,6 +25,7 @@ struct report_input {
 	size_t nev;
 	const struct report_commit *commits; /* ascending by step */
 	size_t ncommits;
+	const struct goodput *goodput; /* the headline; NULL none */
 };
 
 /* Appends the page to out. COMMON_ENOMEM when memory ran out. */

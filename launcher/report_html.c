@@ -801,7 +801,19 @@ static int header(const struct model *m, struct buf *b,
 	if (!r)
 		r = esc(b, in->run);
 	if (!r)
-		r = buf_appends(b, "</h1>\n<dl><dt>run</dt><dd>");
+		r = buf_appends(b, "</h1>\n");
+	if (!r && in->goodput) {
+		char line[512];
+
+		goodput_headline(in->goodput, line, sizeof(line));
+		r = buf_appends(b, "<p class=\"goodput\"><b>");
+		if (!r)
+			r = esc(b, line);
+		if (!r)
+			r = buf_appends(b, "</b></p>\n");
+	}
+	if (!r)
+		r = buf_appends(b, "<dl><dt>run</dt><dd>");
 	if (!r)
 		r = esc(b, in->url);
 	if (!r)

@@ -9,6 +9,7 @@
 #define SLICECTL_LAUNCHER_RUN_VIEW_H
 
 #include "checkpoint/checkpoint.h"
+#include "launcher/goodput.h"
 #include "launcher/launcher.h"
 #include "launcher/run_options.h"
 #include "launcher/watch_state.h"
@@ -56,6 +57,8 @@ struct view {
 	long long window_s;
 	struct watch_state watch;       /* slicectl job --watch's view */
 	bool have_watch;
+	struct goodput goodput;         /* the run's so far, on top */
+	bool have_goodput;
 };
 
 /* Seconds from RFC 3339 time t to now; -1 when t is not one. */

@@ -44,6 +44,7 @@ static const struct command commands[] = {
 	  "start announced maintenance now, after a committed step" },
 	{ "events", cmd_events, "list a run's history: bumps, notices, commits" },
 	{ "report", cmd_report, "draw a run's history as one HTML page" },
+	{ "goodput", cmd_goodput, "how much of a run's time trained the model" },
 };
 
 static void usage(FILE *f)

@@ -125,7 +125,12 @@ void status_print_text(const struct view *v)
 	const struct run_options *ro = v->ro;
 	const struct control *c = &v->control;
 	const struct job *j = &ro->job;
+	char headline[512];
 
+	if (v->have_goodput) {
+		goodput_headline(&v->goodput, headline, sizeof(headline));
+		printf("%s\n", headline);
+	}
 	printf("run:        %s (%s)\n", ro->run, ro->url);
 	if (v->have_control) {
 		printf("state:      %s, generation %" PRId64 "\n", c->state,
@@ -283,6 +288,9 @@ void status_print_json(const struct view *v)
 
 	for (size_t i = 0; i < v->nrows; i++)
 		json_array_append_new(workers, worker_json(&v->rows[i]));
+	json_object_set_new(o, "goodput", v->have_goodput
+						  ? goodput_json(&v->goodput)
+						  : json_null());
 	json_object_set_new(o, "run", run_json_text(v->ro->run));
 	json_object_set_new(o, "url", run_json_text(v->ro->url));
 	json_object_set_new(o, "state", run_json_text(k ? c->state : NULL));

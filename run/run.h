@@ -322,4 +322,47 @@ int control_bump_deadline(struct store *s, const struct control *seen,
 /* Writes st (its time set to now) as status/slice-S-worker-W.json. */
 int status_put(struct store *s, struct worker_status *st, struct err *e);
 
+/*
+ * Step times, to step precision at one event every 5 s (docs/DESIGN.md
+ * "Goodput"): worker 0's supervisor times each step the trainer reports
+ * in SLICE_STEP_FILE and its progress event carries what it saw since
+ * the one before as details {"n": N, "sum_us": S, "b": B, "w": W,
+ * "h": [C, ...]}: N steps took S microseconds in all, and C of them took between
+ * STEP_HIST_RATIO^(B + i W) and STEP_HIST_RATIO^(B + (i + 1) W) ms (W a
+ * power of two, the smallest whose text fits in the event).
+ */
+#define STEP_HIST_RATIO 1.02
+#define STEP_HIST_BUCKETS 1024 /* 1 ms to about 2.6e8 ms; below 1 ms: 0 */
+struct step_hist {
+	uint64_t n;
+	double sum_ms;
+	uint64_t c[STEP_HIST_BUCKETS];
+};
+/* count steps of ms each. */
+void step_hist_add(struct step_hist *h, double ms, uint64_t count);
+/* The middle of bucket b, in ms. */
+double step_hist_mid_ms(double b);
+/* h as details text ("" when empty); -1 when nothing fits in cap. */
+int step_hist_format(const struct step_hist *h, char *out, size_t cap);
+/* Adds the summary in details to into; COMMON_EINVAL when details is no
+ * step summary or a malformed one (into unchanged). */
+int step_hist_parse(const char *details, struct step_hist *into,
+		    struct err *e);
+
+/* The steps a supervisor sees go by: a step's time is from the one seen
+ * before it to it, shared among the steps in between when several went
+ * by unseen. The first step after a trainer starts is start-up, not a
+ * step time. */
+struct step_clock {
+	struct step_hist h;
+	int64_t step;            /* the newest seen, -1 none since start */
+	uint64_t at_us;          /* when (microseconds: a 30 ms step timed
+				    in whole ms would be 3% off) */
+};
+void step_clock_start(struct step_clock *c);
+void step_clock_saw(struct step_clock *c, int64_t step, uint64_t now_us);
+/* step_hist_format of what was seen since the last take, then forgets it
+ * (the steps seen go on counting). */
+int step_clock_take(struct step_clock *c, char *out, size_t cap);
+
 #endif

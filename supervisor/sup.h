@@ -61,6 +61,8 @@ struct sup {
 	uint64_t looked_ms;        /* the run phase's last look */
 	int64_t newest_done;
 	int64_t trained;           /* SLICE_STEP_FILE's step, -1 none yet */
+	struct step_clock step_clock; /* its step times, for worker 0's
+					 progress events */
 	bool task_pending;
 	bool notice;               /* SIGTERM or a metadata notice */
 	bool orphan;               /* an earlier supervisor's trainer ran */

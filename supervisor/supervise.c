@@ -314,6 +314,7 @@ enum sup_phase sup_start_trainer(struct sup *s)
 	/* Another run of the same name may have left one. */
 	unlink(s->step_path);
 	s->trained = -1;
+	step_clock_start(&s->step_clock);
 	if (trainer_env(s, &env)) {
 		strlist_release(&env);
 		log_error("out of memory");
@@ -386,6 +387,7 @@ bool sup_note_trained(struct sup *s)
 	if (v <= s->trained)
 		return false;
 	s->trained = v;
+	step_clock_saw(&s->step_clock, v, mono_us());
 	return true;
 }
 
@@ -663,7 +665,7 @@ void sup_init(struct sup *s, const struct supervise_options *o)
 	*s = (struct sup){ .o = o, .phase = P_JOIN, .pipe = { -1, -1 },
 			   .lock_fd = -1, .steps = { .fd = -1 },
 			   .newest_done = -1, .trained = -1,
-			   .timed_step = -1 };
+			   .timed_step = -1, .step_clock = { .step = -1 } };
 	job_init(&s->job);
 	identity_init(&s->id);
 	trainer_init(&s->trainer);

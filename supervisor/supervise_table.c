@@ -433,10 +433,13 @@ static void note_progress(struct sup *s, const struct shipper_state *ss,
 	}
 	if (s->id.process_id == 0 && step >= 0 &&
 	    now >= s->noted_progress_ms + PROGRESS_EVENT_MS) {
+		char times[sizeof(((struct event *)0)->details)];
+
 		s->noted_progress_ms = now;
+		step_clock_take(&s->step_clock, times, sizeof(times));
 		sup_note(s, "progress", step,
 			 s->trained >= 0 ? "SLICE_STEP_FILE" : "checkpoint",
-			 NULL);
+			 times);
 	}
 }
 

@@ -44,7 +44,10 @@ set alone, as identical replicas.
 Settings (environment, with defaults): SGD_SEED 1234, SGD_STEPS 3000,
 SGD_CKPT_EVERY 500, SGD_DIM 8, SGD_SAMPLES 4096, SGD_BATCH 32, SGD_LR
 0.05, SGD_MOMENTUM 0.9, SGD_PRINT_EVERY 100, SGD_STEP_S 0 (a sleep per
-step, to make a demonstration last), SGD_SYNC_DIR (none).
+step, to make a demonstration last), SGD_SYNC_DIR (none), SGD_STEP_LOG
+(none: else process 0 appends "GENERATION STEP UNIX_TIME" to that file
+after each step, the trainer's own account that tests check slicectl
+goodput against).
 """
 
 import json
@@ -88,6 +91,7 @@ NPROC = int(env.get("SLICE_NUM_PROCESSES", "1"))
 GEN = int(env.get("SLICE_GENERATION", "1"))
 RUN = env.get("SLICE_RUN", "run")
 STEP_FILE = env.get("SLICE_STEP_FILE")
+STEP_LOG = env.get("SGD_STEP_LOG") if PID == 0 else None
 CKPT_DIR = env.get("SLICE_CHECKPOINT_DIR")
 if not CKPT_DIR:
     sys.exit("train.py: SLICE_CHECKPOINT_DIR is not set (run it under "
@@ -229,13 +233,16 @@ def save(step, params, velocity):
         pass
 
 
-def report(step):
+def report(step, log):
     # Replaced whole, so the supervisor never reads half a number.
     if STEP_FILE:
         tmp = STEP_FILE + ".tmp"
         with open(tmp, "w") as f:
             f.write("%d\n" % step)
         os.replace(tmp, STEP_FILE)
+    if log:
+        log.write("%d %d %.6f\n" % (GEN, step, time.time()))
+        log.flush()
 
 
 def restore():
@@ -277,6 +284,7 @@ def main():
           % (PID, NPROC, GEN, how, SEED, STEPS,
              "sharded" if SHARDED else "whole data set"), flush=True)
     peer_stopped = False
+    log = open(STEP_LOG, "a") if STEP_LOG else None
     while step < STEPS:
         if stopping:
             if SHARDED:
@@ -299,7 +307,9 @@ def main():
         if step % EVERY == 0:
             save(step, params, velocity)
             saved = step
-        report(step)
+        report(step, log)
+    if log:
+        log.close()
     if step < STEPS:
         # Stopped early: the step completed last is saved (all processes
         # save the same one), unless there is nothing new to save.
