@@ -3,7 +3,8 @@
  * when every worker of a 2 x 4 run records and bumps at once (one
  * process each, as on the VMs), at most one object a second per writer,
  * and nothing lost to a store outage, not even one that outlasts the
- * writer (GCS fake's fault rules).
+ * writer (GCS fake's fault rules); and read back in time order with a
+ * batch written twice counted once.
  */
 #include "run/run.h"
 #include "cloud/cloud.h"
@@ -278,6 +279,62 @@ Test(events, a_bucket_outage_delays_them_and_loses_none)
 	cr_expect_str_eq(v[5].kind, "boot");
 	for (size_t i = 0; i < 3; i++)
 		cr_expect_eq(v[i].step, (int64_t)i + 1);
+	free(v);
+	store_close(s);
+}
+
+/* Batches in any order, one of them written twice, come back in time
+ * order (ties by writer), the copy once; a time in another form than the
+ * writers stamp comes after every stamped one. */
+Test(events, listed_in_time_order_without_copies)
+{
+	static const char *const batches[][2] = {
+		{ "events/000002-0000000002-b.json",
+		  "{\"writer\":\"b\",\"events\":["
+		  "{\"time\":\"2026-11-28T01:00:02.000Z\",\"kind\":\"exit\","
+		  "\"worker\":\"b\"},"
+		  "{\"time\":\"2026-11-28T01:00:00.500Z\",\"kind\":\"boot\","
+		  "\"worker\":\"b\"}]}" },
+		{ "events/000001-0000000001-a.json",
+		  "{\"writer\":\"a\",\"events\":["
+		  "{\"time\":\"2026-11-28T01:00:00.500Z\",\"kind\":\"boot\","
+		  "\"worker\":\"a\"},"
+		  "{\"time\":\"2026-11-28 01:00:00\",\"kind\":\"odd\","
+		  "\"worker\":\"a\"}]}" },
+		{ "events/000001-0000000002-a.json",
+		  "{\"writer\":\"a\",\"events\":["
+		  "{\"time\":\"2026-11-28T01:00:00.500Z\",\"kind\":\"boot\","
+		  "\"worker\":\"a\"},"
+		  "{\"time\":\"2026-11-28 01:00:00\",\"kind\":\"odd\","
+		  "\"worker\":\"a\"}]}" },
+		{ "events/000001-0000000003-a.json",
+		  "{\"writer\":\"a\",\"events\":["
+		  "{\"time\":\"2026-11-28T00:59:59.999Z\",\"kind\":\"created\","
+		  "\"worker\":\"a\"}]}" },
+	};
+	static const char *const want[][2] = {
+		{ "created", "a" }, { "boot", "a" }, { "boot", "b" },
+		{ "exit", "b" }, { "odd", "a" },
+	};
+	char url[1100];
+	struct store *s;
+	struct event *v;
+	struct err e;
+	size_t n;
+
+	snprintf(url, sizeof(url), "file://%s/run", root);
+	s = open_store(url);
+	for (size_t i = 0; i < sizeof(batches) / sizeof(*batches); i++)
+		cr_assert_eq(store_put(s, batches[i][0], batches[i][1],
+				       strlen(batches[i][1]),
+				       STORE_CREATE_ONLY, NULL, &e),
+			     0, "%s", e.msg);
+	cr_assert_eq(events_list(s, &v, &n, &e), 0, "%s", e.msg);
+	cr_assert_eq(n, sizeof(want) / sizeof(*want));
+	for (size_t i = 0; i < n; i++) {
+		cr_expect_str_eq(v[i].kind, want[i][0], "event %zu", i);
+		cr_expect_str_eq(v[i].worker, want[i][1], "event %zu", i);
+	}
 	free(v);
 	store_close(s);
 }
