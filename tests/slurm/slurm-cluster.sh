@@ -11,7 +11,11 @@
 # and `scontrol token` work (the primary auth/none checks no token);
 # ProctrackType=proctrack/linuxproc and
 # TaskPlugin=task/none, so no cgroups and no systemd. SLURM_CLUSTER_CONF
-# (lines) is appended to slurm.conf. `start` returns once every node is
+# (lines) is appended to slurm.conf. SLURM_CLUSTER_GPUS=G gives every
+# node G fake GPUs (gres gpu:G): 22.05's gres/gpu drops a GPU without a
+# device File, and wants a character device there, so gres.conf names
+# DIR/dev/nvidia0.. as symlinks to /dev/null; steps then get
+# SLURM_GPUS_ON_NODE and CUDA_VISIBLE_DEVICES as on real GPUs. `start` returns once every node is
 # idle and prints SLURM_CONF=DIR/slurm.conf; when a daemon exits first, or
 # after START_S seconds, it prints the logs' last lines, stops what it
 # started and fails. `stop` cancels every job, waits for them to end, then
@@ -119,6 +123,19 @@ AuthAltParameters=jwt_key=$dir/jwt.key"
 	fi
 	ctld_port=$1
 	shift
+	gpus=${SLURM_CLUSTER_GPUS:-0}
+	gres=
+	if [ "$gpus" -gt 0 ]; then
+		mkdir -p "$dir/dev"
+		k=0
+		while [ "$k" -lt "$gpus" ]; do
+			ln -sf /dev/null "$dir/dev/nvidia$k"
+			k=$((k + 1))
+		done
+		echo "NodeName=n[1-$nodes] Name=gpu File=$dir/dev/nvidia[0-$((gpus - 1))]" \
+			>"$dir/gres.conf"
+		gres=" Gres=gpu:$gpus"
+	fi
 	{
 		cat <<CONF
 ClusterName=slicetest
@@ -152,10 +169,11 @@ InactiveLimit=0
 KillWait=10
 CONF
 		[ -z "$jwt" ] || echo "$jwt"
+		[ -z "$gres" ] || echo "GresTypes=gpu"
 		[ -z "${SLURM_CLUSTER_CONF:-}" ] || echo "$SLURM_CLUSTER_CONF"
 		i=1
 		for port in "$@"; do
-			echo "NodeName=n$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$port CPUs=2 RealMemory=1000 State=UNKNOWN"
+			echo "NodeName=n$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$port CPUs=2 RealMemory=1000$gres State=UNKNOWN"
 			i=$((i + 1))
 		done
 		echo "PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP"

@@ -33,6 +33,7 @@ static void job(struct run_result *r, const char *run, const char *nodes,
 Test(slurm, render_prints_the_batch_script)
 {
 	struct run_result r;
+	const char *profile;
 
 	cr_assert_eq(make_temp_dir(slurm_dir, sizeof(slurm_dir), "slurm"), 0);
 	snprintf(slurm_bucket, sizeof(slurm_bucket), "file://%s", slurm_dir);
@@ -57,6 +58,15 @@ Test(slurm, render_prints_the_batch_script)
 		     NULL };
 	     *l; l++)
 		cr_expect(strstr(r.out, *l), "no '%s' in:\n%s", *l, r.out);
+	/* Cluster Toolkit's NCCL profile, sourced before the step when the
+	 * node has it, so that srun hands its variables to the trainers. */
+	profile = strstr(r.out, "nccl_profile=${SLICE_NCCL_PROFILE:-/var/lib/"
+				"tcpxo/lib64/nccl-env-profile.sh}\n"
+				"if [ -r \"$nccl_profile\" ]; then\n"
+				"\tset +u\n\t. \"$nccl_profile\"\n");
+	cr_expect(profile, "no NCCL profile in:\n%s", r.out);
+	cr_expect(profile && profile < strstr(r.out, "srun "),
+		  "the profile comes after srun:\n%s", r.out);
 	run_result_release(&r);
 	slurm_no_run("big");
 	rm_rf(slurm_dir);

@@ -7,6 +7,10 @@
  * commits an emergency step, and then requeues the job, whose next
  * allocation comes back with SLURM_RESTART_COUNT grown and restores the
  * newest committed step.
+ *
+ * Before the step, the script sources Cluster Toolkit's NCCL profile when
+ * the node has one (GPUDirect-TCPXO's settings on A3 Mega), so that srun
+ * passes its variables to every supervisor and so to every trainer.
  */
 #include "launcher/target/slurm/slurm.h"
 
@@ -92,6 +96,19 @@ int slurm_check(const struct slurm_spec *s, struct err *e)
 	return 0;
 }
 
+/* Cluster Toolkit's NCCL profile, read when it is there. Its own
+ * references to unset variables (LD_LIBRARY_PATH) must not end the
+ * script, which runs under set -u. SLICE_NCCL_PROFILE, in sbatch's
+ * environment, names another file: the tests' profile. */
+static const char nccl_profile[] =
+	"nccl_profile=${SLICE_NCCL_PROFILE:-"
+	"/var/lib/tcpxo/lib64/nccl-env-profile.sh}\n"
+	"if [ -r \"$nccl_profile\" ]; then\n"
+	"\tset +u\n"
+	"\t. \"$nccl_profile\"\n"
+	"\tset -u\n"
+	"fi\n";
+
 /* The step: every node fetches the supervisor, checks it, runs it. */
 static const char step_script[] =
 	"set -eu\n"
@@ -170,6 +187,7 @@ int slurm_render(const struct slurm_spec *s, struct buf *b, struct err *e)
 			      "emergency step; the job then\n# requeues "
 			      "itself and its next allocation restores the "
 			      "newest committed step.\nset -u\n", s->run);
+	bad |= buf_appends(b, nccl_profile);
 	bad |= buf_appends(b, "SLICE_RUN_URL=") || shq_append(b, url);
 	bad |= buf_appends(b, "\nSLICE_SUPERVISOR_URL=") ||
 	       buf_appendf(&step, "%s/supervisor/slice-supervisor-%s",

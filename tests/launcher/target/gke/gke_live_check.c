@@ -309,6 +309,21 @@ static const char *sgd_dir(void)
 	return path;
 }
 
+void evict_pod(const char *run, size_t i)
+{
+	json_t *status = status_json(run);
+	json_t *pods = json_object_get(json_object_get(status, "target"),
+				       "pods");
+	char body[512];
+
+	cr_assert_lt(i, json_array_size(pods), "%s has no pod %zu", run, i);
+	snprintf(body, sizeof(body),
+		 "{\"namespace\": \"default\", \"name\": \"%s\"}",
+		 jstr(json_array_get(pods, i), "name"));
+	json_decref(status);
+	POST("/_fake/evict", body);
+}
+
 const char *const *sgd_flags(const char *run, const char *steps,
 				    const char *step_s, const char *extra)
 {

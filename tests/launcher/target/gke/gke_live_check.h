@@ -1,9 +1,10 @@
 /*
  * tests/launcher/target/gke/gke_live_check.h: what the tests of slicectl
  * job --target gke against the Kubernetes API fake (test_gke_live.c,
- * test_gke_operator.c, test_gke_chaos.c) share: a temporary directory
- * per test, the fake (tests/fakes/kube_fake.py) and a kubeconfig reaching
- * it, Kueue's queues, the job's argv, and waits on `slicectl status`.
+ * test_gke_operator.c, test_gke_chaos.c, test_gke_gpu.c,
+ * test_gke_torch.c) share: a temporary directory per test, the fake
+ * (tests/fakes/kube_fake.py) and a kubeconfig reaching it, Kueue's
+ * queues, the job's argv, evictions, and waits on `slicectl status`.
  * Failures are the current Criterion test's.
  *
  * The fake is started by each test and stopped by its pid (it kills every
@@ -67,6 +68,9 @@ json_t *wait_running(const char *run, size_t n, long long gen,
 json_t *wait_state(const char *run, const char *state, long ms);
 /* Waits until the run's JobSet has ended as end; returns the status. */
 json_t *wait_end(const char *run, const char *end, long ms);
+/* Evicts (the fake's /_fake/evict) the i-th of run's pods that status
+ * lists. */
+void evict_pod(const char *run, size_t i);
 /* examples/sgd's flags for run (sync directory its own), with
  * --priority-class extra unless NULL. */
 const char *const *sgd_flags(const char *run, const char *steps,

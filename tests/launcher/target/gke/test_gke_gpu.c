@@ -98,7 +98,7 @@ static char *quota_message(const char *run)
 
 Test(gke_live, gpu_nodes_quota_eviction_and_a_waiting_job)
 {
-	char out[HARNESS_PATH + 32], err[HARNESS_PATH + 32], body[512];
+	char out[HARNESS_PATH + 32], err[HARNESS_PATH + 32];
 	char *msg, *first, *second, *text;
 	struct run_result r;
 	json_t *pods, *p, *j;
@@ -148,12 +148,7 @@ Test(gke_live, gpu_nodes_quota_eviction_and_a_waiting_job)
 	j = wait_running("gpu", 2, 1, 50);
 	gen = json_integer_value(json_object_get(j, "generation"));
 	json_decref(j);
-	pods = pods_target("gpu");
-	snprintf(body, sizeof(body),
-		 "{\"namespace\": \"default\", \"name\": \"%s\"}",
-		 jstr(json_array_get(pods, 1), "name"));
-	json_decref(pods);
-	POST("/_fake/evict", body);
+	evict_pod("gpu", 1);
 	json_decref(wait_running("gpu", 2, gen + 1, 100));
 	json_decref(wait_state("gpu", "done", 300000));
 	json_decref(wait_end("gpu", "Completed", 60000));
