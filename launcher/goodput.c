@@ -51,10 +51,6 @@ struct gen {
 	double cost[GP_NCATS + 1];
 };
 
-struct seg {
-	int64_t from, to;
-	int cat;
-};
 
 struct calc {
 	const struct goodput_input *in;
@@ -64,7 +60,7 @@ struct calc {
 	int64_t t0, end;
 	int64_t cursor;          /* the end of the generations done so far */
 	double ideal_ms;
-	struct seg *segs;
+	struct goodput_span *segs;
 	size_t nsegs, cap;
 };
 
@@ -103,14 +99,15 @@ static int add_seg(struct calc *c, int64_t from, int64_t to, int cat,
 		return 0;
 	if (c->nsegs == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 64;
-		struct seg *v = realloc(c->segs, cap * sizeof(*v));
+		struct goodput_span *v = realloc(c->segs,
+						   cap * sizeof(*v));
 
 		if (!v)
 			return -1;
 		c->segs = v;
 		c->cap = cap;
 	}
-	c->segs[c->nsegs++] = (struct seg){ from, to, cat };
+	c->segs[c->nsegs++] = (struct goodput_span){ from, to, cat };
 	if (gen >= 1 && gen <= c->ngen)
 		c->g[gen].cost[cat] += (double)(to - from) / 1000;
 	return 0;
@@ -464,9 +461,9 @@ static int failures(struct calc *c, int64_t from, struct goodput *out)
 static void totals(const struct calc *c, int64_t from, struct goodput *out)
 {
 	for (size_t i = 0; i < c->nsegs; i++) {
-		const struct seg *s = &c->segs[i];
-		int64_t a = s->from > from ? s->from : from;
-		double d = s->to > a ? (double)(s->to - a) / 1000 : 0;
+		const struct goodput_span *s = &c->segs[i];
+		int64_t a = s->from_ms > from ? s->from_ms : from;
+		double d = s->to_ms > a ? (double)(s->to_ms - a) / 1000 : 0;
 
 		if (s->cat == GP_PRODUCTIVE)
 			out->productive_s += d;
@@ -516,6 +513,9 @@ int goodput_compute(const struct goodput_input *in, struct goodput *out,
 		if (!c.all.n)
 			out->precision = "none: no step times and no "
 					 "progress";
+		out->spans = c.segs;
+		out->nspans = c.nsegs;
+		c.segs = NULL;
 	}
 	for (int64_t k = 0; c.g && k <= c.ngen + 1; k++)
 		free(c.g[k].hist);
@@ -531,6 +531,9 @@ void goodput_release(struct goodput *g)
 	free(g->failures);
 	g->failures = NULL;
 	g->nfailures = 0;
+	free(g->spans);
+	g->spans = NULL;
+	g->nspans = 0;
 }
 
 double goodput_ratio(const struct goodput *g)

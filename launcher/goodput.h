@@ -52,6 +52,12 @@ struct goodput_failure {
 	int64_t recomputed_steps;
 };
 
+/* A stretch of the run's time and what it went to, group-wide. */
+struct goodput_span {
+	int64_t from_ms, to_ms;    /* wall clock, ms since the epoch */
+	int cat;                   /* enum goodput_cat; GP_NCATS: trained */
+};
+
 struct goodput {
 	double elapsed_s, productive_s;
 	double ideal_step_s;       /* 0: no step times known */
@@ -61,6 +67,9 @@ struct goodput {
 	const char *precision;     /* how the step times were known */
 	struct goodput_failure *failures; /* malloc'd */
 	size_t nfailures;
+	struct goodput_span *spans; /* malloc'd, generation by generation;
+				       the whole run's, not the window's */
+	size_t nspans;
 };
 
 struct goodput_input {

@@ -31,4 +31,21 @@ struct report_input {
 /* Appends the page to out. COMMON_ENOMEM when memory ran out. */
 int report_render(const struct report_input *in, struct buf *out);
 
+/* "850 ms", "12.3 s", "4 min 5 s", "3 h 20 min", "2 d 4 h". */
+void report_duration(double s, char *out, size_t cap);
+
+/* ---- report_goodput.c: where the time went ---- */
+
+/* An SVG bar width wide of the time trained and each badput category,
+ * and its key. Non-zero when memory ran out. */
+int report_goodput_bar(const struct goodput *g, struct buf *b, int width);
+/* *out (malloc'd, columns long): per pixel column of the span_s seconds
+ * from t0_ms (wall clock, ms), the category that took most of its time
+ * (GP_NCATS: trained; 0xff: none). -1 when memory ran out. */
+int report_goodput_columns(const struct goodput *g, double t0_ms,
+			   double span_s, int columns, unsigned char **out);
+/* The columns as rects from x0, at y, h high. */
+int report_goodput_strip(const unsigned char *cat, int columns, int x0,
+			 int y, int h, struct buf *b);
+
 #endif

@@ -244,8 +244,7 @@ static int esc(struct buf *b, const char *s)
 	return r;
 }
 
-/* "850 ms", "12.3 s", "4 min 5 s", "3 h 20 min", "2 d 4 h". */
-static void duration(double s, char *out, size_t cap)
+void report_duration(double s, char *out, size_t cap)
 {
 	long v = (long)s;
 
@@ -345,7 +344,7 @@ static int draw_lane(struct buf *b, const struct qlane *q, int y, int h)
 
 /* Lanes from y; *y_end past the last. */
 static int draw_lanes(const struct model *m, struct buf *b, int y,
-		      int *y_end)
+		      const unsigned char *went, int *y_end)
 {
 	unsigned wps = m->in->job->workers_per_slice;
 	bool full = m->nw <= LANES_FULL;
@@ -384,6 +383,10 @@ static int draw_lanes(const struct model *m, struct buf *b, int y,
 					y + h, sl);
 		if (!r)
 			r = draw_lane(b, &q[p], y, h);
+		/* Along its foot, what the group's time went to. */
+		if (!r && went)
+			r = report_goodput_strip(went, PLOT_W, LABEL_W,
+						 y + h - h / 4, h / 4, b);
 		if (!r)
 			r = buf_appends(b, "</g>\n");
 		y += h + 1;
@@ -417,7 +420,7 @@ static int draw_axis(const struct model *m, struct buf *b, int y_top,
 	for (double t = 0; t <= m->span + 1e-9 && !r; t += step) {
 		char d[40];
 
-		duration(t, d, sizeof(d));
+		report_duration(t, d, sizeof(d));
 		r = buf_appendf(b, "<line class=\"tick\" x1=\"%.1f\" y1=\"%d\" "
 				"x2=\"%.1f\" y2=\"%d\"/><text class=\"tl\" "
 				"x=\"%.1f\" y=\"%d\">%s</text>\n", px(m, t),
@@ -663,7 +666,7 @@ static int cell_time(struct buf *b, double s, bool known)
 
 	if (!known)
 		return buf_appends(b, "<td>-</td>");
-	duration(s, d, sizeof(d));
+	report_duration(s, d, sizeof(d));
 	return buf_appendf(b, "<td>%s</td>", d);
 }
 
@@ -713,7 +716,7 @@ static int failures_table(const struct model *m, struct buf *b)
 				restored = ev->step;
 			}
 		}
-		duration(g->t, d, sizeof(d));
+		report_duration(g->t, d, sizeof(d));
 		r = buf_appendf(b, "<tr class=\"failure\" data-generation=\"%"
 				PRId64 "\"><td>%s</td><td>%" PRId64 "</td><td>",
 				g->generation, d, g->generation);
@@ -793,7 +796,7 @@ static int header(const struct model *m, struct buf *b,
 	int r = buf_appends(b, "<!DOCTYPE html>\n<html lang=\"en\"><head>"
 			    "<meta charset=\"utf-8\"><title>slicectl report: ");
 
-	duration(m->span, span, sizeof(span));
+	report_duration(m->span, span, sizeof(span));
 	if (!r)
 		r = esc(b, in->run);
 	if (!r)
@@ -811,6 +814,8 @@ static int header(const struct model *m, struct buf *b,
 			r = esc(b, line);
 		if (!r)
 			r = buf_appends(b, "</b></p>\n");
+		if (!r)
+			r = report_goodput_bar(in->goodput, b, PLOT_W);
 	}
 	if (!r)
 		r = buf_appends(b, "<dl><dt>run</dt><dd>");
@@ -855,13 +860,30 @@ int report_render(const struct report_input *in, struct buf *out)
 	struct buf svg;
 	struct point *pts = NULL;
 	struct progress pr;
+	unsigned char *went = NULL;
 	size_t npts = 0;
 	int y_lanes = AXIS_H, y, r;
 
 	buf_init(&svg);
 	r = build(&m) || points(&m, &pts, &npts);
+	if (!r && in->goodput && in->goodput->nspans)
+		r = report_goodput_columns(in->goodput,
+					   ((double)m.t0s + m.t0) * 1000,
+					   m.span, PLOT_W, &went);
+	if (!r && went) {
+		r = buf_appendf(&svg, "<g class=\"lane went\"><title>what the "
+				"group's time went to</title><text class="
+				"\"ll\" x=\"%d\" y=\"%d\">time went to</text>",
+				LABEL_W - 6, y_lanes + 9);
+		if (!r)
+			r = report_goodput_strip(went, PLOT_W, LABEL_W, y_lanes,
+						 10, &svg);
+		if (!r)
+			r = buf_appends(&svg, "</g>\n");
+		y_lanes += 14;
+	}
 	if (!r)
-		r = draw_lanes(&m, &svg, y_lanes, &y);
+		r = draw_lanes(&m, &svg, y_lanes, went, &y);
 	if (!r)
 		r = draw_commits(&m, &svg, y + 4);
 	y += COMMIT_H + 10;
@@ -887,6 +909,7 @@ int report_render(const struct report_input *in, struct buf *out)
 	if (!r)
 		r = buf_appends(out, "</body></html>\n");
 	buf_release(&svg);
+	free(went);
 	free(pts);
 	for (unsigned p = 0; m.lanes && p < m.nw; p++)
 		free(m.lanes[p].v);

@@ -2,7 +2,8 @@
  * slicectl report: the page of a real local chaos run (crash, hang,
  * preemption, reset) as Debian's chromium renders it (its DOM: one lane
  * per worker, one mark per generation with its cause, the commits the
- * bucket holds; and a PNG to look at), and the page of a week-long run of
+ * bucket holds, the goodput bar and where the time went along the lanes;
+ * and a PNG to look at), and the page of a week-long run of
  * 1024 synthetic workers within a bounded size.
  */
 #include "checkpoint/checkpoint.h"
@@ -363,6 +364,13 @@ Test(report, a_local_chaos_run_in_chromium)
 	}
 	cr_expect_gt(committed, 0);
 	cr_expect_eq(count_substr(dom, "class=\"commit\""), committed);
+	/* Where the time went: the bar (trained, and what the hang's
+	 * timeout cost) and the strip along the top and every lane. */
+	cr_expect(strstr(dom, "class=\"gp-trained\""), "no trained time");
+	cr_expect(strstr(dom, "class=\"gp-hang_timeout\""), "no hang time");
+	cr_expect(strstr(dom, "time went to"));
+	cr_expect_geq(count_substr(dom, "class=\"went\""), 9,
+		      "a strip along the top and each of the 8 lanes");
 	ckpt_list_release(&l);
 	run_result_release(&r);
 	{
