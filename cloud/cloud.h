@@ -392,6 +392,43 @@ int metadata_watch(struct metadata_client *m, const char *path,
  * CLOUD_EABORTED within about a second, and so do later calls. */
 void metadata_cancel(struct metadata_client *m);
 
+/*
+ * Cloud Monitoring (monitoring.googleapis.com v3, or
+ * SLICECTL_MONITORING_ENDPOINT): gauge points of custom metrics written
+ * with projects.timeSeries.create on a generic_task resource (namespace
+ * "slicectl", job and metric label "run" the run's id, task_id "0"). One
+ * request holds at most MONITORING_MAX_SERIES series, one point each; the
+ * API refuses a point sooner than 10 s after its series' last
+ * (docs/DESIGN.md "Goodput").
+ */
+#define MONITORING_MAX_SERIES 200
+
+struct monitoring_client;
+
+struct monitoring_target {
+	const char *project;
+	const char *location;   /* a zone or region; NULL: "global" */
+	const char *run;
+};
+
+struct monitoring_point {
+	const char *type;       /* "custom.googleapis.com/slicectl/goodput" */
+	const char *label_key;  /* one more metric label, or NULL */
+	const char *label_value;
+	double value;
+};
+
+int monitoring_open(struct monitoring_client **out,
+		    const struct monitoring_target *t, struct err *e);
+void monitoring_close(struct monitoring_client *c);
+/* n points, each of its own series, all at end_ms (ms since the epoch). */
+int monitoring_write(struct monitoring_client *c,
+		     const struct monitoring_point *pts, size_t n,
+		     int64_t end_ms, struct err *e);
+/* Safe from another thread: a monitoring_write in progress returns
+ * CLOUD_EABORTED within about a second, and so do later ones. */
+void monitoring_cancel(struct monitoring_client *c);
+
 /* crc32c.c: CRC-32C (Castagnoli), as GCS computes it. Start with 0. */
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len);
 

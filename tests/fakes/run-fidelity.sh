@@ -1,16 +1,18 @@
 #!/bin/sh
-# run-fidelity.sh WORKDIR [gcs|tpu]: the 'gcs-fidelity' and 'tpu-fidelity'
-# tests. Starts the fake (gcs_fake.py or tpu_fake.py) on loopback, installs
+# run-fidelity.sh WORKDIR [gcs|tpu|monitoring]: the 'gcs-fidelity',
+# 'tpu-fidelity' and 'monitoring-fidelity' tests. Starts the fake
+# (gcs_fake.py, tpu_fake.py or monitoring_fake.py) on loopback, installs
 # Google's Node.js client for it with npm into WORKDIR (@google-cloud/storage
-# 7, or @google-cloud/tpu 3 with the google-auth-library and protobufjs it
-# runs on), runs fidelity.js or tpu-fidelity.js against the fake and stops
+# 7, @google-cloud/tpu 3 with the google-auth-library and protobufjs it
+# runs on, or @google-cloud/monitoring 4 with google-auth-library), runs
+# fidelity.js, tpu-fidelity.js or monitoring-fidelity.js against it and stops
 # the fake by its pid. Exits 77 (meson's "skipped") only when node or npm
 # is missing or npm's registry cannot be reached; any other failure of the
 # install or of a check fails the test.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
-work=${1:?usage: run-fidelity.sh WORKDIR [gcs|tpu]}
+work=${1:?usage: run-fidelity.sh WORKDIR [gcs|tpu|monitoring]}
 kind=${2:-gcs}
 case "$kind" in
 gcs)	packages='@google-cloud/storage@7'
@@ -21,6 +23,10 @@ tpu)	packages='@google-cloud/tpu@3 google-auth-library@9 protobufjs@7'
 	installed=@google-cloud/tpu
 	fake_script=tpu_fake.py
 	script=tpu-fidelity.js ;;
+monitoring)	packages='@google-cloud/monitoring@4 google-auth-library@9'
+	installed=@google-cloud/monitoring
+	fake_script=monitoring_fake.py
+	script=monitoring-fidelity.js ;;
 *)	echo "run-fidelity.sh: no such client: $kind" >&2
 	exit 2 ;;
 esac

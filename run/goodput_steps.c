@@ -1,8 +1,8 @@
 /*
  * goodput_steps.c: the ideal step time from step-time histograms
- * (goodput.h), as ml-goodput-measurement computes it from raw times.
+ * (run.h), as ml-goodput-measurement computes it from raw times.
  */
-#include "launcher/goodput.h"
+#include "run/run.h"
 
 #include <math.h>
 #include <stdlib.h>

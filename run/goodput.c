@@ -1,5 +1,5 @@
 /*
- * goodput.c: goodput and badput from a run's history (goodput.h).
+ * goodput.c: goodput and badput from a run's history (run.h).
  *
  * Every instant from the run's creation to its end goes to exactly one
  * category, so the figures add up by construction. Each generation g,
@@ -15,7 +15,7 @@
  * the rest (other). The lost span is the hang timeout and failure
  * detection, or a deadline's stop.
  */
-#include "launcher/goodput.h"
+#include "run/run.h"
 
 #include <math.h>
 #include <stdio.h>
