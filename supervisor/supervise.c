@@ -335,11 +335,12 @@ enum sup_phase sup_start_trainer(struct sup *s)
 	snprintf(s->log_path, sizeof(s->log_path), "%s/gen-%lld.log",
 		 s->log_dir, (long long)s->generation);
 	s->log_generation = s->generation;
+	/* The preflight's environment names this generation's too. */
+	snprintf(s->step_path, sizeof(s->step_path), "%s/gen-%lld.step",
+		 s->progress_dir, (long long)s->generation);
 	if (s->job.preflight && s->preflight_passed != s->generation)
 		return sup_start_preflight(s, dir);
 	clear_dir(s->ckpt_dir);
-	snprintf(s->step_path, sizeof(s->step_path), "%s/gen-%lld.step",
-		 s->progress_dir, (long long)s->generation);
 	/* Another run of the same name may have left one. */
 	unlink(s->step_path);
 	s->trained = -1;
