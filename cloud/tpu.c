@@ -200,17 +200,7 @@ static const char *tpu_hint(long status, const char *message)
 
 static unsigned poll_base_ms(void)
 {
-	const char *v = getenv("SLICECTL_TPU_POLL_MS");
-	char *end;
-	unsigned long ms;
-
-	if (!v || !*v)
-		return POLL_DEFAULT_MS;
-	errno = 0;
-	ms = strtoul(v, &end, 10);
-	if (errno || *end || ms == 0 || ms > 600000)
-		return POLL_DEFAULT_MS;
-	return (unsigned)ms;
+	return env_number("SLICECTL_TPU_POLL_MS", 1, 600000, POLL_DEFAULT_MS);
 }
 
 static void client_free(struct tpu_client *c)

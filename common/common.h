@@ -97,6 +97,11 @@ void backoff_init(struct backoff *b, unsigned base_ms, unsigned max_ms,
 		  uint64_t seed);
 unsigned backoff_next_ms(struct backoff *b);
 
+/* env_number.c: environment variable name's number, from min to max;
+ * dflt when it is unset or empty, or (with a warning) not such a number. */
+unsigned env_number(const char *name, unsigned long min, unsigned long max,
+		    unsigned dflt);
+
 /* shquote.c: POSIX shell quoting. */
 int shq_append(struct buf *b, const char *s);
 bool env_name_valid(const char *name, size_t len);

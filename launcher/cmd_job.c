@@ -10,6 +10,7 @@
 #include "launcher/launcher.h"
 #include "launcher/target/target.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,27 @@ static int run_name(struct job_request *r, const char *name,
 	return 0;
 }
 
+/* Above any duration OPT_SECONDS takes (46 days). */
+#define NOT_GIVEN UINT_MAX
+
+/* job.json would name its own fields: the flags are named here. */
+static int preflight_flags(struct job_request *r, unsigned timeout_ms)
+{
+	if (r->preflight && !*r->preflight)
+		return usage_error("--preflight is empty: give a command "
+				   "line, as /bin/sh -c reads it");
+	if (timeout_ms == NOT_GIVEN)
+		return 0;
+	if (!r->preflight)
+		return usage_error("--preflight-timeout bounds --preflight, "
+				   "which is not given");
+	if (!timeout_ms || timeout_ms % 1000 || timeout_ms > 86400u * 1000)
+		return usage_error("--preflight-timeout takes whole seconds, "
+				   "from 1 s to 24 h");
+	r->preflight_timeout_s = timeout_ms / 1000;
+	return 0;
+}
+
 int cmd_job(int argc, char **argv)
 {
 	struct job_flags o = { 0 };
@@ -135,7 +157,7 @@ int cmd_job(int argc, char **argv)
 	const struct target_ops *t;
 	const char *name = NULL;
 	struct strlist pos;
-	unsigned hang_ms, grace_ms;
+	unsigned hang_ms, grace_ms, preflight_ms = NOT_GIVEN;
 	int target = -1, status;
 
 	job_request_init(r);
@@ -193,6 +215,15 @@ int cmd_job(int argc, char **argv)
 		  .help = "the trainers' MASTER_PORT cycles through 16 ports "
 			  "from N, one per generation (default 29500; "
 			  "--local: a free range)" },
+		{ .name = "preflight", .kind = OPT_STRING,
+		  .value = &r->preflight, .arg = "CMD",
+		  .help = "run on every host before each generation's "
+			  "trainer (/bin/sh -c, the trainer's environment); "
+			  "a host where it fails does not start" },
+		{ .name = "preflight-timeout", .kind = OPT_SECONDS,
+		  .value = &preflight_ms, .arg = "S",
+		  .help = "the preflight's bound; past it, it failed "
+			  "(default 5m)" },
 		{ .name = "spot", .kind = OPT_FLAG, .value = &r->spot,
 		  .help = "spot capacity: cheaper, may be preempted" },
 		{ .name = "reserved", .kind = OPT_FLAG, .value = &r->reserved,
@@ -258,6 +289,9 @@ int cmd_job(int argc, char **argv)
 	}
 	r->hang_timeout_s = hang_ms / 1000;
 	r->grace_s = grace_ms / 1000;
+	status = preflight_flags(r, preflight_ms);
+	if (status)
+		goto out;
 	if (!r->bucket || !*r->bucket)
 		r->bucket = getenv("SLICECTL_BUCKET");
 	r->project = o.to.project;

@@ -40,6 +40,7 @@ void job_request_init(struct job_request *r)
 	r->grace_s = d.grace_s;
 	r->keep = d.keep;
 	r->keep_every = d.keep_every;
+	r->preflight_timeout_s = d.preflight_timeout_s;
 	job_release(&d);
 }
 
@@ -176,6 +177,9 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 	j->keep_every = r->keep_every;
 	if (r->rendezvous_port)
 		j->rendezvous_port = r->rendezvous_port;
+	if (r->preflight && !(j->preflight = strdup(r->preflight)))
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	j->preflight_timeout_s = r->preflight_timeout_s;
 	j->delete_on_finish = r->delete_on_finish;
 	if (r->project && r->zone) {
 		j->tpu_project = strdup(r->project);

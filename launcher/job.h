@@ -27,6 +27,8 @@ struct job_request {
 	/* The launcher chose rendezvous_port (the local target): a run
 	 * resumed keeps the one its job.json has. */
 	bool rendezvous_port_picked;
+	const char *preflight;        /* NULL: none */
+	unsigned preflight_timeout_s;
 	bool spot, reserved, best_effort, delete_on_finish;
 	const char *project, *zone;   /* cloud only (flags or CLOUDSDK_*) */
 	const char *supervisor_bin;   /* NULL: found next to slicectl */

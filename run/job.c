@@ -28,6 +28,8 @@
 #define DEFAULT_SPOOL_MB 10240
 /* torchrun's default MASTER_PORT. */
 #define DEFAULT_RENDEZVOUS_PORT 29500
+/* Long enough for a DCGM diagnostic's short run or an NCCL test. */
+#define DEFAULT_PREFLIGHT_TIMEOUT_S 300
 
 /* The unsigned fields, their JSON names and ranges. */
 struct uint_field {
@@ -55,6 +57,8 @@ static const struct uint_field uint_fields[] = {
 	 * 65535. */
 	{ "rendezvous_port", offsetof(struct job, rendezvous_port), 1024,
 	  65536 - RUN_RENDEZVOUS_PORTS, NULL },
+	{ "preflight_timeout_s", offsetof(struct job, preflight_timeout_s), 1,
+	  86400, NULL },
 };
 
 #define N_UINT_FIELDS (sizeof(uint_fields) / sizeof(uint_fields[0]))
@@ -62,8 +66,8 @@ static const struct uint_field uint_fields[] = {
 static const char *const all_fields =
 	"name, command, env, workdir, num_slices, workers_per_slice, "
 	"max_restarts, hang_timeout_s, grace_s, keep, keep_every, "
-	"heartbeat_s, spool_mb, rendezvous_port, delete_on_finish, tpu, "
-	"target";
+	"heartbeat_s, spool_mb, rendezvous_port, preflight, "
+	"preflight_timeout_s, delete_on_finish, tpu, target";
 
 static unsigned *uint_at(struct job *j, const struct uint_field *f)
 {
@@ -89,6 +93,7 @@ void job_init(struct job *j)
 	j->heartbeat_s = DEFAULT_HEARTBEAT_S;
 	j->spool_mb = DEFAULT_SPOOL_MB;
 	j->rendezvous_port = DEFAULT_RENDEZVOUS_PORT;
+	j->preflight_timeout_s = DEFAULT_PREFLIGHT_TIMEOUT_S;
 	j->delete_on_finish = false;
 }
 
@@ -100,6 +105,7 @@ void job_release(struct job *j)
 	free(j->command);
 	strlist_release(&j->env);
 	free(j->workdir);
+	free(j->preflight);
 	free(j->tpu_project);
 	free(j->tpu_zone);
 	free(j->tpu_name);
@@ -293,6 +299,13 @@ static int job_check(const struct job *j, struct err *e)
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: \"workdir\" must be a non-empty "
 			       "path in UTF-8, or left out (null)");
+	if (j->preflight && (!*j->preflight ||
+			     !json_utf8_valid(j->preflight,
+					      strlen(j->preflight))))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"preflight\" must be a non-empty "
+			       "command line in UTF-8, as /bin/sh -c reads "
+			       "it, or left out (null)");
 	for (size_t i = 0; i < j->env.n; i++) {
 		r = check_env_entry(&j->env, i, e);
 		if (r)
@@ -522,6 +535,8 @@ static int parse_field(const char *k, const json_t *v, struct job *j,
 		return take_string("", k, v, false, &j->command, e);
 	if (!strcmp(k, "workdir"))
 		return take_string("", k, v, true, &j->workdir, e);
+	if (!strcmp(k, "preflight"))
+		return take_string("", k, v, true, &j->preflight, e);
 	if (!strcmp(k, "env"))
 		return json_is_null(v) ? 0 : parse_env(v, &j->env, e);
 	if (!strcmp(k, "tpu"))
@@ -666,6 +681,8 @@ int job_to_json(const struct job *j, char **out, struct err *e)
 	bad |= set_new(root, "env", env_object(&j->env));
 	if (j->workdir)
 		bad |= set_new(root, "workdir", json_string(j->workdir));
+	if (j->preflight)
+		bad |= set_new(root, "preflight", json_string(j->preflight));
 	for (size_t i = 0; i < N_UINT_FIELDS; i++)
 		bad |= set_new(root, uint_fields[i].key,
 			       json_integer(uint_of(j, &uint_fields[i])));

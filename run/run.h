@@ -41,6 +41,9 @@ struct job {
 	unsigned rendezvous_port; /* the first of RUN_RENDEZVOUS_PORTS ports
 				     the trainers' rendezvous cycles through,
 				     one per generation (29500) */
+	char *preflight;         /* run by /bin/sh -c on every host before
+				    each generation's trainer; NULL none */
+	unsigned preflight_timeout_s; /* the preflight's bound (300) */
 	bool delete_on_finish;   /* worker 0 deletes the queued resource */
 	/* The queued resource running the job (for delete_on_finish);
 	 * NULL for the local provider. */

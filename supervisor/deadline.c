@@ -163,20 +163,8 @@ static void *poller_main(void *arg)
 
 static unsigned poll_period_ms(void)
 {
-	const char *v = getenv("SLICE_DEADLINE_POLL_MS");
-	char *end;
-	unsigned long ms;
-
-	if (!v || !*v)
-		return DEADLINE_POLL_MS;
-	errno = 0;
-	ms = strtoul(v, &end, 10);
-	if (errno || *end || ms < 10 || ms > 86400000UL) {
-		log_warn("SLICE_DEADLINE_POLL_MS=%s is not 10 to 86400000: "
-			 "reading every %u s", v, DEADLINE_POLL_MS / 1000);
-		return DEADLINE_POLL_MS;
-	}
-	return (unsigned)ms;
+	return env_number("SLICE_DEADLINE_POLL_MS", 10, 86400000UL,
+			  DEADLINE_POLL_MS);
 }
 
 int deadline_poller_start(struct deadline_poller **out, const char *run_url,

@@ -88,6 +88,9 @@ struct sup {
 	bool resume_asked;         /* maintenance: the bump is asked for */
 	uint64_t trainer_since_ms; /* when the trainer started */
 	int64_t trainer_generation; /* the generation it started at */
+	int64_t preflight_passed;  /* the generation whose preflight did */
+	off_t preflight_from;      /* the log's size when it started */
+	bool preflight_failed;     /* managed: what the exit status says */
 	/* The upload of the newest step, timed from its .done marker to
 	 * its part in the bucket: the deadline's lead counts on it. */
 	int64_t timed_step;
@@ -137,10 +140,31 @@ void sup_time_upload(struct sup *s, const struct shipper_state *ss,
  * sooner than a checkpoint takes), WAIT_GEN (it could not start) or END
  * (out of memory). */
 enum sup_phase sup_start_trainer(struct sup *s);
+/* Starts command in the trainer's slot, with the trainer's environment,
+ * in dir, its output appended to log_path: true, or false with the
+ * machine in END (out of memory) or WAIT_GEN (it could not start, what
+ * in the group restart's reason). */
+bool sup_spawn(struct sup *s, const char *what, const char *command,
+	       const char *dir);
 /* Reads SLICE_STEP_FILE: true when it says a newer step. */
 bool sup_note_trained(struct sup *s);
 /* After the trainer is gone: forget it in the state file. */
 void sup_trainer_gone(struct sup *s);
+
+/* ---- preflight.c ---- */
+
+/* Starts job.json's preflight in the trainer's slot, in dir, for
+ * s->generation: PREFLIGHT, with its timeout as the phase's deadline, or
+ * WAIT_GEN (it could not start) or END (out of memory). */
+enum sup_phase sup_start_preflight(struct sup *s, const char *dir);
+/* Ends what is left of the preflight and records its verdict in the
+ * history; true when it passed. On a failure why says on which host, how
+ * and its last line. */
+bool sup_preflight_verdict(struct sup *s, bool timed_out, char *why,
+			   size_t len);
+/* How long a host whose preflight failed waits before it asks the group
+ * to restart (SLICE_PREFLIGHT_BACKOFF_MS). */
+unsigned sup_preflight_backoff_ms(void);
 
 /* ---- supervise_table.c ---- */
 

@@ -91,7 +91,8 @@ static const int caught[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
 static const char *status_state(const struct sup *s)
 {
 	switch (s->phase) {
-	case P_JOIN: return "starting";
+	case P_JOIN:
+	case P_PREFLIGHT: return "starting";
 	case P_RESTORE: return "restoring";
 	case P_RUN: return "running";
 	case P_STOP: return "stopping";
@@ -291,10 +292,38 @@ void sup_time_upload(struct sup *s, const struct shipper_state *ss,
 	}
 }
 
-enum sup_phase sup_start_trainer(struct sup *s)
+bool sup_spawn(struct sup *s, const char *what, const char *command,
+	       const char *dir)
 {
 	struct strlist env;
 	struct err e;
+	char why[64];
+
+	strlist_init(&env);
+	err_init(&e);
+	if (trainer_env(s, &env)) {
+		strlist_release(&env);
+		log_error("out of memory");
+		s->broken = true;
+		sup_set_phase(s, P_END, "out of memory");
+		return false;
+	}
+	if (trainer_start(&s->trainer, command, dir, env.v, s->log_path,
+			  &e)) {
+		strlist_release(&env);
+		log_error("cannot start the %s: %s", what, e.msg);
+		sup_ask_bump(s, s->generation, -1, "cannot start the %s: %s",
+			     what, e.msg);
+		snprintf(why, sizeof(why), "the %s could not start", what);
+		sup_set_phase(s, P_WAIT_GEN, why);
+		return false;
+	}
+	strlist_release(&env);
+	return true;
+}
+
+enum sup_phase sup_start_trainer(struct sup *s)
+{
 	/* The job's workdir, else the unpacked bundle, else (no bundle)
 	 * the state directory. */
 	const char *dir = s->job.workdir ? s->job.workdir
@@ -303,35 +332,21 @@ enum sup_phase sup_start_trainer(struct sup *s)
 
 	if (run_ends_soon(s))
 		return P_WAITING;
-	strlist_init(&env);
-	err_init(&e);
-	clear_dir(s->ckpt_dir);
 	snprintf(s->log_path, sizeof(s->log_path), "%s/gen-%lld.log",
 		 s->log_dir, (long long)s->generation);
 	s->log_generation = s->generation;
+	/* The preflight's environment names this generation's too. */
 	snprintf(s->step_path, sizeof(s->step_path), "%s/gen-%lld.step",
 		 s->progress_dir, (long long)s->generation);
+	if (s->job.preflight && s->preflight_passed != s->generation)
+		return sup_start_preflight(s, dir);
+	clear_dir(s->ckpt_dir);
 	/* Another run of the same name may have left one. */
 	unlink(s->step_path);
 	s->trained = -1;
 	step_clock_start(&s->step_clock);
-	if (trainer_env(s, &env)) {
-		strlist_release(&env);
-		log_error("out of memory");
-		s->broken = true;
-		sup_set_phase(s, P_END, "out of memory");
-		return P_END;
-	}
-	if (trainer_start(&s->trainer, s->job.command, dir, env.v,
-			  s->log_path, &e)) {
-		strlist_release(&env);
-		log_error("cannot start the trainer: %s", e.msg);
-		sup_ask_bump(s, s->generation, -1,
-			     "cannot start the trainer: %s", e.msg);
-		sup_set_phase(s, P_WAIT_GEN, "the trainer could not start");
-		return P_WAIT_GEN;
-	}
-	strlist_release(&env);
+	if (!sup_spawn(s, "trainer", s->job.command, dir))
+		return s->phase;
 	s->starts++;
 	s->trainer_since_ms = mono_ms();
 	s->trainer_generation = s->generation;
@@ -655,6 +670,8 @@ static int managed_status(struct sup *s)
 		return SUPERVISE_EXIT_NOTICE;
 	if (s->broken)
 		return 1;
+	if (s->preflight_failed)
+		return SUPERVISE_EXIT_PREFLIGHT;
 	if (syncer_control(s->sync, &c) && !strcmp(c.state, "failed"))
 		return SUPERVISE_EXIT_FAILED;
 	return 0;

@@ -38,7 +38,8 @@
 #define B(p) SUP_PHASE_BIT(p)
 
 const char *const sup_phase_names[P_COUNT] = {
-	[P_JOIN] = "join", [P_RESTORE] = "restore", [P_RUN] = "run",
+	[P_JOIN] = "join", [P_RESTORE] = "restore",
+	[P_PREFLIGHT] = "preflight", [P_RUN] = "run",
 	[P_STOP] = "stop", [P_WAIT_GEN] = "wait-generation",
 	[P_FINISHED] = "finished", [P_EMERGENCY] = "emergency",
 	[P_WAITING] = "wait-capacity", [P_END] = "end",
@@ -56,11 +57,14 @@ const char *const sup_event_names[EV_COUNT] = {
 
 /* RESTORE may enter itself again: a newer generation came while it
  * restored. A trainer is alive only in RUN, STOP and EMERGENCY, so only
- * they (RUN through a deadline, STOP through a notice) reach EMERGENCY. */
+ * they (RUN through a deadline, STOP through a notice) reach EMERGENCY;
+ * a preflight gives way at once. */
 const unsigned sup_allowed[P_COUNT] = {
 	[P_JOIN] = B(P_RESTORE) | B(P_WAIT_GEN) | B(P_END),
-	[P_RESTORE] = B(P_RESTORE) | B(P_RUN) | B(P_WAIT_GEN) | B(P_WAITING) |
-		      B(P_END),
+	[P_RESTORE] = B(P_RESTORE) | B(P_PREFLIGHT) | B(P_RUN) | B(P_WAIT_GEN) |
+		      B(P_WAITING) | B(P_END),
+	[P_PREFLIGHT] = B(P_RESTORE) | B(P_RUN) | B(P_WAIT_GEN) |
+			B(P_WAITING) | B(P_END),
 	[P_RUN] = B(P_STOP) | B(P_RESTORE) | B(P_EMERGENCY) | B(P_FINISHED) |
 		  B(P_WAIT_GEN) | B(P_END),
 	[P_STOP] = B(P_RESTORE) | B(P_EMERGENCY) | B(P_END),
@@ -541,6 +545,79 @@ static enum sup_phase act_hang(struct sup *s, const struct control *c)
 	return wait_generation(s, "the trainer hung");
 }
 
+/* ---- the preflight (preflight.c) ---- */
+
+/* Its verdict: a pass starts the trainer. A failure in a pod or a Slurm
+ * step ends the supervisor, whose exit status has the scheduler replace
+ * the host; elsewhere the host waits a back-off and asks the group to
+ * restart, which runs every preflight again, until the restarts run out
+ * and the run fails naming the host. */
+static enum sup_phase preflight_over(struct sup *s, bool timed_out)
+{
+	struct syncer_request r = { .task = TASK_BUMP,
+				    .generation = s->generation,
+				    .restore_step = -1 };
+	char why[256];
+
+	if (sup_preflight_verdict(s, timed_out, why, sizeof(why)))
+		return sup_start_trainer(s);
+	if (s->o->managed) {
+		s->preflight_failed = true;
+		return end(s, why);
+	}
+	snprintf(r.reason, sizeof(r.reason), "%.48s: %.200s", s->id.name, why);
+	wait_generation(s, why);
+	s->last_req = r;
+	s->retry_ms = mono_ms() + sup_preflight_backoff_ms();
+	return P_WAIT_GEN;
+}
+
+static enum sup_phase act_preflight_exited(struct sup *s,
+					   const struct control *c)
+{
+	(void)c;
+	return preflight_over(s, false);
+}
+
+static enum sup_phase act_preflight_timeout(struct sup *s,
+					    const struct control *c)
+{
+	(void)c;
+	return preflight_over(s, true);
+}
+
+/* A notice, the run's end or a newer generation: the preflight is ended
+ * at once (it has nothing to save) and the rest is as without a
+ * trainer. */
+static void drop_preflight(struct sup *s)
+{
+	log_info("preflight ended before its verdict");
+	trainer_release(&s->trainer);
+	trainer_init(&s->trainer);
+	sup_save_state(s);
+}
+
+static enum sup_phase act_preflight_notice(struct sup *s,
+					   const struct control *c)
+{
+	drop_preflight(s);
+	return act_notice(s, c);
+}
+
+static enum sup_phase act_preflight_ended(struct sup *s,
+					  const struct control *c)
+{
+	drop_preflight(s);
+	return act_run_ended(s, c);
+}
+
+static enum sup_phase act_preflight_new_generation(struct sup *s,
+						   const struct control *c)
+{
+	drop_preflight(s);
+	return act_new_generation(s, c);
+}
+
 /* The trainer stopped, or outlived its grace period. */
 static enum sup_phase act_stopped(struct sup *s, const struct control *c)
 {
@@ -739,15 +816,33 @@ static const struct cell table[P_COUNT][EV_COUNT] = {
 	},
 	[P_RESTORE] = {
 		[EV_NOTICE] = DO(act_notice, B(P_END)),
-		RESULTS(DO(act_restored, B(P_RESTORE) | B(P_RUN) |
-					 B(P_WAIT_GEN) | B(P_WAITING) |
-					 B(P_END))),
+		RESULTS(DO(act_restored, B(P_RESTORE) | B(P_PREFLIGHT) |
+					 B(P_RUN) | B(P_WAIT_GEN) |
+					 B(P_WAITING) | B(P_END))),
 		/* The restore's result follows a newer generation. */
 		[EV_CONTROL] = IGNORED,
 		[EV_RUN_ENDED] = DO(act_run_ended, B(P_END)),
 		[EV_NEW_GENERATION] = IGNORED,
 		[EV_RETRY] = DO(act_retry, 0), [EV_LOOK] = IGNORED,
 		NO_TRAINER,
+	},
+	/* Its timeout is the phase's deadline (EV_GRACE). */
+	[P_PREFLIGHT] = {
+		[EV_NOTICE] = DO(act_preflight_notice, B(P_END)),
+		RESULTS(IGNORED),
+		[EV_CONTROL] = IGNORED,
+		[EV_RUN_ENDED] = DO(act_preflight_ended, B(P_END)),
+		[EV_NEW_GENERATION] = DO(act_preflight_new_generation,
+					 B(P_RESTORE)),
+		[EV_RETRY] = DO(act_retry, 0),
+		[EV_DEADLINE] = IGNORED, [EV_LOOK] = IGNORED,
+		[EV_EXITED] = DO(act_preflight_exited,
+				 B(P_RUN) | B(P_WAIT_GEN) | B(P_WAITING) |
+				 B(P_END)),
+		[EV_HANG] = IGNORED,
+		[EV_GRACE] = DO(act_preflight_timeout,
+				B(P_RUN) | B(P_WAIT_GEN) | B(P_WAITING) |
+				B(P_END)),
 	},
 	[P_RUN] = {
 		[EV_NOTICE] = DO(act_notice, B(P_EMERGENCY) | B(P_END)),

@@ -10,6 +10,7 @@
 enum sup_phase {
 	P_JOIN,      /* waiting for control.json */
 	P_RESTORE,   /* restoring the generation's step */
+	P_PREFLIGHT, /* job.json's preflight runs, before the trainer */
 	P_RUN,       /* the trainer runs */
 	P_STOP,      /* stopping the trainer for a new generation or the end */
 	P_WAIT_GEN,  /* the trainer failed; waiting for the next generation */

@@ -278,6 +278,43 @@ Test(flags, job_refuses_two_different_names)
 	run_result_release(&r);
 }
 
+Test(flags, job_refuses_bad_preflights_naming_the_flag)
+{
+	const struct {
+		const char *const *how;
+		const char *want;
+	} cases[] = {
+		{ (const char *const[]){ "r1", "--preflight", "", NULL },
+		  "--preflight is empty" },
+		{ (const char *const[]){ "r1", "--preflight", "true",
+					 "--preflight-timeout", "0", NULL },
+		  "--preflight-timeout takes whole seconds" },
+		{ (const char *const[]){ "r1", "--preflight", "true",
+					 "--preflight-timeout", "1.5", NULL },
+		  "--preflight-timeout takes whole seconds" },
+		{ (const char *const[]){ "r1", "--preflight", "true",
+					 "--preflight-timeout", "2d", NULL },
+		  "--preflight-timeout takes whole seconds" },
+		{ (const char *const[]){ "r1", "--preflight-timeout", "30",
+					 NULL },
+		  "--preflight-timeout bounds --preflight" },
+	};
+	struct run_result r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		render(&r, cases[i].how, "--num-slices");
+		cr_assert_eq(r.status, 2, "case %zu: exit %d: %s", i, r.status,
+			     r.err);
+		ASSERT_HAS(r.err, cases[i].want);
+		run_result_release(&r);
+	}
+	render(&r, (const char *const[]){ "r1", "--preflight", "nvidia-smi",
+					  "--preflight-timeout", "2m", NULL },
+	       "--num-slices");
+	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	run_result_release(&r);
+}
+
 Test(flags, help_fits_80_columns)
 {
 	static const char *const commands[] = { "create", "job" };

@@ -333,6 +333,10 @@ Test(job, types_and_ranges)
 		{ "rendezvous_port", "80", "from 1024 to 65520" },
 		{ "rendezvous_port", "65521", "from 1024 to 65520" },
 		{ "rendezvous_port", "\"29500\"", "must be an integer" },
+		{ "preflight", "\"\"", "must be a non-empty command" },
+		{ "preflight", "[\"nvidia-smi\"]", "must be a string or null" },
+		{ "preflight_timeout_s", "0", "from 1 to 86400" },
+		{ "preflight_timeout_s", "86401", "from 1 to 86400" },
 		{ "delete_on_finish", "1", "true or false" },
 		{ "delete_on_finish", "\"yes\"", "true or false" },
 		{ "workdir", "{}", "must be a string or null" },
@@ -412,6 +416,32 @@ Test(job, rendezvous_port)
 			   text);
 	parse_ok(text, &k);
 	cr_expect_eq(k.rendezvous_port, 31000);
+	free(text);
+	job_release(&j);
+	job_release(&k);
+}
+
+/* A job.json written before the preflight has none; one that has it
+ * keeps it and its bound through a round trip. */
+Test(job, preflight)
+{
+	struct job j, k;
+	char *text;
+	struct err e;
+
+	parse_ok("{\"name\": \"r\", \"command\": \"c\"}", &j);
+	cr_expect_null(j.preflight);
+	cr_expect_eq(j.preflight_timeout_s, 300);
+	cr_assert_eq(job_to_json(&j, &text, &e), 0, "%s", e.msg);
+	cr_expect_null(strstr(text, "\"preflight\":"), "%s", text);
+	free(text);
+	j.preflight = strdup("nvidia-smi -L && test \"$RANK\" != 1");
+	cr_assert_not_null(j.preflight);
+	j.preflight_timeout_s = 86400;
+	cr_assert_eq(job_to_json(&j, &text, &e), 0, "%s", e.msg);
+	parse_ok(text, &k);
+	cr_expect_str_eq(k.preflight, j.preflight);
+	cr_expect_eq(k.preflight_timeout_s, 86400);
 	free(text);
 	job_release(&j);
 	job_release(&k);

@@ -55,6 +55,14 @@ Test(slurm, render_prints_the_batch_script)
 		     "#SBATCH --constraint=h100\n",
 		     "srun --ntasks-per-node=1 ", "--slurm --state-dir",
 		     "sha256sum -c", "scontrol requeue \"$SLURM_JOB_ID\"",
+		     /* A failed preflight (exit 4): requeued without its
+		      * node, the update after the requeue. */
+		     "[ \"$status\" = 4 ] || exit \"$status\"",
+		     "node=${SLURMD_NODENAME:-$(hostname)}",
+		     "scontrol requeue \"$SLURM_JOB_ID\"\n"
+		     "scontrol update JobId=\"$SLURM_JOB_ID\" "
+		     "ExcNodeList=\"$excluded\"\nexit 4",
+		     "4) exit 4 ;;",
 		     NULL };
 	     *l; l++)
 		cr_expect(strstr(r.out, *l), "no '%s' in:\n%s", *l, r.out);
@@ -170,6 +178,40 @@ Test(slurm, submit_status_delete, .init = start2, .fini = slurm_cluster_stop)
 		     0);
 	cr_expect_eq(r.status, 4, "%s", r.err);
 	run_result_release(&r);
+}
+
+static void start3(void)
+{
+	slurm_cluster_start(3);
+}
+
+/* Node n1's preflight fails (Slurm gives the first allocation n1 and
+ * n2): the job is requeued without n1, its next allocation is n2 and
+ * n3, where the run is done; the history names n1. */
+Test(slurm, a_failed_preflight_requeues_the_job_without_its_node,
+     .init = start3, .fini = slurm_cluster_stop)
+{
+	struct run_result r;
+	char id[32];
+
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			"job", "--target", "slurm", "--partition", "debug",
+			"--nodes", "2", "--name", "pre", "--bucket",
+			slurm_bucket, "--command", "exit 0", "--preflight",
+			"[ \"$SLURMD_NODENAME\" != n1 ] || "
+			"{ echo no GPU on n1; exit 1; }", NULL }, NULL), 0);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	snprintf(id, sizeof(id), "%.*s", (int)strcspn(r.out, "\n"), r.out);
+	run_result_release(&r);
+	slurm_release_requeued(id, 1);
+	json_decref(slurm_wait_state("pre", "done", 180000));
+	cr_assert_eq(sh("scontrol show job %s | grep -q 'ExcNodeList=n1$'",
+			id), 0);
+	cr_assert_eq(sh("scontrol show job %s | grep -q ' NodeList=n\\[2-3\\]'",
+			id), 0);
+	cr_assert_eq(sh("grep -l '\"kind\": *\"preflight_fail\"' "
+			"'%s'/bucket/pre/events/*.json | xargs grep -q "
+			"'no GPU on n1'", slurm_dir), 0);
 }
 
 Test(slurm, clear_errors, .init = start2, .fini = slurm_cluster_stop)

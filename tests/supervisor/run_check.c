@@ -49,6 +49,21 @@ void kill_left_trainers(const char *dir, const char *glob)
 	   "done; true", dir, glob);
 }
 
+void end_supervisors(pid_t *pid, unsigned n, char *dir)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (pid[i] > 0) {
+			kill(pid[i], SIGKILL);
+			waitpid(pid[i], NULL, 0);
+			pid[i] = 0;
+		}
+	if (dir[0]) {
+		kill_left_trainers(dir, "w*");
+		rm_rf(dir);
+	}
+	dir[0] = '\0';
+}
+
 json_t *run_control(const char *run_dir)
 {
 	char path[HARNESS_PATH + 64];
@@ -162,6 +177,46 @@ void run_heartbeat_state(const char *run_dir, unsigned worker, char *out,
 	snprintf(out, cap, "%s",
 		 j ? json_string_value(json_object_get(j, "state")) : "");
 	json_decref(j);
+}
+
+/* Batches are named by generation and sequence: glob's order is the
+ * history's, near enough for "the last". */
+unsigned run_events(const char *run_dir, const char *kind,
+		    const char *worker, json_t **last)
+{
+	char pattern[HARNESS_PATH + 32];
+	unsigned n = 0;
+	glob_t g;
+
+	if (last)
+		*last = NULL;
+	snprintf(pattern, sizeof(pattern), "%s/events/*.json", run_dir);
+	if (glob(pattern, 0, NULL, &g))
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		json_t *batch = json_load_file(g.gl_pathv[i], 0, NULL);
+		json_t *ev;
+		size_t k;
+
+		json_array_foreach(json_object_get(batch, "events"), k, ev) {
+			const char *w = json_string_value(
+				json_object_get(ev, "worker"));
+			const char *what = json_string_value(
+				json_object_get(ev, "kind"));
+
+			if (!what || strcmp(what, kind) ||
+			    (worker && (!w || strcmp(w, worker))))
+				continue;
+			n++;
+			if (last) {
+				json_decref(*last);
+				*last = json_incref(ev);
+			}
+		}
+		json_decref(batch);
+	}
+	globfree(&g);
+	return n;
 }
 
 char *supervisor_log(const char *dir, unsigned i)

@@ -20,6 +20,11 @@ int wait_child(pid_t *pid, unsigned timeout_s);
  * DIR/GLOB/state.json (supervisors a test killed outright). */
 void kill_left_trainers(const char *dir, const char *glob);
 
+/* Kills supervisors pid[0..n) still running (and reaps them), what is
+ * left of their trainers (state files DIR/w*), and removes dir, which
+ * is then "". */
+void end_supervisors(pid_t *pid, unsigned n, char *dir);
+
 /* run_dir/control.json, parsed. */
 json_t *run_control(const char *run_dir);
 /* Its generation and state, and (unless NULL) a part of its reason. */
@@ -40,6 +45,12 @@ void run_wait_committed(const char *run_dir, long long at_least,
  * has sent none). */
 void run_heartbeat_state(const char *run_dir, unsigned worker, char *out,
 			 size_t cap);
+/* Events of kind by worker (NULL: anyone) in run_dir's history; *last
+ * (unless NULL) is the last found, the caller's to json_decref (NULL
+ * when none). */
+unsigned run_events(const char *run_dir, const char *kind,
+		    const char *worker, json_t **last);
+
 /* DIR/supI.log, where spawn_supervisor's callers send supervisor I's
  * stderr (malloc'd; "" when there is none). */
 char *supervisor_log(const char *dir, unsigned i);

@@ -157,17 +157,7 @@ static pid_t sup[2];
 
 static void down(void)
 {
-	for (int i = 0; i < 2; i++)
-		if (sup[i] > 0) {
-			kill(sup[i], SIGKILL);
-			waitpid(sup[i], NULL, 0);
-			sup[i] = 0;
-		}
-	if (dir[0]) {
-		kill_left_trainers(dir, "w*");
-		rm_rf(dir);
-	}
-	dir[0] = '\0';
+	end_supervisors(sup, 2, dir);
 }
 
 /* DIR/env-P-G, as trainer P of generation G wrote it (env -0 output),

@@ -6,7 +6,8 @@
  * environment, refused environments, SIGTERM as the notice (exit 143
  * with the emergency step committed), a JobSet restart (new pods, a new
  * restart attempt) joining by one bump and restoring the newest committed
- * step, and the one restart budget ending the run (exit 3).
+ * step, the one restart budget ending the run (exit 3), and a failed
+ * preflight (exit 4).
  */
 #include "tests/harness/harness.h"
 #include "tests/supervisor/run_check.h"
@@ -320,6 +321,35 @@ Test(pod, a_jobset_restart_bumps_once_and_restores_the_newest_step)
 Test(pod, replaced_pods_of_the_same_attempt_restart_the_group_once)
 {
 	restart_after_eviction(0, 0);
+}
+
+/* A pod whose preflight fails exits 4 (not the run's failure) without
+ * starting its trainer; once JobSet has replaced the set, on a node
+ * whose preflight passes, the run goes on and is done. */
+Test(pod, a_failed_preflight_exits_4_and_the_next_attempt_runs)
+{
+	char path[HARNESS_PATH + 32], *log;
+
+	up("\"preflight\": \"[ $SLICE_ID != 1 ] || [ ! -e "
+	   "$TOY_SYNC_DIR/bad-node ] || { echo no GPU; exit 9; }\"",
+	   "\"TOY_TOTAL\": \"20\"");
+	snprintf(path, sizeof(path), "%s/bad-node", w.sync_dir);
+	write_text(path, "");
+	start_attempt(0);
+	cr_assert_eq(wait_child(&w.pid[1], 60), 4);
+	log = pod_log(1);
+	cr_assert(strstr(log, "preflight failed on"), "%s", log);
+	free(log);
+	cr_assert_eq(run_events(w.run_dir, "preflight_fail",
+				"slice-1-worker-0", NULL), 1);
+	cr_assert_eq(toy_events(w.events, 1, -1, "start", NULL), 0);
+	/* JobSet ends the other pod of the set. */
+	kill(w.pid[0], SIGTERM);
+	cr_assert_eq(wait_child(&w.pid[0], GRACE_S + 30), 143);
+	cr_assert_eq(unlink(path), 0);
+	start_attempt(1);
+	pods_exit(2, 0, 90);
+	assert_control(2, "done", NULL, 1);
 }
 
 /* One budget: max_restarts 1 is spent by the JobSet restart, so the

@@ -16,7 +16,9 @@
 #define SUPERVISOR_PATH "/slicectl/slice-supervisor"
 /* Exit status of slice-supervisor --pod when the run failed for good:
  * the podFailurePolicy turns it into FailJob, the JobSet rule into a
- * failed JobSet, instead of a restart. */
+ * failed JobSet, instead of a restart. Every other failure, a failed
+ * preflight's 4 among them, fails the Job (backoffLimit 0) and the
+ * JobSet restarts the set, within maxRestarts. */
 #define EXIT_RUN_FAILED 3
 
 static bool lower_alnum(char c)

@@ -6,7 +6,8 @@
  * its time limit; the script hands the notice to every supervisor, which
  * commits an emergency step, and then requeues the job, whose next
  * allocation comes back with SLURM_RESTART_COUNT grown and restores the
- * newest committed step.
+ * newest committed step. A node whose preflight fails (its supervisor
+ * exits 4) requeues the job without that node.
  *
  * Before the step, the script sources Cluster Toolkit's NCCL profile when
  * the node has one (GPUDirect-TCPXO's settings on A3 Mega), so that srun
@@ -119,8 +120,34 @@ static const char step_script[] =
 	"sha256sum -c --quiet -\n"
 	"chmod 0755 \"$dir/slice-supervisor.part\"\n"
 	"mv \"$dir/slice-supervisor.part\" \"$dir/slice-supervisor\"\n"
-	"exec \"$dir/slice-supervisor\" run --job \"$SLICE_RUN_URL\" --slurm "
-	"--state-dir \"$dir/state-${SLURM_RESTART_COUNT:-0}\"\n";
+	"\"$dir/slice-supervisor\" run --job \"$SLICE_RUN_URL\" --slurm "
+	"--state-dir \"$dir/state-${SLURM_RESTART_COUNT:-0}\" &\n"
+	"sup=$!\n"
+	"# The step's signals are the supervisor's, and so is its status.\n"
+	"trap 'kill -TERM \"$sup\" 2>/dev/null' TERM\n"
+	"while :; do\n"
+	"\tstatus=0\n"
+	"\twait \"$sup\" || status=$?\n"
+	"\tkill -0 \"$sup\" 2>/dev/null || break\n"
+	"done\n"
+	"[ \"$status\" = 4 ] || exit \"$status\"\n"
+	"# This node's preflight failed: the job goes again without it. Only\n"
+	"# a pending job's ExcNodeList may change, and a requeued job is\n"
+	"# pending at once: the update follows the requeue, whose SIGTERM\n"
+	"# this script outlives.\n"
+	"trap '' TERM\n"
+	"node=${SLURMD_NODENAME:-$(hostname)}\n"
+	"excluded=$(scontrol show job \"$SLURM_JOB_ID\" | "
+	"sed -n 's/.*ExcNodeList=\\([^ ]*\\).*/\\1/p')\n"
+	"case $excluded in\n"
+	"''|'(null)') excluded=$node ;;\n"
+	"*) excluded=$excluded,$node ;;\n"
+	"esac\n"
+	"echo \"slicectl: the preflight failed on $node: requeueing job "
+	"$SLURM_JOB_ID without $excluded\" >&2\n"
+	"scontrol requeue \"$SLURM_JOB_ID\"\n"
+	"scontrol update JobId=\"$SLURM_JOB_ID\" ExcNodeList=\"$excluded\"\n"
+	"exit 4\n";
 
 static const char tail_script[] =
 	"step=$!\n"
@@ -135,6 +162,7 @@ static const char tail_script[] =
 	"3) echo \"slicectl: the run failed (see slicectl status)\" >&2; "
 	"exit 3 ;;\n"
 	"1) echo \"slicectl: a supervisor could not start\" >&2; exit 1 ;;\n"
+	"4) exit 4 ;;  # a node's preflight failed: it requeued the job\n"
 	"esac\n"
 	"# Only a job still running requeues itself: scancel (slicectl "
 	"delete)\n# shows COMPLETING and ends it for good, scontrol requeue "

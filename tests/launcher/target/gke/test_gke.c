@@ -299,6 +299,13 @@ Test(gke_render, contract_values)
 	cr_expect_eq(num(l, RJ "template.spec.backoffLimit"), 0);
 	cr_expect_eq(num(l, RJ "template.spec.podFailurePolicy.rules.0."
 			 "onExitCodes.values.0"), 3);
+	/* Only a failed run (3) fails the Job for good: a failed preflight
+	 * (4) or a notice (143) fails it as any pod failure does, and the
+	 * JobSet restarts the set. */
+	cr_expect_eq(json_array_size(at(l, RJ "template.spec.podFailurePolicy."
+					 "rules")), 1);
+	cr_expect_eq(json_array_size(at(l, RJ "template.spec.podFailurePolicy."
+					 "rules.0.onExitCodes.values")), 1);
 	cr_expect_str_eq(str(l, POD "restartPolicy"), "Never");
 	cr_expect_eq(num(l, POD "terminationGracePeriodSeconds"), 70);
 	cr_expect_str_eq(str(l, POD "priorityClassName"), "high");

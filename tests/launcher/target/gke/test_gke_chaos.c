@@ -2,8 +2,9 @@
  * slicectl job --target gke against the Kubernetes API fake:
  * examples/sgd on 2 slices x 2 workers under a trainer crash, a hang, a
  * pod eviction and the loss of a node pool, whose final parameters are
- * those of an uninterrupted run through the fake, to the bit. The
- * fixture is gke_live_check.c's.
+ * those of an uninterrupted run through the fake, to the bit; and a pod
+ * whose preflight fails, which JobSet replaces. The fixture is
+ * gke_live_check.c's.
  */
 #include "tests/launcher/target/gke/gke_live_check.h"
 #include "tests/harness/harness.h"
@@ -164,5 +165,46 @@ Test(gke_live, sgd_under_eviction_node_loss_crash_and_hang_ends_bit_exact)
 	}
 	free(chaos);
 	free(calm);
+	fake_stop(&fake);
+}
+
+/* Worker 1's pod fails its preflight once (the preflight takes its fault
+ * away): it exits 4, which is not the run's failure, so JobSet restarts
+ * the set; the new pods pass it and the run is done. */
+Test(gke_live, a_failed_preflight_restarts_the_jobset_and_the_run_goes_on)
+{
+	char preflight[HARNESS_PATH * 2 + 128], marker[HARNESS_PATH + 16];
+	const char *const *flags = sgd_flags("pre", "100", "0.02", NULL);
+	const char *extra[48];
+	struct run_result r;
+	size_t n = 0;
+	json_t *j;
+
+	start_fake((const char *const[]){ "--pass-env", "PYTHONUNBUFFERED",
+					  NULL });
+	make_queue(32);
+	snprintf(marker, sizeof(marker), "%s/bad-node", dir);
+	cr_assert_eq(sh("touch '%s'", marker), 0);
+	snprintf(preflight, sizeof(preflight),
+		 "[ $RANK != 1 ] || [ ! -e %s ] || { rm -f %s; "
+		 "echo GPU 0: Xid 79; exit 1; }", marker, marker);
+	for (; flags[n] && n < 44; n++)
+		extra[n] = flags[n];
+	extra[n++] = "--preflight";
+	extra[n++] = preflight;
+	extra[n] = NULL;
+	cr_assert_eq(run_slicectl(&r, job_argv("pre", "v4-16", "2",
+					       "exec python3 train.py", extra),
+				  NULL), 0);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_result_release(&r);
+	j = wait_state("pre", "done", 300000);
+	cr_expect_geq(json_integer_value(json_object_get(j, "generation")), 2);
+	json_decref(j);
+	json_decref(wait_end("pre", "Completed", 60000));
+	cr_expect(!exists("bad-node"));
+	cr_expect_eq(sh("grep -l '\"kind\": *\"preflight_fail\"' "
+			"'%s'/bucket/pre/events/*.json | xargs grep -q "
+			"'Xid 79'", dir), 0);
 	fake_stop(&fake);
 }

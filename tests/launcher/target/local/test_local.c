@@ -2,7 +2,8 @@
  * The local provider: local_run with real slice-supervisor processes
  * booted by the rendered startup script, each worker with its own root,
  * boot id and metadata port; chaos; chaos_parse; and the provider's
- * metadata server against cloud/'s metadata client.
+ * metadata server against cloud/'s metadata client; the job's preflight
+ * before every generation, and one that fails in status and events.
  *
  * The run is prepared here by hand (job.json and control.json through the
  * supervisor's API, the supervisor binary under RUN/supervisor/ in a
@@ -28,12 +29,15 @@
 #include <unistd.h>
 
 static char dir[HARNESS_PATH];
+/* The job's preflight, "%s" the test's dir; NULL: none. */
+static const char *preflight;
 
 static void cleanup(void)
 {
 	if (dir[0])
 		rm_rf(dir);
 	dir[0] = '\0';
+	preflight = NULL;
 }
 
 TestSuite(local, .fini = cleanup, .timeout = 400);
@@ -92,6 +96,10 @@ static void prepare(struct prepared_run *p, const char *name,
 	p->job.grace_s = 3;
 	p->job.heartbeat_s = 1;
 	p->job.keep = 3;
+	if (preflight) {
+		snprintf(cmd, sizeof(cmd), preflight, dir);
+		cr_assert_not_null(p->job.preflight = strdup(cmd));
+	}
 	{
 		const char *vars[] = {
 			"SGD_STEPS=120", "SGD_STEP_S=0.1", "PYTHONUNBUFFERED=1",
@@ -360,6 +368,101 @@ Test(local, counts_the_steps_a_crash_makes_it_train_again)
 							"steps_recomputed")),
 		     reached, "%s", c.out);
 	run_done(&p, &c, s);
+}
+
+/* ---- the preflight ---- */
+
+/* Generations whose preflight process `proc` ran, as it appended them to
+ * dir/preflight-PROC, each once, in order: 1 .. n. */
+static long preflight_generations(unsigned proc)
+{
+	char path[HARNESS_PATH + 32], *text, *p;
+	long n = 0;
+
+	snprintf(path, sizeof(path), "%s/preflight-%u", dir, proc);
+	text = read_file(path, NULL);
+	cr_assert_not_null(text, "no preflight ran on process %u", proc);
+	for (p = text; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : "")
+		cr_assert_eq(strtol(p, NULL, 10), ++n, "process %u:\n%s", proc,
+			     text);
+	free(text);
+	return n;
+}
+
+/* The preflight runs on every worker before every generation's trainer:
+ * after a crash, again on each. */
+Test(local, the_preflight_runs_before_every_generation)
+{
+	struct prepared_run p;
+	struct local_options o = { .format = 1, .chaos = "crash:worker=1@3s" };
+	struct captured c;
+	json_t *s;
+
+	preflight = "echo $SLICE_GENERATION >> %s/preflight-$RANK";
+	s = run_to_summary(&p, &o, "pre", 10, 10, &c);
+	for (unsigned proc = 0; proc < 4; proc++)
+		cr_assert_eq(preflight_generations(proc),
+			     1 + json_integer_value(json_object_get(
+				     s, "restarts")), "%s", c.out);
+	cr_assert_geq(json_integer_value(json_object_get(s, "restarts")), 1);
+	run_done(&p, &c, s);
+}
+
+/* Worker slice-1-worker-1's preflight never passes: its trainer never
+ * starts, the run fails once its restarts are spent, and slicectl status
+ * and events name the worker, its host and the reason. */
+Test(local, a_failing_preflight_shows_in_status_and_events)
+{
+	struct prepared_run p;
+	struct local_options o = { .format = 1 };
+	struct captured c;
+	struct run_result r;
+	char bucket[HARNESS_PATH + 16], home[HARNESS_PATH + 32];
+	const char *env[] = { home, NULL };
+	json_t *st, *w;
+	size_t i, found = 0;
+
+	setenv("SLICE_PREFLIGHT_BACKOFF_MS", "200", 1);
+	preflight = "[ $RANK != 3 ] || { echo no GPU on rank 3; exit 3; }";
+	cr_assert_eq(make_temp_dir(dir, sizeof(dir), "local"), 0);
+	prepare(&p, "bad", 10, 10);
+	snprintf(roots, sizeof(roots), "%s/workers", dir);
+	o.dir = roots;
+	run_captured(&p, &o, &c);
+	unsetenv("SLICE_PREFLIGHT_BACKOFF_MS");
+	cr_assert_eq(c.status, 1, "%s\n%s", c.out, c.err);
+
+	snprintf(bucket, sizeof(bucket), "file://%s/bucket", dir);
+	snprintf(home, sizeof(home), "SLICECTL_HOME=%s/home", dir);
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			"status", "bad", "--bucket", bucket, "--format",
+			"json", NULL }, env), 0);
+	st = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(st, "%s%s", r.out, r.err);
+	cr_expect(strstr(json_string_value(json_object_get(st, "state")),
+			 "failed"), "%s", r.out);
+	cr_expect(strstr(json_string_value(json_object_get(st, "reason")),
+			 "slice-1-worker-1: preflight failed on"), "%s",
+		  r.out);
+	json_array_foreach(json_object_get(st, "workers"), i, w)
+		if (json_integer_value(json_object_get(w, "slice")) == 1 &&
+		    json_integer_value(json_object_get(w, "worker")) == 1) {
+			cr_expect(strstr(json_string_value(json_object_get(
+						 w, "message")),
+					 "no GPU on rank 3"), "%s", r.out);
+			found++;
+		}
+	cr_expect_eq(found, 1, "%s", r.out);
+	json_decref(st);
+	run_result_release(&r);
+
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			"events", "bad", "--bucket", bucket, NULL }, env), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	ASSERT_HAS(r.out, "preflight_fail");
+	ASSERT_HAS(r.out, "no GPU on rank 3");
+	run_result_release(&r);
+	run_done(&p, &c, NULL);
 }
 
 /* ---- chaos_parse ---- */
