@@ -193,6 +193,11 @@ int cmd_job(int argc, char **argv)
 		  .help = "the trainers' MASTER_PORT cycles through 16 ports "
 			  "from N, one per generation (default 29500; "
 			  "--local: a free range)" },
+		{ .name = "monitoring", .kind = OPT_OPTIONAL,
+		  .value = &r->monitoring, .arg = "PROJECT",
+		  .help = "worker 0 writes the run's goodput to Cloud "
+			  "Monitoring every minute, in PROJECT (default: "
+			  "the run's, else gcloud's)" },
 		{ .name = "spot", .kind = OPT_FLAG, .value = &r->spot,
 		  .help = "spot capacity: cheaper, may be preempted" },
 		{ .name = "reserved", .kind = OPT_FLAG, .value = &r->reserved,

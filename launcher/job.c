@@ -177,6 +177,8 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 	if (r->rendezvous_port)
 		j->rendezvous_port = r->rendezvous_port;
 	j->delete_on_finish = r->delete_on_finish;
+	if (job_monitoring_project(r, &j->monitoring_project, e))
+		return e->code;
 	if (r->project && r->zone) {
 		j->tpu_project = strdup(r->project);
 		j->tpu_zone = strdup(r->zone);

@@ -42,6 +42,10 @@ struct job {
 				     the trainers' rendezvous cycles through,
 				     one per generation (29500) */
 	bool delete_on_finish;   /* worker 0 deletes the queued resource */
+	/* Worker 0 writes the run's goodput to Cloud Monitoring in this
+	 * project ("monitoring": {"project": P}); NULL: no export (and a
+	 * job.json without "monitoring"). */
+	char *monitoring_project;
 	/* The queued resource running the job (for delete_on_finish);
 	 * NULL for the local provider. */
 	char *tpu_project;
