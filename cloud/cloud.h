@@ -409,6 +409,10 @@ struct monitoring_target {
 	const char *project;
 	const char *location;   /* a zone or region; NULL: "global" */
 	const char *run;
+	/* A write gives up after about this long, with one retry at most:
+	 * a point not written by then is stale, and the next one follows.
+	 * 0: the usual retry policy. */
+	unsigned write_ms;
 };
 
 struct monitoring_point {

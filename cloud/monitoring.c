@@ -24,6 +24,7 @@ struct monitoring_client {
 	char *url;          /* .../v3/projects/P/timeSeries */
 	json_t *resource;   /* the generic_task every series is written on */
 	char *run;
+	unsigned write_ms;  /* a write's budget, 0 the policy's */
 	atomic_bool cancelled;
 };
 
@@ -106,6 +107,11 @@ int monitoring_open(struct monitoring_client **out,
 	}
 	c->http.cancelled = is_cancelled;
 	c->http.cancel_ud = c;
+	if (t->write_ms) {
+		c->write_ms = t->write_ms;
+		c->http.policy.max_total_ms = t->write_ms;
+		c->http.policy.max_attempts = 2;
+	}
 	*out = c;
 	return 0;
 }
@@ -212,6 +218,7 @@ int monitoring_write(struct monitoring_client *c,
 		return nomem(e);
 	req.body = body;
 	req.body_len = strlen(body);
+	req.timeout_ms = c->write_ms;
 	http_response_init(&resp);
 	rc = auth_send(&c->auth, &c->http, &req, json_headers, &resp, e);
 	http_response_release(&resp);

@@ -128,6 +128,8 @@ enum opt_kind {
 	OPT_UINT,    /* unsigned, within [min, max] */
 	OPT_SECONDS, /* unsigned milliseconds, given as seconds (may be 0.5) */
 	OPT_CHOICE,  /* int index into choices, a NULL-terminated array */
+	OPT_OPTIONAL, /* const char *: "" when given alone; a value only as
+			 --name=VALUE (a word after it stays positional) */
 };
 
 struct opt {

@@ -94,6 +94,7 @@ static int apply(const struct opt *o, const char *arg, struct err *e)
 		*(bool *)o->value = true;
 		return 0;
 	case OPT_STRING:
+	case OPT_OPTIONAL:
 		*(const char **)o->value = arg;
 		return 0;
 	case OPT_LIST:
@@ -136,8 +137,8 @@ static int parse_long(const struct opt *opts, int argc, char **argv, int i,
 		}
 		return apply(o, NULL, e) ? -COMMON_EUSAGE : 1;
 	}
-	if (eq)
-		return apply(o, eq + 1, e) ? -COMMON_EUSAGE : 1;
+	if (eq || o->kind == OPT_OPTIONAL)
+		return apply(o, eq ? eq + 1 : "", e) ? -COMMON_EUSAGE : 1;
 	if (i + 1 >= argc) {
 		err_set(e, COMMON_EUSAGE, "--%s needs a value (%s)", o->name,
 			o->arg ? o->arg : "VALUE");
@@ -164,7 +165,7 @@ static int parse_short(const struct opt *opts, int argc, char **argv, int i,
 				return -COMMON_EUSAGE;
 			continue;
 		}
-		if (p[1])
+		if (p[1] || o->kind == OPT_OPTIONAL)
 			return apply(o, p + 1, e) ? -COMMON_EUSAGE : 1;
 		if (i + 1 >= argc) {
 			err_set(e, COMMON_EUSAGE, "-%c needs a value (%s)", *p,
@@ -252,7 +253,8 @@ void opt_usage(FILE *f, const char *usage, const struct opt *opts)
 		else
 			n = snprintf(left, sizeof(left), "      --%s", o->name);
 		if (o->kind != OPT_FLAG && n > 0 && (size_t)n < sizeof(left))
-			snprintf(left + n, sizeof(left) - (size_t)n, " %s",
+			snprintf(left + n, sizeof(left) - (size_t)n,
+				 o->kind == OPT_OPTIONAL ? "[=%s]" : " %s",
 				 o->arg ? o->arg : "VALUE");
 		fputs(left, f);
 		if (strlen(left) > 30) {

@@ -224,6 +224,11 @@ int cmd_job(int argc, char **argv)
 		  .value = &preflight_ms, .arg = "S",
 		  .help = "the preflight's bound; past it, it failed "
 			  "(default 5m)" },
+		{ .name = "monitoring", .kind = OPT_OPTIONAL,
+		  .value = &r->monitoring, .arg = "PROJECT",
+		  .help = "worker 0 writes the run's goodput to Cloud "
+			  "Monitoring every minute, in PROJECT (default: "
+			  "the run's, else gcloud's)" },
 		{ .name = "spot", .kind = OPT_FLAG, .value = &r->spot,
 		  .help = "spot capacity: cheaper, may be preempted" },
 		{ .name = "reserved", .kind = OPT_FLAG, .value = &r->reserved,

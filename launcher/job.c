@@ -181,6 +181,8 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 		return err_set(e, COMMON_ENOMEM, "out of memory");
 	j->preflight_timeout_s = r->preflight_timeout_s;
 	j->delete_on_finish = r->delete_on_finish;
+	if (job_monitoring_project(r, &j->monitoring_project, e))
+		return e->code;
 	if (r->project && r->zone) {
 		j->tpu_project = strdup(r->project);
 		j->tpu_zone = strdup(r->zone);

@@ -31,6 +31,9 @@ struct job_request {
 	unsigned preflight_timeout_s;
 	bool spot, reserved, best_effort, delete_on_finish;
 	const char *project, *zone;   /* cloud only (flags or CLOUDSDK_*) */
+	/* --monitoring: "" the run's project (job_monitoring_project),
+	 * else the project given; NULL: no export. */
+	const char *monitoring;
 	const char *supervisor_bin;   /* NULL: found next to slicectl */
 	/* Prefer slice-supervisor.portable next to slicectl: workers whose
 	 * libraries are not the build machine's (TPU VM images, pods,
@@ -43,6 +46,13 @@ struct job_request {
 
 void job_request_init(struct job_request *r); /* the defaults */
 void job_request_release(struct job_request *r);
+
+/* job.json's monitoring project for r (*out malloc'd; NULL when
+ * --monitoring is not given): the project given, else the run's own
+ * (tpu-vm's, the GKE cluster's), else gcloud's default; none is
+ * COMMON_EUSAGE saying how to give one. */
+int job_monitoring_project(const struct job_request *r, char **out,
+			   struct err *e);
 
 /* A run whose objects are in place. */
 struct prepared_run {

@@ -16,6 +16,7 @@
 #include "run/run.h"
 
 #include "cloud/cloud.h"
+#include "run/events_read.h"
 #include "run/spec_util.h"
 
 #include <errno.h>
@@ -27,7 +28,6 @@
 #include <string.h>
 #include <time.h>
 
-#define EVENTS_PREFIX "events/"
 /* One object holds a writer's events of about a second; generous. */
 #define EVENTS_OBJECT_MAX ((size_t)4 << 20)
 /* Attempts at a free name when a writer's seconds are taken. */
@@ -423,18 +423,8 @@ int event_record_as(struct store *s, const char *who, const char *kind,
 
 /* ---- reading them back ---- */
 
-struct reading {
-	struct store *s;
-	struct event *v;
-	size_t n, cap;
-	size_t *order;           /* per event: object index << 20 | index */
-	size_t objects;
-	struct err *e;
-	int rc;
-};
-
 /* Room for one more event in rd (the arrays grow together). */
-static int reading_grow(struct reading *rd)
+static int reading_grow(struct events_read *rd)
 {
 	size_t cap = rd->cap ? 2 * rd->cap : 256;
 	struct event *v;
@@ -453,34 +443,30 @@ static int reading_grow(struct reading *rd)
 	return 0;
 }
 
-static int read_one(void *ud, const struct store_object *o, bool is_prefix)
+int events_read_object(struct store *s, const char *name,
+		       struct events_read *rd, struct err *e)
 {
-	struct reading *rd = ud;
 	char *data;
 	size_t len, i = 0;
 	json_t *root, *a, *it;
+	int rc = store_read(s, name, EVENTS_OBJECT_MAX, &data, &len, NULL, e);
 
-	if (is_prefix || !strstr(o->name, ".json"))
+	if (rc == CLOUD_ENOTFOUND) { /* deleted meanwhile */
+		err_init(e);
 		return 0;
-	rd->rc = store_read(rd->s, o->name, EVENTS_OBJECT_MAX, &data, &len,
-			    NULL, rd->e);
-	if (rd->rc == CLOUD_ENOTFOUND) { /* deleted meanwhile */
-		err_init(rd->e);
-		return rd->rc = 0;
 	}
-	if (rd->rc)
-		return 1;
+	if (rc)
+		return rc;
 	root = json_loadb(data, len, 0, NULL);
 	free(data);
 	a = json_object_get(root, "events");
 	if (!json_is_array(a))
 		log_warn("%s is not a batch of events: skipped",
-			 store_url(rd->s, o->name));
+			 store_url(s, name));
 	json_array_foreach(a, i, it) {
 		if (reading_grow(rd)) {
 			json_decref(root);
-			rd->rc = err_set(rd->e, CLOUD_ENOMEM, "out of memory");
-			return 1;
+			return err_set(e, CLOUD_ENOMEM, "out of memory");
 		}
 		/* Parsed in place: a week's history is 10^5 events of
 		 * 700 bytes, and every copy of them costs. */
@@ -491,6 +477,24 @@ static int read_one(void *ud, const struct store_object *o, bool is_prefix)
 	rd->objects++;
 	json_decref(root);
 	return 0;
+}
+
+struct listing {
+	struct store *s;
+	struct events_read *rd;
+	struct err *e;
+	int rc;
+};
+
+static int read_listed(void *ud, const struct store_object *o,
+		       bool is_prefix)
+{
+	struct listing *l = ud;
+
+	if (is_prefix || !strstr(o->name, ".json"))
+		return 0;
+	l->rc = events_read_object(l->s, o->name, l->rd, l->e);
+	return l->rc != 0;
 }
 
 struct sortable {
@@ -561,50 +565,70 @@ static void permute(struct event *v, size_t *src, size_t n)
 	}
 }
 
+int events_read_sort(struct events_read *rd, struct err *e)
+{
+	struct sortable *idx = rd->n ? malloc(rd->n * sizeof(*idx)) : NULL;
+	size_t kept = 0;
+
+	if (!rd->n)
+		return 0;
+	if (!idx)
+		return err_set(e, CLOUD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < rd->n; i++)
+		idx[i] = (struct sortable){ time_key(rd->v[i].time),
+					    &rd->v[i], rd->order[i] };
+	qsort(idx, rd->n, sizeof(*idx), by_time);
+	for (size_t i = 0; i < rd->n; i++)
+		rd->order[i] = (size_t)(idx[i].ev - rd->v);
+	permute(rd->v, rd->order, rd->n);
+	for (size_t i = 0; i < rd->n; i++)
+		rd->order[i] = idx[i].order;
+	free(idx);
+	for (size_t i = 0; i < rd->n; i++)
+		if (!kept || memcmp(&rd->v[kept - 1], &rd->v[i],
+				    sizeof(*rd->v))) {
+			if (kept != i) {
+				rd->v[kept] = rd->v[i];
+				rd->order[kept] = rd->order[i];
+			}
+			kept++;
+		}
+	rd->n = kept;
+	return 0;
+}
+
+void events_read_release(struct events_read *rd)
+{
+	free(rd->v);
+	free(rd->order);
+	memset(rd, 0, sizeof(*rd));
+}
+
 int events_list(struct store *s, struct event **out, size_t *n,
 		struct err *e)
 {
-	struct reading rd = { .s = s, .e = e };
-	struct sortable *idx;
+	struct events_read rd = { 0 };
+	struct listing l = { .s = s, .rd = &rd, .e = e };
 	int r;
 
 	err_init(e);
 	*out = NULL;
 	*n = 0;
-	r = store_list(s, EVENTS_PREFIX, NULL, read_one, &rd, e);
-	if (!r && rd.rc)
-		r = rd.rc;
+	r = store_list(s, EVENTS_PREFIX, NULL, read_listed, &l, e);
+	if (!r && l.rc)
+		r = l.rc;
 	if (r == CLOUD_ENOTFOUND) {
 		err_init(e);
 		r = 0;
 	}
-	idx = !r && rd.n ? malloc(rd.n * sizeof(*idx)) : NULL;
-	if (!r && rd.n && !idx)
-		r = err_set(e, CLOUD_ENOMEM, "out of memory");
+	if (!r)
+		r = events_read_sort(&rd, e);
 	if (!r && rd.n) {
-		for (size_t i = 0; i < rd.n; i++)
-			idx[i] = (struct sortable){ time_key(rd.v[i].time),
-						    &rd.v[i], rd.order[i] };
-		qsort(idx, rd.n, sizeof(*idx), by_time);
-		for (size_t i = 0; i < rd.n; i++)
-			rd.order[i] = (size_t)(idx[i].ev - rd.v);
-		permute(rd.v, rd.order, rd.n);
-		/* A batch written twice (its write succeeded but the answer
-		 * was lost, so the writer tried again under the next name)
-		 * counts once: its events are equal to the byte. */
-		for (size_t i = 0; i < rd.n; i++)
-			if (!*n || memcmp(&rd.v[*n - 1], &rd.v[i],
-					  sizeof(*rd.v))) {
-				if (*n != i)
-					rd.v[*n] = rd.v[i];
-				(*n)++;
-			}
 		*out = rd.v;
+		*n = rd.n;
 		rd.v = NULL;
 	}
-	free(idx);
-	free(rd.v);
-	free(rd.order);
+	events_read_release(&rd);
 	return r;
 }
 

@@ -67,7 +67,7 @@ static const char *const all_fields =
 	"name, command, env, workdir, num_slices, workers_per_slice, "
 	"max_restarts, hang_timeout_s, grace_s, keep, keep_every, "
 	"heartbeat_s, spool_mb, rendezvous_port, preflight, "
-	"preflight_timeout_s, delete_on_finish, tpu, target";
+	"preflight_timeout_s, delete_on_finish, tpu, target, monitoring";
 
 static unsigned *uint_at(struct job *j, const struct uint_field *f)
 {
@@ -109,6 +109,7 @@ void job_release(struct job *j)
 	free(j->tpu_project);
 	free(j->tpu_zone);
 	free(j->tpu_name);
+	free(j->monitoring_project);
 	job_target_release(&j->target);
 	job_init(j);
 }
@@ -337,6 +338,11 @@ static int job_check(const struct job *j, struct err *e)
 					       "or '%%' (or leave \"tpu\" out "
 					       "for the local provider)", k[i]);
 	}
+	if (j->monitoring_project && !tpu_id_valid(j->monitoring_project))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"monitoring\" needs \"project\" as "
+			       "a non-empty string without spaces, '/', '?', "
+			       "'#' or '%%' (or leave \"monitoring\" out)");
 	if (j->target.kind && !strcmp(j->target.kind, "slurm") &&
 	    !(nonempty(j->target.partition) && nonempty(j->target.job_id)))
 		return err_set(e, COMMON_EINVAL,
@@ -526,6 +532,24 @@ static int parse_target(const json_t *v, struct job *j, struct err *e)
 	return 0;
 }
 
+/* "monitoring": {"project": P}, or null (off). */
+static int parse_monitoring(const json_t *v, struct job *j, struct err *e)
+{
+	const json_t *p = json_object_get(v, "project");
+
+	if (!json_is_object(v))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"monitoring\" must be an object "
+			       "{\"project\": P} or null, not %s",
+			       json_type_name(v));
+	if (json_object_size(v) != 1 || !p)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"monitoring\" takes one field, "
+			       "\"project\"");
+	return take_string("\"monitoring\".", "project", p, false,
+			   &j->monitoring_project, e);
+}
+
 static int parse_field(const char *k, const json_t *v, struct job *j,
 		       struct err *e)
 {
@@ -543,6 +567,8 @@ static int parse_field(const char *k, const json_t *v, struct job *j,
 		return json_is_null(v) ? 0 : parse_tpu(v, j, e);
 	if (!strcmp(k, "target"))
 		return json_is_null(v) ? 0 : parse_target(v, j, e);
+	if (!strcmp(k, "monitoring"))
+		return json_is_null(v) ? 0 : parse_monitoring(v, j, e);
 	if (!strcmp(k, "delete_on_finish")) {
 		if (!json_is_boolean(v))
 			return err_set(e, COMMON_EINVAL,
@@ -696,6 +722,10 @@ int job_to_json(const struct job *j, char **out, struct err *e)
 					 "name", j->tpu_name));
 	if (j->target.kind)
 		bad |= set_new(root, "target", target_object(&j->target));
+	if (j->monitoring_project)
+		bad |= set_new(root, "monitoring",
+			       json_pack("{s:s}", "project",
+					 j->monitoring_project));
 	if (!bad)
 		text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);

@@ -45,6 +45,10 @@ struct job {
 				    each generation's trainer; NULL none */
 	unsigned preflight_timeout_s; /* the preflight's bound (300) */
 	bool delete_on_finish;   /* worker 0 deletes the queued resource */
+	/* Worker 0 writes the run's goodput to Cloud Monitoring in this
+	 * project ("monitoring": {"project": P}); NULL: no export (and a
+	 * job.json without "monitoring"). */
+	char *monitoring_project;
 	/* The queued resource running the job (for delete_on_finish);
 	 * NULL for the local provider. */
 	char *tpu_project;
@@ -274,6 +278,25 @@ struct events_seen {
 int events_new(struct store *s, struct events_seen *seen, struct event **out,
 	       size_t *n, struct err *e);
 void events_seen_release(struct events_seen *seen);
+
+/*
+ * Following a run's history without reading it all again (worker 0's
+ * Monitoring export recomputes goodput every minute): the objects are
+ * create-only and their names never reused, so each events_follow lists
+ * the prefix and reads only the objects no earlier call read, and the
+ * follower keeps the whole history read so far, as events_list gives it
+ * (in time order, a batch written twice counted once). An object deleted
+ * after it was read keeps its events; one deleted before is skipped.
+ */
+struct events_follower;
+int events_follower_new(struct events_follower **out, struct err *e);
+void events_follower_free(struct events_follower *f); /* NULL is fine */
+/* *v (the follower's, valid until its next call) is the history so far,
+ * also after an error: what was read before it stays. */
+int events_follow(struct events_follower *f, struct store *s,
+		  const struct event **v, size_t *n, struct err *e);
+/* The objects read, by every call so far. */
+size_t events_follower_objects(const struct events_follower *f);
 
 /* An event's time as Unix milliseconds; -1 when it is not RFC 3339. */
 int64_t event_ms(const struct event *ev);

@@ -21,6 +21,7 @@
 
 struct watch;
 struct deadline_poller;
+struct exporter;
 
 struct sup {
 	const struct supervise_options *o;
@@ -41,6 +42,7 @@ struct sup {
 	struct shipper *ship;
 	struct watch *watch;
 	struct deadline_poller *poller; /* worker 0 of a queued resource's */
+	struct exporter *exporter; /* worker 0's, with "monitoring" */
 	struct trainer trainer;
 
 	enum sup_phase phase;

@@ -15,6 +15,7 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "supervisor/sup.h"
 #include "supervisor/deadline.h"
+#include "supervisor/exporter.h"
 #include "supervisor/launch.h"
 #include "supervisor/watch.h"
 
@@ -469,6 +470,17 @@ static int64_t earlier_worker_generation(const struct sup *s)
 	return g;
 }
 
+/* Worker 0's goodput export (exporter.h); without it the run goes on. */
+static void start_exporter(struct sup *s)
+{
+	struct err xe;
+
+	err_init(&xe);
+	if (exporter_start(&s->exporter, s->o->run_url, &s->job, &xe))
+		log_warn("not exporting goodput to Cloud Monitoring: %s",
+			 xe.msg);
+}
+
 int sup_setup(struct sup *s, struct err *e)
 {
 	const struct supervise_options *o = s->o;
@@ -572,6 +584,8 @@ int sup_setup(struct sup *s, struct err *e)
 			log_warn("not reading the queued resource's deadlines: "
 				 "%s", pe.msg);
 	}
+	if (s->id.process_id == 0 && s->job.monitoring_project)
+		start_exporter(s);
 	snprintf(s->message, sizeof(s->message), "{\"boot_id\":\"%.40s\"}",
 		 s->boot_id);
 	sup_note(s, "boot", -1, s->orphan ? "restarted" : "started",
@@ -691,6 +705,7 @@ void sup_init(struct sup *s, const struct supervise_options *o)
 void sup_release(struct sup *s)
 {
 	trainer_release(&s->trainer);
+	exporter_stop(s->exporter);
 	deadline_poller_stop(s->poller);
 	watch_stop(s->watch);
 	if (s->ship)

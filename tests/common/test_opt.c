@@ -148,3 +148,32 @@ Test(opt, stop_at_first_positional)
 	cr_assert_str_eq(pos.v[1], "--flag");
 	strlist_release(&pos);
 }
+
+/* A value that may be left out: "" alone, the value only after '=', so
+ * the word after it stays a positional (slicectl job --monitoring RUN). */
+Test(opt, optional_value)
+{
+	static const char *mon;
+	static const struct opt table[] = {
+		{ .name = "monitoring", .kind = OPT_OPTIONAL, .value = &mon,
+		  .arg = "PROJECT", .help = "export" },
+		{ 0 },
+	};
+	char *alone[] = { "cmd", "--monitoring", "run1", NULL };
+	char *given[] = { "cmd", "run1", "--monitoring=p1", NULL };
+	struct strlist pos;
+	struct err e;
+
+	strlist_init(&pos);
+	cr_assert_eq(opt_parse(table, 3, alone, &pos, false, &e), OPT_OK);
+	cr_assert_str_eq(mon, "");
+	cr_assert_eq(pos.n, 1);
+	cr_assert_str_eq(pos.v[0], "run1");
+	strlist_release(&pos);
+	strlist_init(&pos);
+	mon = NULL;
+	cr_assert_eq(opt_parse(table, 3, given, &pos, false, &e), OPT_OK);
+	cr_assert_str_eq(mon, "p1");
+	cr_assert_eq(pos.n, 1);
+	strlist_release(&pos);
+}

@@ -447,6 +447,51 @@ Test(job, preflight)
 	job_release(&k);
 }
 
+/* A job.json written before the field exports nothing; one that has it
+ * keeps its project through a round trip; a malformed one is refused
+ * with the field named. */
+Test(job, monitoring)
+{
+	static const char *const bad[][2] = {
+		{ "\"on\"", "must be an object {\"project\": P} or null" },
+		{ "true", "not a boolean" },
+		{ "{}", "one field, \"project\"" },
+		{ "{\"project\": \"p\", \"period_s\": 60}",
+		  "one field, \"project\"" },
+		{ "{\"project\": 7}", "\"project\" must be a string" },
+		{ "{\"project\": \"a b\"}", "without spaces" },
+		{ "{\"project\": \"\"}", "\"project\" as a non-empty" },
+	};
+	struct job j, k;
+	char *text, json[256];
+	struct err e;
+
+	parse_ok("{\"name\": \"r\", \"command\": \"c\"}", &j);
+	cr_expect_null(j.monitoring_project);
+	cr_assert_eq(job_to_json(&j, &text, &e), 0, "%s", e.msg);
+	cr_expect_null(strstr(text, "monitoring"), "%s", text);
+	free(text);
+	j.monitoring_project = strdup("my-project");
+	cr_assert_eq(job_to_json(&j, &text, &e), 0, "%s", e.msg);
+	cr_expect_not_null(strstr(text, "\"monitoring\": {\n    "
+				  "\"project\": \"my-project\""), "%s", text);
+	parse_ok(text, &k);
+	cr_expect_str_eq(k.monitoring_project, "my-project");
+	free(text);
+	job_release(&j);
+	job_release(&k);
+	parse_ok("{\"name\": \"r\", \"command\": \"c\", "
+		 "\"monitoring\": null}", &j);
+	cr_expect_null(j.monitoring_project);
+	job_release(&j);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		snprintf(json, sizeof(json),
+			 "{\"name\": \"r\", \"command\": \"c\", "
+			 "\"monitoring\": %s}", bad[i][0]);
+		parse_fails(json, bad[i][1]);
+	}
+}
+
 Test(job, worker_names)
 {
 	char name[64];

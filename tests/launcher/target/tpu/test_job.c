@@ -735,3 +735,35 @@ Test(job, slicectl_bucket_in_the_environment_leaves_plain_qr_names_alone)
 	run_result_release(&r);
 	assert_state(qr_state("plain"), "", "the deleted queued resource");
 }
+
+/* --monitoring writes job.json's monitoring project: the run's own
+ * (--project's) alone, or the one given after '='. */
+Test(job, monitoring_takes_the_runs_project_unless_given_one)
+{
+	static const char *const runs[][3] = { { "m1", "--monitoring", "proj" },
+					       { "m2", "--monitoring=other",
+						 "other" } };
+	char path[HARNESS_PATH * 2];
+	struct run_result r;
+	struct job j;
+	struct err e;
+	char *text;
+	size_t len;
+
+	for (size_t i = 0; i < 2; i++) {
+		slicectl(&r, (const char *const[]){
+				 "job", runs[i][0], runs[i][1], "--bucket",
+				 bucket, "--accelerator-type", "v4-8",
+				 "--command", "true", NULL });
+		ok(&r);
+		run_result_release(&r);
+		snprintf(path, sizeof(path), "%s/bucket/%s/job.json", tmp,
+			 runs[i][0]);
+		text = read_file(path, &len);
+		cr_assert_not_null(text);
+		cr_assert_eq(job_parse(text, len, &j, &e), 0, "%s", e.msg);
+		cr_assert_str_eq(j.monitoring_project, runs[i][2]);
+		job_release(&j);
+		free(text);
+	}
+}
