@@ -238,7 +238,7 @@ Test(gke_live, a_node_that_fails_the_preflight_is_cordoned_and_avoided)
 					  "--tls", NULL });
 	make_queue(32);
 	run_preflight_job("cordon",
-			  "[ \"$SLICE_POD_NODE\" != gke-tpu-slice-1 ] || "
+			  "[ \"$SLICE_NODE_NAME\" != gke-tpu-slice-1 ] || "
 			  "{ echo GPU 0: Xid 79; exit 1; }",
 			  "--cordon-on-preflight-failure");
 	cr_assert_eq(api("GET", "/api/v1/nodes/gke-tpu-slice-1", NULL, &node),
