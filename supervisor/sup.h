@@ -168,6 +168,14 @@ bool sup_preflight_verdict(struct sup *s, bool timed_out, char *why,
  * to restart (SLICE_PREFLIGHT_BACKOFF_MS). */
 unsigned sup_preflight_backoff_ms(void);
 
+/* ---- cordon.c ---- */
+
+/* In a pod whose render asked for it (SLICE_PREFLIGHT_CORDON=1), marks
+ * its node (SLICE_POD_NODE) unschedulable through the API server, best
+ * effort and within a few seconds; the event "cordon" says whether it
+ * was and why not. */
+void sup_cordon(struct sup *s);
+
 /* ---- supervise_table.c ---- */
 
 /* One pass over the events; true when it moved the machine. */

@@ -204,6 +204,10 @@ static int trainer_env(struct sup *s, struct strlist *env)
 		PUT("SLICE_RESTORE_DIR=%s", s->restore_dir);
 		PUT("SLICE_RESTORE_STEP=%lld", (long long)s->restored);
 	}
+	/* In a pod, the node it runs on: a preflight's verdict or a log
+	 * line names the machine, not the pod, which moves. */
+	if (getenv("SLICE_POD_NODE"))
+		PUT("SLICE_NODE_NAME=%s", getenv("SLICE_POD_NODE"));
 #undef PUT
 	/* The job's own settings come last, and win. */
 	for (size_t i = 0; !rc && i < s->id.megascale.n; i++)

@@ -563,6 +563,7 @@ static enum sup_phase preflight_over(struct sup *s, bool timed_out)
 		return sup_start_trainer(s);
 	if (s->o->managed) {
 		s->preflight_failed = true;
+		sup_cordon(s);
 		return end(s, why);
 	}
 	snprintf(r.reason, sizeof(r.reason), "%.48s: %.200s", s->id.name, why);

@@ -213,7 +213,7 @@ class Kubelet:
 				continue
 			spec = pod.setdefault("spec", {})
 			if not spec.get("nodeName"):
-				spec["nodeName"] = self.node_of(pod)
+				spec["nodeName"] = self.schedulable(self.node_of(pod))
 				self.ensure_node(spec["nodeName"], pod)
 				set_condition(pod.setdefault("status", {}),
 					      "PodScheduled", "True", None, None)
@@ -230,6 +230,17 @@ class Kubelet:
 			self.running[m["uid"]] = t
 			t.start()
 
+	def schedulable(self, name):
+		"""name, or when that node is cordoned (spec.unschedulable)
+		the pool's first spare that is not: NAME-spare-K."""
+		nres = self.st.resource("nodes")
+		cand, k = name, 0
+		while ((self.st.get(nres, "", cand) or {}).get("spec") or
+		       {}).get("unschedulable"):
+			k += 1
+			cand = "%s-spare-%d" % (name, k)
+		return cand
+
 	def ensure_node(self, name, pod):
 		"""The Node object a pod is bound to, made on first use with
 		the labels the pod selects (a node pool that fits it)."""
@@ -239,7 +250,7 @@ class Kubelet:
 			return
 		labels = dict(pod["spec"].get("nodeSelector") or {})
 		labels["kubernetes.io/hostname"] = name
-		pool = name.replace("gke-", "", 1)
+		pool = name.replace("gke-", "", 1).split("-spare-")[0]
 		if pool.startswith("gpu-"):
 			pool = pool.rsplit("-", 1)[0]
 		labels.setdefault("cloud.google.com/gke-nodepool", pool)
@@ -509,7 +520,8 @@ class Kubelet:
 		       "HOSTNAME": pod["spec"].get("hostname") or
 		       pod["metadata"]["name"],
 		       "KUBERNETES_SERVICE_HOST": "127.0.0.1",
-		       "KUBERNETES_SERVICE_PORT": str(self.fake.api_port)}
+		       "KUBERNETES_SERVICE_PORT": str(self.fake.api_port),
+		       "SLICE_KUBE_SA_DIR": self.service_account(pod)}
 		for k in self.pass_env:
 			if k in os.environ:
 				env[k] = os.environ[k]
@@ -523,6 +535,22 @@ class Kubelet:
 			else:
 				env[e["name"]] = ""
 		return env
+
+	def service_account(self, pod):
+		"""The pod's in-cluster credentials, as the kubelet projects
+		them to /var/run/secrets/kubernetes.io/serviceaccount: a token
+		the API accepts (--require-token's) and its CA (--tls); the
+		pods find the directory in SLICE_KUBE_SA_DIR."""
+		d = os.path.join(self.pod_dir(pod), "serviceaccount")
+		os.makedirs(d, exist_ok=True)
+		with open(os.path.join(d, "token"), "w") as f:
+			f.write(self.fake.require_token or "kube-fake-sa-token")
+		with open(os.path.join(d, "namespace"), "w") as f:
+			f.write(pod["metadata"]["namespace"])
+		if self.fake.ca_pem:
+			with open(os.path.join(d, "ca.crt"), "w") as f:
+				f.write(self.fake.ca_pem)
+		return d
 
 	def mounts(self, pod, c):
 		"""[src, dst, rw|ro, ...] for the container's volumeMounts;

@@ -29,6 +29,10 @@ struct gke_spec {
 	const char *namespace;
 	const char *queue;             /* the LocalQueue */
 	const char *priority_class;    /* NULL: none */
+	const char *service_account;   /* the pods' Kubernetes one; NULL:
+					  the namespace's default */
+	bool cordon;                   /* a node whose preflight fails is
+					  cordoned (docs/DESIGN.md) */
 	const char *image;             /* the trainer's image */
 	const char *run_url;           /* BUCKET/RUN */
 	const char *supervisor_sha256;
@@ -76,13 +80,13 @@ int gke_yaml(const json_t *obj, struct buf *b, struct err *e);
 struct gke_options {
 	const char *location, *namespace, *queue;
 	const char *priority_class, *image, *kubeconfig, *context;
-	const char *reservation;
-	bool flex_start, queued_provisioning;
+	const char *reservation, *service_account;
+	bool flex_start, queued_provisioning, cordon;
 };
 
 /* Entries the row's options slot fills (target.h), the shared three
  * among them. */
-#define GKE_OPTIONS_COUNT 13
+#define GKE_OPTIONS_COUNT 15
 
 /* Whether any of GKE's own flags was given; gke_refuse_flags says so
  * (with --cluster and --render) to the tpu-vm and local targets' checks:

@@ -47,6 +47,15 @@ static size_t options(struct job_flags *f, struct opt *opts)
 		{ .name = "reservation", .kind = OPT_STRING,
 		  .value = &g->reservation, .arg = "R",
 		  .help = "--target gke: nodes of reservation R" },
+		{ .name = "service-account", .kind = OPT_STRING,
+		  .value = &g->service_account, .arg = "KSA",
+		  .help = "--target gke: the pods' Kubernetes service "
+			  "account (default: the namespace's default)" },
+		{ .name = "cordon-on-preflight-failure", .kind = OPT_FLAG,
+		  .value = &g->cordon,
+		  .help = "--target gke, with --preflight: a pod whose "
+			  "preflight fails cordons its node (the service "
+			  "account may get and patch nodes: README)" },
 		{ .name = "flex-start", .kind = OPT_FLAG,
 		  .value = &g->flex_start,
 		  .help = "--target gke: flex-start nodes (Dynamic Workload "
@@ -74,7 +83,8 @@ bool gke_flags_given(const struct gke_options *g)
 {
 	return g->location || g->namespace || g->queue || g->priority_class ||
 	       g->image || g->kubeconfig || g->context || g->reservation ||
-	       g->flex_start || g->queued_provisioning;
+	       g->flex_start || g->queued_provisioning ||
+	       g->service_account || g->cordon;
 }
 
 int gke_refuse_flags(const struct job_flags *f)
@@ -83,7 +93,9 @@ int gke_refuse_flags(const struct job_flags *f)
 		return usage_error("--cluster, --location, --namespace, --queue, "
 				   "--priority-class, --image, --kubeconfig, "
 				   "--context, --reservation, --flex-start, "
-				   "--queued-provisioning and --render are for "
+				   "--queued-provisioning, --service-account, "
+				   "--cordon-on-preflight-failure and --render "
+				   "are for "
 				   "--target gke (--cluster and --render also for "
 				   "--target slurm)");
 	return 0;
@@ -264,6 +276,8 @@ static int submit(struct job_flags *f)
 	s.namespace = namespace_of(g, conn.namespace);
 	s.queue = g->queue;
 	s.priority_class = g->priority_class;
+	s.service_account = g->service_account;
+	s.cordon = g->cordon;
 	s.image = g->image;
 	s.num_slices = r->num_slices;
 	s.max_restarts = r->max_restarts;
@@ -274,6 +288,11 @@ static int submit(struct job_flags *f)
 	s.queued_provisioning = g->queued_provisioning;
 	s.reservation = g->reservation;
 	s.max_run_s = f->max_run_ms / 1000;
+	if (g->cordon && !r->preflight) {
+		status = usage_error("--cordon-on-preflight-failure goes with "
+				     "--preflight");
+		goto out;
+	}
 	if (gke_check(&s, &e)) {
 		status = usage_error("%s", e.msg);
 		goto out;

@@ -133,6 +133,11 @@ int gke_check(const struct gke_spec *s, struct err *e)
 		return err_set(e, COMMON_EUSAGE,
 			       "--priority-class '%s' is not a PriorityClass "
 			       "name (a DNS subdomain)", s->priority_class);
+	if (s->service_account && !dns_subdomain(s->service_account))
+		return err_set(e, COMMON_EUSAGE,
+			       "--service-account '%s' is not a Kubernetes "
+			       "service account name (a DNS subdomain)",
+			       s->service_account);
 	if (!s->image || !*s->image || strpbrk(s->image, " \t\n"))
 		return err_set(e, COMMON_EUSAGE,
 			       "--image is required: the trainer's container "
@@ -225,6 +230,13 @@ static json_t *worker_env(const struct gke_spec *s)
 		field_env("SLICE_POD_NAME", "metadata.name"),
 		field_env("SLICE_POD_NODE", "spec.nodeName"),
 		gke_value_env("SLICE_POD_COORDINATOR", coordinator));
+	/* The supervisor cordons SLICE_POD_NODE when its preflight fails. */
+	if (env && s->cordon &&
+	    json_array_append_new(env, gke_value_env("SLICE_PREFLIGHT_CORDON",
+						     "1"))) {
+		json_decref(env);
+		return NULL;
+	}
 	if (env && !s->acc.gpus_per_host && megascale_env(s, coordinator, env)) {
 		json_decref(env);
 		return NULL;
@@ -416,6 +428,9 @@ static json_t *pod_spec(const struct gke_spec *s, json_t *annotations,
 	if (pod && s->priority_class)
 		bad |= json_object_set_new(pod, "priorityClassName",
 					   json_string(s->priority_class));
+	if (pod && s->service_account)
+		bad |= json_object_set_new(pod, "serviceAccountName",
+					   json_string(s->service_account));
 	if (bad) {
 		json_decref(pod);
 		return NULL;

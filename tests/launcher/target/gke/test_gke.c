@@ -93,6 +93,8 @@ static const char *const *const modes[] = {
 	(const char *const[]){ "--reservation", "my-reservation",
 			       "--priority-class", "high", "--namespace",
 			       "team-a", "--env", "A=1", "--env", "B=x y",
+			       "--service-account", "trainer", "--preflight",
+			       "nvidia-smi", "--cordon-on-preflight-failure",
 			       NULL },
 };
 
@@ -344,6 +346,27 @@ Test(gke_render, contract_values)
 	json_decref(l);
 }
 
+/* --cordon-on-preflight-failure tells the supervisor (which finds its
+ * node in SLICE_POD_NODE); --service-account names whose RBAC it uses. */
+Test(gke_render, cordon_and_service_account)
+{
+	json_t *l = render_json("demo", "v5litepod-16", (const char *const[]){
+		"--preflight", "nvidia-smi", "--cordon-on-preflight-failure",
+		"--service-account", "trainer", NULL });
+	json_t *plain = render_json("demo", "v5litepod-16", NULL);
+	json_t *e;
+	size_t i;
+
+	cr_expect_str_eq(env_of(l, "SLICE_PREFLIGHT_CORDON", false), "1");
+	cr_expect_str_eq(env_of(l, "SLICE_POD_NODE", true), "spec.nodeName");
+	cr_expect_str_eq(str(l, POD "serviceAccountName"), "trainer");
+	json_array_foreach(at(plain, WORKER "env"), i, e)
+		cr_expect_str_neq(str(e, "name"), "SLICE_PREFLIGHT_CORDON");
+	cr_expect_null(at(plain, POD "serviceAccountName"));
+	json_decref(l);
+	json_decref(plain);
+}
+
 /* Each family's node labels and pod shape, as GKE documents them. */
 Test(gke_render, shapes)
 {
@@ -488,6 +511,11 @@ Test(gke_render, refused)
 		(const char *const[]){ "--local", NULL });
 	refused("is not NAME=VALUE", "r", "v6e-16",
 		(const char *const[]){ "--env", "1X=2", NULL });
+	refused("--cordon-on-preflight-failure goes with --preflight", "r",
+		"v6e-16", (const char *const[]){
+			"--cordon-on-preflight-failure", NULL });
+	refused("not a Kubernetes service account", "r", "v6e-16",
+		(const char *const[]){ "--service-account", "SA!", NULL });
 	refused("--nodes is for GPU machine types", "r", "v6e-16",
 		(const char *const[]){ "--nodes", "2", NULL });
 
