@@ -1,9 +1,10 @@
 /*
  * examples/torch (real torch.distributed, gloo) on 2 nodes of a real Slurm
  * (slurm_cluster.h), through the launch contract the supervisor sets from
- * srun's environment, under `scontrol requeue`: the next allocation joins
- * as a new generation, on a new MASTER_PORT, restores the newest
- * committed step, and every rank ends with an uninterrupted run's
+ * srun's environment, under `scontrol requeue` and then a trainer's crash:
+ * the next allocation joins as a new generation, on a new MASTER_PORT,
+ * and restores the newest committed step, the crash restarts the group in
+ * place on the next port, and every rank ends with an uninterrupted run's
  * parameters, to the bit.
  *
  * The test cluster's nodes (n1, n2: slurmd -N on loopback) have names
@@ -15,6 +16,7 @@
 #include "tests/slurm/slurm_cluster.h"
 
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,19 @@ static const char *submit(const char *run, const char *step_s)
 	return id;
 }
 
+/* The trainer of run's process p, found by its environment. */
+static pid_t trainer_pid(const char *run, int p)
+{
+	char who[64], proc[64];
+	pid_t found;
+
+	snprintf(who, sizeof(who), "\nSLICE_RUN=%s\n", run);
+	snprintf(proc, sizeof(proc), "\nSLICE_PROCESS_ID=%d\n", p);
+	processes_with("train.py", NULL, who, proc, &found);
+	cr_assert_gt(found, 0, "no trainer of process %d", p);
+	return found;
+}
+
 static void start2(void)
 {
 	torch_python(); /* skips before a cluster is started for nothing */
@@ -65,9 +80,12 @@ Test(slurm_torch, torch_under_requeue_is_exact, .init = start2,
 	gen = slurm_generation(slurm_wait_running("chaos", 2, 1, 10));
 	cr_assert_eq(sh("scontrol requeue %s", job_id), 0);
 	slurm_release_requeued(job_id, 1);
+	gen = slurm_generation(slurm_wait_running("chaos", 2, gen + 1, 10));
+	/* A crash: the group restarts in place, without Slurm. */
+	cr_assert_eq(kill(trainer_pid("chaos", 1), SIGKILL), 0);
 	json_decref(slurm_wait_running("chaos", 2, gen + 1, 0));
 	j = slurm_wait_state("chaos", "done", 300000);
-	cr_expect_geq(slurm_generation(j), 2);
+	cr_expect_geq(slurm_generation(j), 3);
 	slurm_wait_job(job_id, "COMPLETED", NULL, 60000);
 
 	submit("calm", "0");
