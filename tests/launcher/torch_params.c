@@ -42,13 +42,15 @@ char *torch_final_params(const char *bucket, const char *run,
 		for (const char *at = r.out;
 		     (at = strstr(at, "final params: ")); lines++) {
 			at += strlen("final params: ");
-			/* The digest's hex alone: torchrun's processes share
-			 * one output, and another's line may follow it on the
-			 * same line (fresh-check at 73ffadc: "...8e75step 100
-			 * loss 0.192049"). */
+			/* The digest alone (SHA-256, 64 hex digits):
+			 * torchrun's processes share one output, and another's
+			 * line may follow it on the same line (fresh-check at
+			 * 73ffadc: "...8e75step 100 loss 0.192049", or
+			 * "...8e75final params: ..."). */
+			cr_assert_geq(strspn(at, "0123456789abcdef"), 64,
+				      "%s worker %s: %.80s", run, worker, at);
 			if (!want)
-				want = strndup(at, strspn(at,
-							  "0123456789abcdef"));
+				want = strndup(at, 64);
 			cr_assert(!strncmp(at, want, strlen(want)),
 				  "%s worker %s: %.64s, not %s", run, worker,
 				  at, want);
