@@ -513,3 +513,16 @@ int auth_send(struct auth *a, struct http_client *h, struct http_request *req,
 	req->headers = NULL;
 	return rc;
 }
+
+int auth_http_init(struct auth *a, struct http_client *h,
+		   const struct http_policy *p, struct err *e)
+{
+	int rc = auth_init(a, e);
+
+	if (rc)
+		return rc;
+	rc = http_client_init(h, p, e);
+	if (rc)
+		auth_release(a);
+	return rc;
+}

@@ -79,6 +79,10 @@ struct auth {
  * (CLOUD_EAUTH naming the file and the fault when it is unusable). No
  * request is sent until the first auth_token. */
 int auth_init(struct auth *a, struct err *e);
+/* auth_init, then http_client_init(h, p): the pair every Google API
+ * client starts with; on failure neither is left to release. */
+int auth_http_init(struct auth *a, struct http_client *h,
+		   const struct http_policy *p, struct err *e);
 /* No credentials at all (an emulator). */
 void auth_init_none(struct auth *a);
 void auth_release(struct auth *a);

@@ -124,14 +124,9 @@ int gke_cluster_get(const char *project, const char *location,
 	    !*cluster)
 		return err_set(e, CLOUD_EINVAL, "the GKE API needs a project, "
 			       "a location and a cluster name");
-	rc = auth_init(&a, e);
+	rc = auth_http_init(&a, &h, NULL, e);
 	if (rc)
 		return rc;
-	rc = http_client_init(&h, NULL, e);
-	if (rc) {
-		auth_release(&a);
-		return rc;
-	}
 	buf_init(&url);
 	http_response_init(&resp);
 	rc = cluster_url(&url, project, location, cluster) ? nomem(e) : 0;

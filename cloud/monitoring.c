@@ -94,14 +94,8 @@ int monitoring_open(struct monitoring_client **out,
 		client_free(c);
 		return nomem(e);
 	}
-	rc = auth_init(&c->auth, e);
+	rc = auth_http_init(&c->auth, &c->http, NULL, e);
 	if (rc) {
-		client_free(c);
-		return rc;
-	}
-	rc = http_client_init(&c->http, NULL, e);
-	if (rc) {
-		auth_release(&c->auth);
 		client_free(c);
 		return rc;
 	}

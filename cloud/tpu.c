@@ -248,14 +248,8 @@ int tpu_open(struct tpu_client **out, const char *project, const char *zone,
 		return nomem(e);
 	}
 	c->poll_ms = poll_base_ms();
-	rc = auth_init(&c->auth, e);
+	rc = auth_http_init(&c->auth, &c->http, NULL, e);
 	if (rc) {
-		client_free(c);
-		return rc;
-	}
-	rc = http_client_init(&c->http, NULL, e);
-	if (rc) {
-		auth_release(&c->auth);
 		client_free(c);
 		return rc;
 	}
