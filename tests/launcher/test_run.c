@@ -94,7 +94,13 @@ static bool pid_alive(pid_t pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
+/* Three suites, each its own meson test (tests/launcher/meson.build):
+ * run's cases share the machine with other tests; load's are load tests
+ * of their own (hundreds of logins at once) and run alone; thousand runs
+ * alone too, and only in the plain build (suite plain-only). */
 TestSuite(run, .init = up, .fini = down, .timeout = 240);
+TestSuite(load, .init = up, .fini = down, .timeout = 300);
+TestSuite(thousand, .init = up, .fini = down, .timeout = 300);
 
 Test(run, sixty_four_hosts_output_and_env)
 {
@@ -168,7 +174,7 @@ Test(run, json_results_and_log_dir)
 
 /* A command that waits for every other host to start must finish however
  * few handshakes may be in flight: no batch deadlock. */
-Test(run, barrier_across_256_hosts, .timeout = 300)
+Test(load, barrier_across_256_hosts)
 {
 	struct run_result r;
 	char barrier[HARNESS_PATH + 16], cmd[4096];
@@ -765,7 +771,7 @@ static bool banner_on(unsigned port)
  * while slicectl may start 256. Handshakes are paced down to what it
  * answers, the dropped ones retried: every host answers.
  */
-Test(run, overloaded_sshd_loses_no_host, .timeout = 240)
+Test(load, overloaded_sshd_loses_no_host, .timeout = 240)
 {
 	struct test_sshd slow = sshd;
 	char config[HARNESS_PATH + 32];
@@ -848,7 +854,7 @@ Test(run, overloaded_sshd_loses_no_host, .timeout = 240)
 
 /* A thousand hosts from one process, with a soft open-file limit far
  * below that: slicectl raises its own. */
-Test(run, thousand_hosts_one_process, .timeout = 300)
+Test(thousand, thousand_hosts_one_process)
 {
 	char res[HARNESS_PATH + 16];
 	char *json;
