@@ -609,6 +609,12 @@ class Checker:
 		"""The value as stored, or None when the JSON does not fit."""
 		t, fmt = prop.get("type"), prop.get("format")
 		if "enum" in prop:
+			# proto3 JSON takes an enum's number as well; a schema
+			# that knows the numbers ("enumNumbers") takes them
+			# (Google's REST clients send numbers).
+			numbers = prop.get("enumNumbers", {})
+			if type(value) is int and value in numbers:
+				return numbers[value]
 			return value if isinstance(value, str) and \
 				value in prop["enum"] else None
 		if t == "boolean":

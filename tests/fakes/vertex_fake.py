@@ -116,6 +116,37 @@ FIELDS = {
 for _f in ("createTime", "startTime", "endTime", "updateTime"):
 	FIELDS[(JOB, _f)] = {"readOnly": True, "format": "google-datetime"}
 
+# The enums' numbers (the same protos, as @google-cloud/aiplatform 4.4.0
+# ships them in build/protos/protos.json): Google's Node.js client sends
+# enums as numbers ($alt=json;enum-encoding=int), which the API takes.
+ENUM_NUMBERS = {
+	(V1 + "Scheduling", "strategy"): (
+		"STRATEGY_UNSPECIFIED", "ON_DEMAND", "LOW_COST", "STANDARD",
+		"SPOT", None, "FLEX_START"),
+	(V1 + "MachineSpec", "acceleratorType"): (
+		"ACCELERATOR_TYPE_UNSPECIFIED", "NVIDIA_TESLA_K80",
+		"NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P4",
+		"NVIDIA_TESLA_T4", "TPU_V2", "TPU_V3", "NVIDIA_TESLA_A100",
+		"NVIDIA_A100_80GB", "TPU_V4_POD", "NVIDIA_L4", "TPU_V5_LITEPOD",
+		"NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB", "NVIDIA_H200_141GB",
+		"NVIDIA_B200"),
+	(V1 + "ReservationAffinity", "reservationAffinityType"): (
+		"TYPE_UNSPECIFIED", "NO_RESERVATION", "ANY_RESERVATION",
+		"SPECIFIC_RESERVATION"),
+	(JOB, "state"): (
+		"JOB_STATE_UNSPECIFIED", "JOB_STATE_QUEUED", "JOB_STATE_PENDING",
+		"JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED",
+		"JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED", "JOB_STATE_PAUSED",
+		"JOB_STATE_EXPIRED", "JOB_STATE_UPDATING",
+		"JOB_STATE_PARTIALLY_SUCCEEDED"),
+}
+for _k, _names in ENUM_NUMBERS.items():
+	FIELDS.setdefault(_k, {})["enumNumbers"] = {
+		i: n for i, n in enumerate(_names) if n}
+# Enums declared outside the message that uses them.
+TOP_ENUMS = {"ACCELERATOR_TYPE_UNSPECIFIED": "AcceleratorType",
+	     "JOB_STATE_UNSPECIFIED": "JobState"}
+
 # The proto packages of the schema names, for Google's type URLs.
 PACKAGES = ((V1, "google.cloud.aiplatform.v1"), ("GoogleRpc", "google.rpc"),
 	    ("GoogleLongrunning", "google.longrunning"),
@@ -194,7 +225,11 @@ class Schemas:
 				break
 		return "type.googleapis.com/" + schema
 
-	enum_type = tpu_fake.Discovery.enum_type
+	def enum_type(self, schema, field, values):
+		top = TOP_ENUMS.get(values[0] if values else "")
+		if top:
+			return self.type_url(V1 + top)
+		return tpu_fake.Discovery.enum_type(self, schema, field, values)
 
 	methods = ROUTES
 	route = tpu_fake.Discovery.route
