@@ -109,6 +109,7 @@ class VertexFakeTest(unittest.TestCase):
 		doc = self.wait(name, ("JOB_STATE_RUNNING",))
 		self.assertIn("startTime", doc)
 		other = self.create(job(pool("exit 0")))
+		self.wait(other, ("JOB_STATE_SUCCEEDED",))
 		status, page = self.fake.call("GET", PARENT +
 					      "/customJobs?pageSize=1")
 		self.assertEqual(status, 200, page)
@@ -238,10 +239,11 @@ class VertexFakeTest(unittest.TestCase):
 	# ---- chaos
 
 	def test_lost_vm_and_maintenance(self):
+		# Time to answer SIGTERM on a loaded machine.
+		self.fake.call("POST", "/_fake/config", {"grace": 5})
 		name = self.create(job(pool("sleep 30"), pool(
-			"trap 'echo TERM; exit 0' TERM; sleep 30 & wait")))
-		rs = self.wait_replica(name, lambda rs: all(
-			r["running"] for r in rs))
+			"trap 'echo TERM; exit 0' TERM; echo up; sleep 30 & wait")))
+		self.wait_replica(name, lambda rs: "up" in self.log(rs[1]))
 		status, doc = self.fake.call("POST", "/_fake/lose_vm", {
 			"name": name, "pool": 1, "replica": 0})
 		self.assertEqual(status, 200, doc)
@@ -250,6 +252,9 @@ class VertexFakeTest(unittest.TestCase):
 		self.assertEqual(rs[0]["starts"], 1)
 		old = rs[1]["pid"]
 		self.assertNotEqual(old, rs[0]["pid"])
+		# SIGTERM once the new shell has its trap.
+		self.wait_replica(name, lambda rs: self.log(rs[1]).count(
+			"up") == 2)
 		self.fake.call("POST", "/_fake/maintenance", {
 			"name": name, "pool": 1, "replica": 0})
 		rs = self.wait_replica(name, lambda rs: rs[1]["starts"] == 3 and

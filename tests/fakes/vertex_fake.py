@@ -6,7 +6,7 @@ plain HTTP on loopback, the paths unchanged.
 - customJobs: create, get, list (filter, pageSize, pageToken), cancel,
   delete (a done long-running Operation, which operations.get serves);
   every body checked against the schemas Google Cloud CLI 528 knows
-  (api/aiplatform.v1.customjobs.gcloud-528.json) with tpu_fake.py's
+  (api/aiplatform.v1.customjobs.gcloud-528.json) with fake_api.py's
   checker: unknown names, JSON types, enums, durations, with Google's
   messages ("Invalid JSON payload received. Unknown name "x" at
   'custom_job': Cannot find field."); output-only fields are dropped and
@@ -67,7 +67,7 @@ Control endpoints (no auth; JSON in and out):
   POST /_fake/reset     kills every replica, forgets every job
 JOB is the job's id or its whole name.
 
-Python standard library only, with fake_common.py and tpu_fake.py (its
+Python standard library only, with fake_common.py and fake_api.py (the
 body checker, errors and request handling) next to it.
 
 Usage: vertex_fake.py --port-file FILE [--port N] [--schemas PATH]
@@ -90,9 +90,9 @@ import tempfile
 import threading
 import time
 
+import fake_api
 import fake_common
-import tpu_fake
-from tpu_fake import ApiError, check_query
+from fake_api import ApiError, check_query
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_SCHEMAS = os.path.join(HERE, "..", "..", "api",
@@ -207,7 +207,7 @@ TICK = 0.05
 
 
 class Schemas:
-	"""The body schemas with FIELDS merged in; what tpu_fake.Checker
+	"""The body schemas with FIELDS merged in; what fake_api.Checker
 	asks of its discovery document."""
 
 	def __init__(self, path):
@@ -229,10 +229,11 @@ class Schemas:
 		top = TOP_ENUMS.get(values[0] if values else "")
 		if top:
 			return self.type_url(V1 + top)
-		return tpu_fake.Discovery.enum_type(self, schema, field, values)
+		return fake_api.enum_type(self.type_url, schema, field, values)
 
-	methods = ROUTES
-	route = tpu_fake.Discovery.route
+	@staticmethod
+	def route(http_method, path):
+		return fake_api.find_route(ROUTES, http_method, path)
 
 
 def required(fields):
@@ -759,15 +760,10 @@ class Store:
 # ---------------------------------------------------------------- HTTP
 
 
-class Handler(tpu_fake.Handler):
-	"""The API under /v1/, control under /_fake/: tpu_fake.py's
-	request log, faults, auth and body checks, Vertex's routes."""
+class Handler(fake_api.Handler):
+	"""The API under /v1/, control under /_fake/."""
 	server_version = "vertex-fake/1"
 	service = "aiplatform.googleapis.com"
-
-	def log_message(self, fmt, *args):
-		if self.server.verbose:
-			sys.stderr.write("vertex-fake: %s\n" % (fmt % args))
 
 	def api_call(self):
 		method, p = self.disco.route(self.command, self.raw_path)
@@ -893,7 +889,7 @@ class Handler(tpu_fake.Handler):
 			if (p, m) == ("/_fake/reset", "POST"):
 				st.reset()
 				return 200, {}, None
-		got = self.faults_and_log(tpu_fake.Fault)
+		got = self.faults_and_log(fake_api.Fault)
 		if got is None:
 			raise ApiError("NOT_FOUND", "no control endpoint %s %s" %
 				       (m, p))
