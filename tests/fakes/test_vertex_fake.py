@@ -285,6 +285,20 @@ class VertexFakeTest(unittest.TestCase):
 					   {"name": other})
 		self.assertEqual(status, 400)
 
+	def test_timeout_and_faults(self):
+		name = self.create(job(pool("sleep 30"), timeout="0.5s"))
+		doc = self.wait(name, ("JOB_STATE_FAILED",))
+		self.assertEqual(doc["error"]["code"], 4)
+		self.assertFalse(self.replicas(name)[0]["running"])
+		self.fake.call("POST", "/_fake/faults", {
+			"method": "GET", "path": "/customJobs/", "status": 503})
+		status, err = self.fake.call("GET", "/v1/" + name)
+		self.assertEqual((status, err["error"]["status"]),
+				 (503, "UNAVAILABLE"))
+		status, doc = self.fake.call("GET", "/v1/" + name)
+		self.assertEqual(status, 200, doc)
+		self.fake.call("DELETE", "/_fake/faults")
+
 	def test_flex_start_waits_then_fails(self):
 		self.fake.call("POST", "/_fake/config", {"hold": True})
 		name = self.create(job(pool("exit 0"), strategy="FLEX_START",

@@ -883,6 +883,10 @@ class Handler(fake_api.Handler):
 						 "The job's Spot VMs were "
 						 "preempted (STOCKOUT).")}
 				st.stop_all(job, now, "preempt")
+				if not any(r.stopping for r in job.replicas):
+					# No replica left running to wait for.
+					st.end(job, now, "JOB_STATE_FAILED",
+					       job.preempted)
 				return 200, job.resource(), None
 			if (p, m) == ("/_fake/state", "GET"):
 				return 200, st.snapshot(), None
