@@ -201,6 +201,8 @@ class VertexFakeTest(unittest.TestCase):
 			"workerpool1": ["127.0.0.1:%d" % r["port"] for r in rs[1:]]})
 		self.assertEqual(spec["task"], {"type": "workerpool1", "index": 1})
 		self.assertEqual(spec["environment"], "cloud")
+		self.assertEqual(spec["job"]["baseOutputDirectory"],
+				 {"outputUriPrefix": "gs://b/out"})
 		self.assertEqual(lines[1], "AIP=gs://b/out/model/ M=127.0.0.1:%d "
 				 "R=2 W=3 X=" % rs[0]["port"])
 		self.assertTrue(self.log(rs[0]).splitlines()[1].endswith(" X=y"))

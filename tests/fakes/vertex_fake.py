@@ -266,8 +266,9 @@ def check_job(body):
 		missing.append("custom_job.job_spec.worker_pool_specs")
 	for i, pool in enumerate(pools):
 		at = "custom_job.job_spec.worker_pool_specs[%d]" % i
-		# An empty spec stands for a pool not used (the distributed
-		# training page leaves pools 2 and 3 as {}), never the first.
+		# "All worker pools except the first one are optional and can
+		# be skipped by providing an empty value"
+		# (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec).
 		if not pool and i > 0:
 			continue
 		if not (pool.get("machineSpec") or {}).get("machineType"):
@@ -631,21 +632,22 @@ class Store:
 		       ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") +
 		       tuple(self.pass_env) if k in os.environ}
 		cluster = self.cluster(job)
-		job_text = json.dumps(job.spec, sort_keys=True)
 		# https://cloud.google.com/vertex-ai/docs/training/distributed-training
-		# (CLUSTER_SPEC; TF_CONFIG names the pools chief, worker, ps
-		# and evaluator).
+		# (CLUSTER_SPEC: "job" is the CustomJobSpec the job was
+		# created with, as a dictionary; TF_CONFIG names the pools
+		# chief, worker, ps and evaluator).
+		spec = copy.deepcopy(job.spec)
 		env["CLUSTER_SPEC"] = json.dumps({
 			"cluster": cluster, "environment": "cloud",
 			"task": {"type": "workerpool%d" % r.pool, "index": r.index},
-			"job": job_text})
+			"job": spec})
 		tf_names = ("chief", "worker", "ps", "evaluator")
 		env["TF_CONFIG"] = json.dumps({
 			"cluster": {tf_names[int(k[-1])]: v
 				    for k, v in cluster.items()},
 			"environment": "cloud",
 			"task": {"type": tf_names[r.pool], "index": r.index},
-			"job": job_text})
+			"job": spec})
 		# PyTorch's rendezvous, as Vertex sets it: the primary is the
 		# master, workerpool1's replicas the other ranks.
 		ranks = [x for x in job.replicas if x.pool in (0, 1)]
