@@ -1,5 +1,6 @@
-"""The base of every fake in this folder, and the only module a fake
-shares with another: the server class, a connection dropped on purpose
+"""The base of every fake in this folder (the fakes of Google's JSON APIs,
+tpu_fake.py and vertex_fake.py, share fake_api.py too, which builds on
+this): the server class, a connection dropped on purpose
 (TCP reset), fault rule matching, the OAuth JWT check, the timestamp
 format; and for the metadata server fake (metadata_fake.py), the TPU API
 fake (tpu_fake.py) and the STS fake (sts_fake.py), one rule language for
@@ -364,12 +365,15 @@ for _verb in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
 	setattr(Handler, "do_" + _verb, Handler.dispatch)
 
 
-def serve(servers, port_file, banner=None):
+def serve(servers, port_file, banner=None, on_stop=None):
 	"""Serves every server until SIGTERM or SIGINT. Their ports, one a
 	line in the order of servers, are written to port_file by rename,
 	so a reader never sees half of it; banner, if any, then goes to
-	stderr."""
+	stderr. on_stop, if any, runs first when the fake stops (a fake
+	that runs processes kills them there)."""
 	def stop(signum, frame):
+		if on_stop:
+			on_stop()
 		# Handler threads may be held or stalled on purpose: do not
 		# wait for them, nor for anything else.
 		sys.stderr.flush()
