@@ -187,6 +187,8 @@ int tpu_job_check(const struct job_flags *f)
 
 	if (!status)
 		status = gke_refuse_flags(f);
+	if (!status)
+		status = vertex_refuse_flags(f);
 	if (!status && f->local)
 		status = usage_error("--local is --target local, not --target "
 				     "%s", target_tpu_vm.name);
