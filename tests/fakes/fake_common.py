@@ -364,12 +364,15 @@ for _verb in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
 	setattr(Handler, "do_" + _verb, Handler.dispatch)
 
 
-def serve(servers, port_file, banner=None):
+def serve(servers, port_file, banner=None, on_stop=None):
 	"""Serves every server until SIGTERM or SIGINT. Their ports, one a
 	line in the order of servers, are written to port_file by rename,
 	so a reader never sees half of it; banner, if any, then goes to
-	stderr."""
+	stderr. on_stop, if any, runs first when the fake stops (a fake
+	that runs processes kills them there)."""
 	def stop(signum, frame):
+		if on_stop:
+			on_stop()
 		# Handler threads may be held or stalled on purpose: do not
 		# wait for them, nor for anything else.
 		sys.stderr.flush()

@@ -1355,6 +1355,8 @@ class Handler(fake_common.Handler):
 	"""One connection: the API under /v2alpha1/, control under
 	/_fake/."""
 	server_version = "tpu-fake/1"
+	# The service named in an authentication error's ErrorInfo.
+	service = "tpu.googleapis.com"
 
 	@property
 	def disco(self):
@@ -1375,8 +1377,8 @@ class Handler(fake_common.Handler):
 		except Exception as err:
 			# A bug of the fake: say so rather than drop the line.
 			traceback.print_exc()
-			return 500, ApiError("INTERNAL", "tpu_fake.py: %r" %
-					     err).body(), None
+			return 500, ApiError("INTERNAL", "%s: %r" % (
+				os.path.basename(sys.argv[0]), err)).body(), None
 
 	def answer(self, status, doc, headers=None):
 		body = json.dumps(doc, indent=2).encode() + b"\n"
@@ -1432,7 +1434,7 @@ class Handler(fake_common.Handler):
 			"devconsole-project.",
 			[{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
 			  "reason": reason, "domain": "googleapis.com",
-			  "metadata": {"service": "tpu.googleapis.com"}}],
+			  "metadata": {"service": self.service}}],
 			{"WWW-Authenticate": 'Bearer realm='
 			 '"https://accounts.google.com/"'})
 
