@@ -66,9 +66,9 @@ struct job;
 struct target_view;
 struct vertex_client;
 /* The run's newest CustomJob (by createTime) in *out, NULL when it has
- * none. */
+ * none; *count (unless NULL) how many it has. */
 int vertex_newest(struct vertex_client *c, const char *run, json_t **out,
-		  struct err *e);
+		  long *count, struct err *e);
 /* Whether a job in state ended through capacity: preempted (a SPOT job's
  * error), or flex-start's maxWaitDuration run out; the run then goes on
  * in a new CustomJob. */

@@ -216,9 +216,9 @@ static int submit(struct job_flags *f)
 
 static const struct target_words words = {
 	.state_key = "job_state", .workers_key = "replicas",
-	.attempt_key = "generation", .phase_key = "state",
+	.attempt_key = "custom_job", .phase_key = "state",
 	.scheduler = "Vertex AI", .worker_heading = "REPLICA",
-	.attempt_heading = "GENERATION", .phase_heading = "STATE",
+	.attempt_heading = "JOB", .phase_heading = "STATE",
 	.worker = "replica", .object = "CustomJob",
 };
 

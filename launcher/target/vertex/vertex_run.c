@@ -49,21 +49,27 @@ static bool of_run(const json_t *job, const char *run)
 }
 
 int vertex_newest(struct vertex_client *c, const char *run, json_t **out,
-		  struct err *e)
+		  long *count, struct err *e)
 {
 	json_t *jobs, *job, *best = NULL;
 	size_t i;
 	int rc = vertex_job_list(c, NULL, &jobs, e);
 
 	*out = NULL;
+	if (count)
+		*count = 0;
 	if (rc)
 		return rc;
 	/* RFC 3339 times of one API compare as strings. */
-	json_array_foreach(jobs, i, job)
-		if (of_run(job, run) &&
-		    (!best || strcmp(str(job, "createTime"),
-				     str(best, "createTime")) >= 0))
+	json_array_foreach(jobs, i, job) {
+		if (!of_run(job, run))
+			continue;
+		if (count)
+			++*count;
+		if (!best || strcmp(str(job, "createTime"),
+				    str(best, "createTime")) >= 0)
 			best = job;
+	}
 	*out = json_incref(best);
 	json_decref(jobs);
 	return 0;
@@ -93,8 +99,9 @@ static int open_client(const struct job *j, struct vertex_client **c,
 	return vertex_open(c, j->target.project, j->target.location, e);
 }
 
-/* Each replica, named as Vertex names it, for the worker it is. */
-static int replicas(const struct job *j, const char *state,
+/* Each replica, named as Vertex names it, for the worker it is, of the
+ * run's attempt-th CustomJob (0 the first). */
+static int replicas(const struct job *j, const char *state, long attempt,
 		    struct target_view *out)
 {
 	unsigned n = j->num_slices * j->workers_per_slice;
@@ -108,7 +115,7 @@ static int replicas(const struct job *j, const char *state,
 
 		w->slice = 0;
 		w->worker = (int)i;
-		w->restart_attempt = -1;
+		w->restart_attempt = attempt;
 		if (i == 0)
 			snprintf(w->name, sizeof(w->name), "workerpool0-0");
 		else
@@ -125,12 +132,13 @@ int vertex_describe(const struct job *j, struct target_view *out,
 {
 	struct vertex_client *c;
 	json_t *job = NULL;
+	long count = 0;
 	int rc = open_client(j, &c, e);
 
 	snprintf(out->what, sizeof(out->what), "CustomJob of run %s",
 		 j->name);
 	if (!rc)
-		rc = vertex_newest(c, j->name, &job, e);
+		rc = vertex_newest(c, j->name, &job, &count, e);
 	vertex_close(c);
 	if (rc)
 		return rc;
@@ -148,7 +156,10 @@ int vertex_describe(const struct job *j, struct target_view *out,
 		snprintf(out->end, sizeof(out->end), "Completed");
 	else if (ended(out->state))
 		snprintf(out->end, sizeof(out->end), "Failed");
-	rc = replicas(j, out->state, out) ? err_set(e, COMMON_ENOMEM,
+	/* The CustomJobs submitted again (reset, --watch) play the
+	 * restarts. */
+	out->restarts = count - 1;
+	rc = replicas(j, out->state, count - 1, out) ? err_set(e, COMMON_ENOMEM,
 						    "out of memory")
 					  : 0;
 	json_decref(job);
@@ -245,7 +256,7 @@ int vertex_reset(const struct job *j, bool wait, unsigned timeout_ms,
 	int rc = open_client(j, &c, e);
 
 	if (!rc)
-		rc = vertex_newest(c, j->name, &job, e);
+		rc = vertex_newest(c, j->name, &job, NULL, e);
 	if (!rc && !job)
 		rc = err_set(e, CLOUD_ENOTFOUND,
 			     "run %s has no CustomJob in %s to reset", j->name,
@@ -337,7 +348,7 @@ static int watch_once(void *ud, unsigned *errors)
 	if ((rc = job_run_over(w->start_ms, &c)) >= 0)
 		return rc;
 	err_init(&e);
-	if (vertex_newest(w->c, w->j->name, &job, &e)) {
+	if (vertex_newest(w->c, w->j->name, &job, NULL, &e)) {
 		log_warn("reading the run's CustomJob: %s", e.msg);
 		++*errors;
 		return -1;

@@ -1,0 +1,186 @@
+/*
+ * slicectl job --target vertex against the Vertex AI fake
+ * (tests/fakes/vertex_fake.py): examples/sgd as 1 primary + 2 workers
+ * (g2-standard-4 --nodes 3, Spot, --watch) under a trainer crash, a lost
+ * VM and a Spot preemption, whose final parameters are those of an
+ * uninterrupted run through the fake, to the bit. The temporary
+ * directory, status waits and sgd flags are gke_live_check.c's (nothing
+ * in them is GKE's but their name); the fake is this file's.
+ */
+#include "tests/launcher/target/gke/gke_live_check.h"
+#include "tests/harness/harness.h"
+#include "tests/launcher/sgd_params.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+TestSuite(vertex_live, .init = setup, .fini = cleanup, .timeout = 600);
+
+#define STEPS "900"
+#define MAX_ARGS 64
+
+static void start_vertex_fake(void)
+{
+	char work[HARNESS_PATH + 16], endpoint[64];
+
+	snprintf(work, sizeof(work), "%s/replicas", dir);
+	cr_assert_eq(fake_start(&fake, "tests/fakes/vertex_fake.py",
+				(const char *const[]){
+					"--work-dir", work, "--pass-env",
+					"PYTHONUNBUFFERED", "--delay", "0.2",
+					NULL },
+				1, 30000), 0, "the fake did not start");
+	api_port = (int)fake.ports[0];
+	snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%d", api_port);
+	setenv("SLICECTL_VERTEX_ENDPOINT", endpoint, 1);
+	setenv("SLICECTL_ACCESS_TOKEN", "t0ken", 1);
+	setenv("SLICECTL_VERTEX_POLL_MS", "100", 1);
+	/* The preemption's SIGTERM-to-SIGKILL: the emergency step's time. */
+	POST("/_fake/config", "{\"grace\": 8}");
+}
+
+/* slicectl job --target vertex for run, with extra flags
+ * (NULL-terminated). */
+static const char *const *vertex_argv(const char *run,
+				      const char *const *extra)
+{
+	static const char *argv[MAX_ARGS];
+	const char *const *sgd = sgd_flags(run, STEPS, "0.03", NULL);
+	size_t n = 0;
+	const char *const head[] = {
+		"job", "--target", "vertex", "--region", "us-central1",
+		"--project", "proj", "--accelerator-type", "g2-standard-4",
+		"--nodes", "3", "--image", "python:3.12", "--name", run,
+		"--bucket", bucket, "--command", "exec python3 train.py",
+		"--grace", "5s",
+	};
+
+	for (size_t i = 0; i < sizeof(head) / sizeof(*head); i++)
+		argv[n++] = head[i];
+	for (size_t i = 0; sgd[i]; i++)
+		argv[n++] = sgd[i];
+	for (size_t i = 0; extra && extra[i]; i++) {
+		cr_assert_lt(n, MAX_ARGS - 1);
+		argv[n++] = extra[i];
+	}
+	argv[n] = NULL;
+	return argv;
+}
+
+/* The run's newest CustomJob's name, as status shows it. */
+static char *job_name(const char *run)
+{
+	json_t *j = status_json(run);
+	const char *what = jstr(json_object_get(j, "target"), "object");
+	char *name;
+
+	cr_assert(what && !strncmp(what, "CustomJob ", 10), "%s",
+		  what ? what : "(no target)");
+	name = strdup(what + 10);
+	json_decref(j);
+	return name;
+}
+
+static long long custom_jobs_submitted_again(const char *run)
+{
+	json_t *j = status_json(run);
+	json_t *r = json_object_get(json_object_get(j, "target"), "restarts");
+	long long n = json_is_integer(r) ? json_integer_value(r) : -1;
+
+	json_decref(j);
+	return n;
+}
+
+static long long generation_of(json_t *j)
+{
+	long long g = json_integer_value(json_object_get(j, "generation"));
+
+	json_decref(j);
+	return g;
+}
+
+Test(vertex_live, sgd_under_crash_lost_vm_and_preemption_ends_bit_exact)
+{
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16], body[512];
+	char sync[HARNESS_PATH + 32], *name, *chaos, *calm;
+	struct run_result r;
+	long long gen;
+	pid_t watch, pid;
+	int status;
+
+	start_vertex_fake();
+	snprintf(out, sizeof(out), "%s/watch.out", dir);
+	snprintf(err, sizeof(err), "%s/watch.err", dir);
+	watch = spawn_slicectl(vertex_argv("chaos", (const char *const[]){
+					       "--spot", "--watch", NULL }),
+			       out, err);
+	cr_assert_gt(watch, 0);
+	/* The same job, never interrupted, alongside. */
+	cr_assert_eq(run_slicectl(&r, vertex_argv("calm", NULL), NULL), 0);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_result_release(&r);
+
+	/* A trainer crash: the supervisors restart the group in place;
+	 * Vertex sees nothing. */
+	gen = generation_of(wait_running("chaos", 3, 1, 100));
+	snprintf(sync, sizeof(sync), "SGD_SYNC_DIR=%s/sync-chaos", dir);
+	processes_with("train.py", NULL, sync, "SLICE_PROCESS_ID=1", &pid);
+	cr_assert_gt(pid, 0, "no trainer of process 1");
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	gen = generation_of(wait_running("chaos", 3, gen + 1, 200));
+
+	/* A replica's VM lost: Vertex restarts it elsewhere, and with
+	 * restartJobOnWorkerRestart every replica; the new supervisors
+	 * restart the group from the newest committed step. */
+	name = job_name("chaos");
+	snprintf(body, sizeof(body),
+		 "{\"name\": \"%s\", \"pool\": 1, \"replica\": 0}", name);
+	POST("/_fake/lose_vm", body);
+	gen = generation_of(wait_running("chaos", 3, gen + 1, 350));
+
+	/* The Spot job preempted: SIGTERM, the emergency step, the job
+	 * FAILED; --watch submits it again. */
+	snprintf(body, sizeof(body), "{\"name\": \"%s\"}", name);
+	free(name);
+	POST("/_fake/preempt", body);
+	for (long long until = now_ms() + 90000;
+	     custom_jobs_submitted_again("chaos") < 1; sleep_ms(500))
+		cr_assert_lt(now_ms(), until, "--watch did not submit again");
+	json_decref(wait_running("chaos", 3, gen + 1, 0));
+
+	cr_expect_geq(generation_of(wait_state("chaos", "done", 300000)), 4,
+		      "a crash, a lost VM and a preemption: 3 restarts");
+	status = wait_exit(watch, 60);
+	cr_expect_eq(status, 0, "slicectl job --watch exited %d", status);
+	json_decref(wait_end("chaos", "Completed", 60000));
+	cr_expect_geq(generation_of(wait_state("calm", "done", 300000)), 1);
+
+	chaos = sgd_checkpoint_params_of(bucket, dir, "chaos", 900, 1, 3);
+	calm = sgd_checkpoint_params_of(bucket, dir, "calm", 900, 1, 3);
+	cr_assert_str_eq(chaos, calm);
+	for (int w = 0; w < 3; w++) {
+		char *a = sgd_logged_params(bucket, "chaos", 0, w);
+		char *b = sgd_logged_params(bucket, "calm", 0, w);
+
+		cr_assert_str_eq(a, chaos, "worker %d", w);
+		cr_assert_str_eq(b, calm, "worker %d", w);
+		free(a);
+		free(b);
+	}
+	free(chaos);
+	free(calm);
+
+	/* delete cancels and deletes every CustomJob of the run. */
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			"delete", "chaos", "--bucket", bucket, NULL }, NULL),
+		     0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_result_release(&r);
+	cr_expect_eq(custom_jobs_submitted_again("chaos"), -1);
+	fake_stop(&fake);
+}
