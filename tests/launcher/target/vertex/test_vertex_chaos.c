@@ -184,3 +184,78 @@ Test(vertex_live, sgd_under_crash_lost_vm_and_preemption_ends_bit_exact)
 	cr_expect_eq(custom_jobs_submitted_again("chaos"), -1);
 	fake_stop(&fake);
 }
+
+/* slicectl job for run with the fault rule (a JSON object) on create;
+ * its exit status, stderr in *err (to be freed). */
+static int job_with_fault(const char *run, const char *rule, char **err)
+{
+	struct run_result r;
+	int status;
+
+	api("DELETE", "/_fake/faults", NULL, NULL);
+	POST("/_fake/faults", rule);
+	cr_assert_eq(run_slicectl(&r, vertex_argv(run, NULL),
+				  (const char *const[]){
+					  "SLICECTL_HTTP_RETRY_BASE_MS=1",
+					  NULL }),
+		     0);
+	status = r.status;
+	*err = strdup(r.err);
+	run_result_release(&r);
+	return status;
+}
+
+Test(vertex_live, errors_name_the_problem_and_the_fix_and_reset_posts_anew)
+{
+	struct run_result r;
+	char *err;
+	json_t *j;
+
+	start_vertex_fake();
+	cr_expect_eq(job_with_fault("e1", "{\"method\": \"POST\", \"path\": "
+				    "\"customJobs$\", \"status\": 403, "
+				    "\"message\": \"Vertex AI API has not "
+				    "been used in project proj before or it "
+				    "is disabled.\"}", &err), 1);
+	cr_expect(strstr(err, "gcloud services enable "
+			      "aiplatform.googleapis.com"), "%s", err);
+	free(err);
+	cr_expect_eq(job_with_fault("e2", "{\"method\": \"POST\", \"path\": "
+				    "\"customJobs$\", \"status\": 403, "
+				    "\"message\": \"Permission "
+				    "'aiplatform.customJobs.create' denied\"}",
+				    &err), 1);
+	cr_expect(strstr(err, "roles/aiplatform.user"), "%s", err);
+	free(err);
+	cr_expect_eq(job_with_fault("e3", "{\"method\": \"POST\", \"path\": "
+				    "\"customJobs$\", \"count\": -1, \"status\": "
+				    "429, \"message\": \"Quota exceeded for "
+				    "custom_model_training_nvidia_l4_gpus\"}",
+				    &err), 1);
+	cr_expect(strstr(err, "quota"), "%s", err);
+	cr_expect(strstr(err, "the same command submits it again"), "%s",
+		  err);
+	free(err);
+	api("DELETE", "/_fake/faults", NULL, NULL);
+
+	/* reset: the CustomJob cancelled and posted again. */
+	cr_assert_eq(run_slicectl(&r, vertex_argv("rst", NULL), NULL), 0);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_result_release(&r);
+	json_decref(wait_running("rst", 3, 1, 0));
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			"reset", "rst", "--bucket", bucket, "--wait", NULL },
+			NULL), 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_result_release(&r);
+	cr_expect_eq(custom_jobs_submitted_again("rst"), 1);
+	j = wait_running("rst", 3, 2, 0);
+	cr_expect_str_eq(jstr(json_object_get(j, "target"), "job_state"),
+			 "JOB_STATE_RUNNING");
+	json_decref(j);
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			"delete", "rst", "--bucket", bucket, NULL }, NULL), 0);
+	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	run_result_release(&r);
+	fake_stop(&fake);
+}
