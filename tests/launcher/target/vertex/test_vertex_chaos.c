@@ -5,10 +5,11 @@
  * VM and a Spot preemption, whose final parameters are those of an
  * uninterrupted run through the fake, to the bit. The temporary
  * directory, status waits and sgd flags are gke_live_check.c's (nothing
- * in them is GKE's but their name); the fake is this file's.
+ * in them is GKE's but their name); the fake is vertex_check.c's.
  */
 #include "tests/launcher/target/gke/gke_live_check.h"
 #include "tests/harness/harness.h"
+#include "tests/launcher/target/vertex/vertex_check.h"
 #include "tests/launcher/sgd_params.h"
 
 #include <criterion/criterion.h>
@@ -21,28 +22,8 @@
 
 TestSuite(vertex_live, .init = setup, .fini = cleanup, .timeout = 600);
 
-#define STEPS "900"
+#define STEPS "600"
 #define MAX_ARGS 64
-
-static void start_vertex_fake(void)
-{
-	char work[HARNESS_PATH + 16], endpoint[64];
-
-	snprintf(work, sizeof(work), "%s/replicas", dir);
-	cr_assert_eq(fake_start(&fake, "tests/fakes/vertex_fake.py",
-				(const char *const[]){
-					"--work-dir", work, "--pass-env",
-					"PYTHONUNBUFFERED", "--delay", "0.2",
-					NULL },
-				1, 30000), 0, "the fake did not start");
-	api_port = (int)fake.ports[0];
-	snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%d", api_port);
-	setenv("SLICECTL_VERTEX_ENDPOINT", endpoint, 1);
-	setenv("SLICECTL_ACCESS_TOKEN", "t0ken", 1);
-	setenv("SLICECTL_VERTEX_POLL_MS", "100", 1);
-	/* The preemption's SIGTERM-to-SIGKILL: the emergency step's time. */
-	POST("/_fake/config", "{\"grace\": 8}");
-}
 
 /* slicectl job --target vertex for run, with extra flags
  * (NULL-terminated). */
@@ -96,14 +77,6 @@ static long long custom_jobs_submitted_again(const char *run)
 	return n;
 }
 
-static long long generation_of(json_t *j)
-{
-	long long g = json_integer_value(json_object_get(j, "generation"));
-
-	json_decref(j);
-	return g;
-}
-
 Test(vertex_live, sgd_under_crash_lost_vm_and_preemption_ends_bit_exact)
 {
 	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16], body[512];
@@ -113,7 +86,7 @@ Test(vertex_live, sgd_under_crash_lost_vm_and_preemption_ends_bit_exact)
 	pid_t watch, pid;
 	int status;
 
-	start_vertex_fake();
+	vertex_fake_start();
 	snprintf(out, sizeof(out), "%s/watch.out", dir);
 	snprintf(err, sizeof(err), "%s/watch.err", dir);
 	watch = spawn_slicectl(vertex_argv("chaos", (const char *const[]){
@@ -160,8 +133,8 @@ Test(vertex_live, sgd_under_crash_lost_vm_and_preemption_ends_bit_exact)
 	json_decref(wait_end("chaos", "Completed", 60000));
 	cr_expect_geq(generation_of(wait_state("calm", "done", 300000)), 1);
 
-	chaos = sgd_checkpoint_params_of(bucket, dir, "chaos", 900, 1, 3);
-	calm = sgd_checkpoint_params_of(bucket, dir, "calm", 900, 1, 3);
+	chaos = sgd_checkpoint_params_of(bucket, dir, "chaos", 600, 1, 3);
+	calm = sgd_checkpoint_params_of(bucket, dir, "calm", 600, 1, 3);
 	cr_assert_str_eq(chaos, calm);
 	for (int w = 0; w < 3; w++) {
 		char *a = sgd_logged_params(bucket, "chaos", 0, w);
@@ -211,7 +184,7 @@ Test(vertex_live, errors_name_the_problem_and_the_fix_and_reset_posts_anew)
 	char *err;
 	json_t *j;
 
-	start_vertex_fake();
+	vertex_fake_start();
 	cr_expect_eq(job_with_fault("e1", "{\"method\": \"POST\", \"path\": "
 				    "\"customJobs$\", \"status\": 403, "
 				    "\"message\": \"Vertex AI API has not "

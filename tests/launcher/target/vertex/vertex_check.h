@@ -1,0 +1,20 @@
+/*
+ * tests/launcher/target/vertex/vertex_check.h: what the tests of slicectl
+ * job --target vertex against the Vertex AI fake (test_vertex_chaos.c,
+ * test_vertex_torch.c) share beyond gke_live_check.h's directory, status
+ * waits and fake handle: starting tests/fakes/vertex_fake.py and pointing
+ * slicectl at it. Failures are the current Criterion test's.
+ */
+#ifndef SLICECTL_TESTS_VERTEX_CHECK_H
+#define SLICECTL_TESTS_VERTEX_CHECK_H
+
+#include <jansson.h>
+
+/* Starts the fake (its replicas' logs under DIR/replicas) as
+ * gke_live_check.h's fake and api_port, and sets SLICECTL_VERTEX_ENDPOINT,
+ * a token and a short poll for the slicectl commands the test runs. */
+void vertex_fake_start(void);
+/* A status's "generation"; status is released. */
+long long generation_of(json_t *status);
+
+#endif
