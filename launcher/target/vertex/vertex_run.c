@@ -166,35 +166,47 @@ int vertex_describe(const struct job *j, struct target_view *out,
 	return rc;
 }
 
-/* Cancels job and, with wait, returns once it has ended. */
-static int cancel(struct vertex_client *c, const json_t *job, bool wait,
-		  unsigned timeout_ms, struct err *e)
+static bool running_or_ended(const char *state)
+{
+	return !strcmp(state, "JOB_STATE_RUNNING") || ended(state);
+}
+
+/* Polls CustomJob name until done says yes of its state, within
+ * timeout_ms (0: CANCEL_UNITS polls); what says what is awaited. */
+static int await(struct vertex_client *c, const char *name,
+		 bool (*done)(const char *state), unsigned timeout_ms,
+		 const char *what, struct err *e)
 {
 	uint64_t unit = job_env_ms("SLICECTL_VERTEX_POLL_MS", 1000);
 	uint64_t deadline = mono_ms() + (timeout_ms ? timeout_ms
 						    : CANCEL_UNITS * unit);
+
+	for (;;) {
+		json_t *now = NULL;
+		int rc = vertex_job_get(c, name, &now, e);
+		bool over = !rc && done(str(now, "state"));
+
+		json_decref(now);
+		if (rc || over)
+			return rc;
+		if (mono_ms() >= deadline)
+			return err_set(e, CLOUD_ETIMEDOUT, "CustomJob %s is "
+				       "still not %s", name, what);
+		proc_sleep_ms((unsigned)unit, true);
+	}
+}
+
+/* Cancels job and returns once it has ended. */
+static int cancel(struct vertex_client *c, const json_t *job,
+		  unsigned timeout_ms, struct err *e)
+{
 	const char *name = str(job, "name");
 	int rc;
 
 	if (ended(str(job, "state")))
 		return 0;
 	rc = vertex_job_cancel(c, name, e);
-	while (!rc && wait) {
-		json_t *now = NULL;
-		bool over;
-
-		rc = vertex_job_get(c, name, &now, e);
-		over = !rc && ended(str(now, "state"));
-		json_decref(now);
-		if (rc || over)
-			break;
-		if (mono_ms() >= deadline)
-			return err_set(e, CLOUD_ETIMEDOUT,
-				       "CustomJob %s is still being cancelled",
-				       name);
-		proc_sleep_ms(unit, true);
-	}
-	return rc;
+	return rc ? rc : await(c, name, ended, timeout_ms, "cancelled", e);
 }
 
 int vertex_delete(const struct job *j, bool wait, unsigned timeout_ms,
@@ -213,13 +225,13 @@ int vertex_delete(const struct job *j, bool wait, unsigned timeout_ms,
 		if (rc || !of_run(job, j->name))
 			continue;
 		n++;
-		rc = cancel(c, job, true, timeout_ms, e);
+		rc = cancel(c, job, timeout_ms, e);
 		if (!rc)
 			rc = vertex_job_delete(c, str(job, "name"), e);
 		if (rc == CLOUD_ENOTFOUND)
 			rc = 0;
 	}
-	(void)wait;
+	(void)wait; /* Vertex deletes only ended jobs: always waited */
 	json_decref(jobs);
 	vertex_close(c);
 	*absent = !rc && !n;
@@ -253,10 +265,12 @@ int vertex_reset(const struct job *j, bool wait, unsigned timeout_ms,
 	struct vertex_client *c;
 	json_t *job = NULL;
 	char name[512];
+	long count = 0;
 	int rc = open_client(j, &c, e);
 
+	*attempt = -1;
 	if (!rc)
-		rc = vertex_newest(c, j->name, &job, NULL, e);
+		rc = vertex_newest(c, j->name, &job, &count, e);
 	if (!rc && !job)
 		rc = err_set(e, CLOUD_ENOTFOUND,
 			     "run %s has no CustomJob in %s to reset", j->name,
@@ -264,13 +278,17 @@ int vertex_reset(const struct job *j, bool wait, unsigned timeout_ms,
 	/* Vertex has no restart of a running job: the closest is a new
 	 * one, whose replicas the supervisors take for a new pod set. */
 	if (!rc)
-		rc = cancel(c, job, true, timeout_ms, e);
+		rc = cancel(c, job, timeout_ms, e);
 	if (!rc)
 		rc = submit_again(c, job, name, sizeof(name), e);
-	if (!rc)
+	if (!rc) {
 		log_info("CustomJob %s replaces %s", name, str(job, "name"));
-	(void)wait;
-	*attempt = -1;
+		/* status's JOB column: the run's CustomJobs from 0. */
+		*attempt = count;
+	}
+	if (!rc && wait)
+		rc = await(c, name, running_or_ended, timeout_ms, "running",
+			   e);
 	json_decref(job);
 	vertex_close(c);
 	return rc;

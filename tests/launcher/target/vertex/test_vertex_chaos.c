@@ -220,6 +220,8 @@ Test(vertex_live, errors_name_the_problem_and_the_fix_and_reset_posts_anew)
 			"reset", "rst", "--bucket", bucket, "--wait", NULL },
 			NULL), 0);
 	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "every replica of restart attempt 1 runs"),
+		  "%s", r.out);
 	run_result_release(&r);
 	cr_expect_eq(custom_jobs_submitted_again("rst"), 1);
 	j = wait_running("rst", 3, 2, 0);
