@@ -1,5 +1,6 @@
-"""The base of every fake in this folder, and the only module a fake
-shares with another: the server class, a connection dropped on purpose
+"""The base of every fake in this folder (the fakes of Google's JSON APIs,
+tpu_fake.py and vertex_fake.py, share fake_api.py too, which builds on
+this): the server class, a connection dropped on purpose
 (TCP reset), fault rule matching, the OAuth JWT check, the timestamp
 format; and for the metadata server fake (metadata_fake.py), the TPU API
 fake (tpu_fake.py) and the STS fake (sts_fake.py), one rule language for

@@ -11,7 +11,11 @@ CLI, which works against Google's services, checks the fakes:
 - gcs_fake.py through `gcloud storage` (CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE):
   cp up (a small file in one multipart request, a large one by resumable
   upload started under /resumable/upload/), ls -l, cp down (bytes
-  compared), rm.
+  compared), rm;
+- vertex_fake.py through `gcloud ai custom-jobs`
+  (CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM): create from a --config
+  file (SPOT, restartJobOnWorkerRestart, a command), describe until
+  RUNNING, list, cancel until CANCELLED, and a second cancel refused.
 
 gcloud gets an access token file (--access-token-file) that both fakes
 require, and CLOUDSDK_CONFIG in a temporary directory; it talks to nothing
@@ -100,7 +104,7 @@ class Fake:
 
 
 class Gcloud:
-	def __init__(self, gcloud, work, tpu, gcs):
+	def __init__(self, gcloud, work, tpu, gcs, vertex):
 		self.gcloud = gcloud
 		self.token_file = os.path.join(work, "token")
 		with open(self.token_file, "w") as f:
@@ -119,6 +123,8 @@ class Gcloud:
 			"CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU": tpu.url + "/",
 			"CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE":
 				gcs.url + "/storage/v1/",
+			"CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM":
+				vertex.url + "/",
 		})
 		self.calls = 0
 		self.seconds = 0.0
@@ -256,6 +262,53 @@ def gcs_checks(g, gcs, work):
 	assert_clean(gcs.requests(), "storage ls, cp down, rm")
 
 
+# A custom job as gcloud's --config reads it (a CustomJobSpec in YAML;
+# JSON is YAML).
+VERTEX_SPEC = {
+	"workerPoolSpecs": [{
+		"machineSpec": {"machineType": "n1-standard-4"},
+		"replicaCount": 1,
+		"containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/trainer:1",
+				  "command": ["/bin/sh", "-c", "sleep 30"]}}],
+	"scheduling": {"strategy": "SPOT", "restartJobOnWorkerRestart": True}}
+
+
+def vertex_checks(g, vertex, work):
+	vertex.call("POST", "/_fake/config", {"delay": 0.05, "grace": 0.2})
+	config = os.path.join(work, "custom-job.yaml")
+	with open(config, "w") as f:
+		json.dump(VERTEX_SPEC, f)
+	region = ["--region", "us-central1"]
+	p = g.run("ai", "custom-jobs", "create", "--display-name", "g1",
+		  "--config", config, "--format", "json", *region)
+	job = json.loads(p.stdout)
+	log = vertex.requests()
+	assert_clean(log, "ai custom-jobs create")
+	body = [r for r in log if r["method"] == "POST"][0]["body"]
+	want = dict(VERTEX_SPEC, workerPoolSpecs=[dict(
+		VERTEX_SPEC["workerPoolSpecs"][0], replicaCount="1")])
+	check(body == {"displayName": "g1", "jobSpec": want},
+	      "gcloud's custom job body changed: %s" % json.dumps(body))
+	jid = job["name"].rsplit("/", 1)[-1]
+
+	def state():
+		return g.run("ai", "custom-jobs", "describe", jid, "--format",
+			     "value(state)", *region).stdout.strip()
+	check(state() in ("JOB_STATE_PENDING", "JOB_STATE_RUNNING"),
+	      "describe: not started")
+	p = g.run("ai", "custom-jobs", "list", "--format", "value(name)",
+		  *region)
+	check(p.stdout.split() == [job["name"]], "list: %s" % p.stdout)
+	g.run("ai", "custom-jobs", "cancel", jid, *region)
+	check(state() in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"),
+	      "cancel: the job did not end")
+	assert_clean(vertex.requests(), "ai custom-jobs describe, list, "
+		     "cancel")
+	p = g.run("ai", "custom-jobs", "cancel", jid, *region, ok=False)
+	check(p.returncode != 0 and "FAILED_PRECONDITION" in p.stderr,
+	      "a second cancel: %s" % p.stderr)
+
+
 def main():
 	if len(sys.argv) != 2:
 		sys.exit("usage: gcloud_fidelity.py WORKDIR")
@@ -267,10 +320,11 @@ def main():
 	os.makedirs(sys.argv[1], exist_ok=True)
 	with tempfile.TemporaryDirectory(dir=sys.argv[1]) as work:
 		tpu = Fake(work, "tpu_fake.py")
-		gcs = None
+		gcs = vertex = None
 		try:
 			gcs = Fake(work, "gcs_fake.py")
-			g = Gcloud(gcloud, work, tpu, gcs)
+			vertex = Fake(work, "vertex_fake.py")
+			g = Gcloud(gcloud, work, tpu, gcs, vertex)
 			p = g.run("alpha", "compute", "tpus", "queued-resources",
 				  "list", "--zone", ZONE, ok=False)
 			if p.returncode != 0 and "alpha" in p.stderr and \
@@ -283,20 +337,22 @@ def main():
 			tpu.requests()
 			tpu_checks(g, tpu)
 			gcs_checks(g, gcs, work)
+			vertex_checks(g, vertex, work)
 			print("%s: every check passed: %d gcloud calls, %.1f s"
 			      % (NAME, g.calls, g.seconds))
 			return 0
 		except Failure as err:
 			print("%s: FAIL: %s" % (NAME, err), file=sys.stderr)
-			for fake in (tpu, gcs):
+			for fake in (tpu, gcs, vertex):
 				if fake:
 					with open(fake.log.name) as f:
 						sys.stderr.write(f.read())
 			return 1
 		finally:
 			tpu.stop()
-			if gcs:
-				gcs.stop()
+			for fake in (gcs, vertex):
+				if fake:
+					fake.stop()
 
 
 if __name__ == "__main__":

@@ -1,18 +1,20 @@
 #!/bin/sh
-# run-fidelity.sh WORKDIR [gcs|tpu|monitoring]: the 'gcs-fidelity',
-# 'tpu-fidelity' and 'monitoring-fidelity' tests. Starts the fake
-# (gcs_fake.py, tpu_fake.py or monitoring_fake.py) on loopback, installs
-# Google's Node.js client for it with npm into WORKDIR (@google-cloud/storage
-# 7, @google-cloud/tpu 3 with the google-auth-library and protobufjs it
-# runs on, or @google-cloud/monitoring 4 with google-auth-library), runs
-# fidelity.js, tpu-fidelity.js or monitoring-fidelity.js against it and stops
+# run-fidelity.sh WORKDIR [gcs|tpu|monitoring|vertex]: the 'gcs-fidelity',
+# 'tpu-fidelity', 'monitoring-fidelity' and 'vertex-fidelity' tests. Starts
+# the fake (gcs_fake.py, tpu_fake.py, monitoring_fake.py or vertex_fake.py)
+# on loopback, installs Google's Node.js client for it with npm into WORKDIR
+# (@google-cloud/storage 7, @google-cloud/tpu 3 with the google-auth-library
+# and protobufjs it runs on, @google-cloud/monitoring 4 with
+# google-auth-library, or @google-cloud/aiplatform 4, the last for Node.js
+# 18, with google-auth-library 10), runs fidelity.js, tpu-fidelity.js,
+# monitoring-fidelity.js or vertex-fidelity.js against it and stops
 # the fake by its pid. Exits 77 (meson's "skipped") only when node or npm
 # is missing or npm's registry cannot be reached; any other failure of the
 # install or of a check fails the test.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
-work=${1:?usage: run-fidelity.sh WORKDIR [gcs|tpu|monitoring]}
+work=${1:?usage: run-fidelity.sh WORKDIR [gcs|tpu|monitoring|vertex]}
 kind=${2:-gcs}
 case "$kind" in
 gcs)	packages='@google-cloud/storage@7'
@@ -27,6 +29,10 @@ monitoring)	packages='@google-cloud/monitoring@4 google-auth-library@9'
 	installed=@google-cloud/monitoring
 	fake_script=monitoring_fake.py
 	script=monitoring-fidelity.js ;;
+vertex)	packages='@google-cloud/aiplatform@4 google-auth-library@10'
+	installed=@google-cloud/aiplatform
+	fake_script=vertex_fake.py
+	script=vertex-fidelity.js ;;
 *)	echo "run-fidelity.sh: no such client: $kind" >&2
 	exit 2 ;;
 esac

@@ -109,6 +109,7 @@ class VertexFakeTest(unittest.TestCase):
 		doc = self.wait(name, ("JOB_STATE_RUNNING",))
 		self.assertIn("startTime", doc)
 		other = self.create(job(pool("exit 0")))
+		self.wait(other, ("JOB_STATE_SUCCEEDED",))
 		status, page = self.fake.call("GET", PARENT +
 					      "/customJobs?pageSize=1")
 		self.assertEqual(status, 200, page)
@@ -200,6 +201,8 @@ class VertexFakeTest(unittest.TestCase):
 			"workerpool1": ["127.0.0.1:%d" % r["port"] for r in rs[1:]]})
 		self.assertEqual(spec["task"], {"type": "workerpool1", "index": 1})
 		self.assertEqual(spec["environment"], "cloud")
+		self.assertEqual(spec["job"]["baseOutputDirectory"],
+				 {"outputUriPrefix": "gs://b/out"})
 		self.assertEqual(lines[1], "AIP=gs://b/out/model/ M=127.0.0.1:%d "
 				 "R=2 W=3 X=" % rs[0]["port"])
 		self.assertTrue(self.log(rs[0]).splitlines()[1].endswith(" X=y"))
@@ -238,10 +241,11 @@ class VertexFakeTest(unittest.TestCase):
 	# ---- chaos
 
 	def test_lost_vm_and_maintenance(self):
+		# Time to answer SIGTERM on a loaded machine.
+		self.fake.call("POST", "/_fake/config", {"grace": 5})
 		name = self.create(job(pool("sleep 30"), pool(
-			"trap 'echo TERM; exit 0' TERM; sleep 30 & wait")))
-		rs = self.wait_replica(name, lambda rs: all(
-			r["running"] for r in rs))
+			"trap 'echo TERM; exit 0' TERM; echo up; sleep 30 & wait")))
+		self.wait_replica(name, lambda rs: "up" in self.log(rs[1]))
 		status, doc = self.fake.call("POST", "/_fake/lose_vm", {
 			"name": name, "pool": 1, "replica": 0})
 		self.assertEqual(status, 200, doc)
@@ -250,6 +254,9 @@ class VertexFakeTest(unittest.TestCase):
 		self.assertEqual(rs[0]["starts"], 1)
 		old = rs[1]["pid"]
 		self.assertNotEqual(old, rs[0]["pid"])
+		# SIGTERM once the new shell has its trap.
+		self.wait_replica(name, lambda rs: self.log(rs[1]).count(
+			"up") == 2)
 		self.fake.call("POST", "/_fake/maintenance", {
 			"name": name, "pool": 1, "replica": 0})
 		rs = self.wait_replica(name, lambda rs: rs[1]["starts"] == 3 and
@@ -279,6 +286,20 @@ class VertexFakeTest(unittest.TestCase):
 		status, _ = self.fake.call("POST", "/_fake/preempt",
 					   {"name": other})
 		self.assertEqual(status, 400)
+
+	def test_timeout_and_faults(self):
+		name = self.create(job(pool("sleep 30"), timeout="0.5s"))
+		doc = self.wait(name, ("JOB_STATE_FAILED",))
+		self.assertEqual(doc["error"]["code"], 4)
+		self.assertFalse(self.replicas(name)[0]["running"])
+		self.fake.call("POST", "/_fake/faults", {
+			"method": "GET", "path": "/customJobs/", "status": 503})
+		status, err = self.fake.call("GET", "/v1/" + name)
+		self.assertEqual((status, err["error"]["status"]),
+				 (503, "UNAVAILABLE"))
+		status, doc = self.fake.call("GET", "/v1/" + name)
+		self.assertEqual(status, 200, doc)
+		self.fake.call("DELETE", "/_fake/faults")
 
 	def test_flex_start_waits_then_fails(self):
 		self.fake.call("POST", "/_fake/config", {"hold": True})

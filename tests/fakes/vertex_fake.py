@@ -6,7 +6,7 @@ plain HTTP on loopback, the paths unchanged.
 - customJobs: create, get, list (filter, pageSize, pageToken), cancel,
   delete (a done long-running Operation, which operations.get serves);
   every body checked against the schemas Google Cloud CLI 528 knows
-  (api/aiplatform.v1.customjobs.gcloud-528.json) with tpu_fake.py's
+  (api/aiplatform.v1.customjobs.gcloud-528.json) with fake_api.py's
   checker: unknown names, JSON types, enums, durations, with Google's
   messages ("Invalid JSON payload received. Unknown name "x" at
   'custom_job': Cannot find field."); output-only fields are dropped and
@@ -67,8 +67,9 @@ Control endpoints (no auth; JSON in and out):
   POST /_fake/reset     kills every replica, forgets every job
 JOB is the job's id or its whole name.
 
-Python standard library only, with fake_common.py and tpu_fake.py (its
-body checker, errors and request handling) next to it.
+Python standard library only, with fake_common.py and fake_api.py (the
+body checker, errors and request handling) next to it; the jobs, their
+replicas and their restarts are vertex_jobs.py's.
 
 Usage: vertex_fake.py --port-file FILE [--port N] [--schemas PATH]
                       [--work-dir DIR] [--pass-env NAME]...
@@ -77,22 +78,18 @@ Usage: vertex_fake.py --port-file FILE [--port N] [--schemas PATH]
 
 import argparse
 import copy
-import itertools
 import json
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 
+import fake_api
 import fake_common
-import tpu_fake
-from tpu_fake import ApiError, check_query
+from fake_api import ApiError, check_query
+from vertex_jobs import TERMINAL, Job, Store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_SCHEMAS = os.path.join(HERE, "..", "..", "api",
@@ -115,6 +112,37 @@ FIELDS = {
 }
 for _f in ("createTime", "startTime", "endTime", "updateTime"):
 	FIELDS[(JOB, _f)] = {"readOnly": True, "format": "google-datetime"}
+
+# The enums' numbers (the same protos, as @google-cloud/aiplatform 4.4.0
+# ships them in build/protos/protos.json): Google's Node.js client sends
+# enums as numbers ($alt=json;enum-encoding=int), which the API takes.
+ENUM_NUMBERS = {
+	(V1 + "Scheduling", "strategy"): (
+		"STRATEGY_UNSPECIFIED", "ON_DEMAND", "LOW_COST", "STANDARD",
+		"SPOT", None, "FLEX_START"),
+	(V1 + "MachineSpec", "acceleratorType"): (
+		"ACCELERATOR_TYPE_UNSPECIFIED", "NVIDIA_TESLA_K80",
+		"NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P4",
+		"NVIDIA_TESLA_T4", "TPU_V2", "TPU_V3", "NVIDIA_TESLA_A100",
+		"NVIDIA_A100_80GB", "TPU_V4_POD", "NVIDIA_L4", "TPU_V5_LITEPOD",
+		"NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB", "NVIDIA_H200_141GB",
+		"NVIDIA_B200"),
+	(V1 + "ReservationAffinity", "reservationAffinityType"): (
+		"TYPE_UNSPECIFIED", "NO_RESERVATION", "ANY_RESERVATION",
+		"SPECIFIC_RESERVATION"),
+	(JOB, "state"): (
+		"JOB_STATE_UNSPECIFIED", "JOB_STATE_QUEUED", "JOB_STATE_PENDING",
+		"JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED",
+		"JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED", "JOB_STATE_PAUSED",
+		"JOB_STATE_EXPIRED", "JOB_STATE_UPDATING",
+		"JOB_STATE_PARTIALLY_SUCCEEDED"),
+}
+for _k, _names in ENUM_NUMBERS.items():
+	FIELDS.setdefault(_k, {})["enumNumbers"] = {
+		i: n for i, n in enumerate(_names) if n}
+# Enums declared outside the message that uses them.
+TOP_ENUMS = {"ACCELERATOR_TYPE_UNSPECIFIED": "AcceleratorType",
+	     "JOB_STATE_UNSPECIFIED": "JobState"}
 
 # The proto packages of the schema names, for Google's type URLs.
 PACKAGES = ((V1, "google.cloud.aiplatform.v1"), ("GoogleRpc", "google.rpc"),
@@ -163,20 +191,8 @@ ROUTES = [
 	Route("operations.get", "GET", PARENT + r"/operations/(?P<op>[^/:]+)"),
 ]
 
-TERMINAL = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
-# A job's retries and a worker's restarts, as the lifecycle page gives
-# them: "up to five times for each worker", then "retries the whole job up
-# to three times".
-WORKER_RESTARTS, JOB_RETRIES = 5, 3
-# Scheduling's defaults (custom_job.proto): a 7-day timeout; a
-# FLEX_START job waits 24 hours for resources, 0 meaning forever
-# (https://cloud.google.com/vertex-ai/docs/training/schedule-jobs-dws).
-DEFAULT_TIMEOUT, DEFAULT_MAX_WAIT = 7 * 86400, 86400
-TICK = 0.05
-
-
 class Schemas:
-	"""The body schemas with FIELDS merged in; what tpu_fake.Checker
+	"""The body schemas with FIELDS merged in; what fake_api.Checker
 	asks of its discovery document."""
 
 	def __init__(self, path):
@@ -194,10 +210,15 @@ class Schemas:
 				break
 		return "type.googleapis.com/" + schema
 
-	enum_type = tpu_fake.Discovery.enum_type
+	def enum_type(self, schema, field, values):
+		top = TOP_ENUMS.get(values[0] if values else "")
+		if top:
+			return self.type_url(V1 + top)
+		return fake_api.enum_type(self.type_url, schema, field, values)
 
-	methods = ROUTES
-	route = tpu_fake.Discovery.route
+	@staticmethod
+	def route(http_method, path):
+		return fake_api.find_route(ROUTES, http_method, path)
 
 
 def required(fields):
@@ -230,8 +251,9 @@ def check_job(body):
 		missing.append("custom_job.job_spec.worker_pool_specs")
 	for i, pool in enumerate(pools):
 		at = "custom_job.job_spec.worker_pool_specs[%d]" % i
-		# An empty spec stands for a pool not used (the distributed
-		# training page leaves pools 2 and 3 as {}), never the first.
+		# "All worker pools except the first one are optional and can
+		# be skipped by providing an empty value"
+		# (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec).
 		if not pool and i > 0:
 			continue
 		if not (pool.get("machineSpec") or {}).get("machineType"):
@@ -264,475 +286,13 @@ def check_job(body):
 			      "At most 4 worker pools are allowed.")
 
 
-def duration(text, default):
-	return float(text[:-1]) if text else default
-
-
-def free_port(taken):
-	while True:
-		with socket.socket() as s:
-			s.bind(("127.0.0.1", 0))
-			port = s.getsockname()[1]
-		if port not in taken:
-			taken.add(port)
-			return port
-
-
-def exit_status(code):
-	"""A container's exit status: 128 + the signal that killed it."""
-	return 128 - code if code < 0 else code
-
-
-# ---------------------------------------------------------------- jobs
-
-
-class Replica:
-	def __init__(self, pool, index, port, log):
-		self.pool, self.index, self.port, self.log = pool, index, port, log
-		self.proc = None
-		self.starts = self.restarts = 0
-		self.exit_codes = []
-		self.done = False
-		# Why the fake itself stops the process ("maintenance",
-		# "lost", "cancel", "preempt", "end"), and its SIGKILL time.
-		self.stopping = None
-		self.kill_at = None
-
-	@property
-	def name(self):
-		return "workerpool%d-%d" % (self.pool, self.index)
-
-	@property
-	def running(self):
-		return self.proc is not None and self.proc.poll() is None
-
-	def signal(self, sig):
-		if self.running:
-			try:
-				os.killpg(self.proc.pid, sig)
-			except OSError:
-				pass
-
-	def kill(self):
-		"""SIGKILLs the process group and reaps its leader."""
-		if self.proc is None:
-			return
-		self.signal(signal.SIGKILL)
-		try:
-			self.proc.wait(10)
-		except subprocess.TimeoutExpired:
-			pass
-
-
-class Job:
-	def __init__(self, project, location, jid, body, now):
-		self.project, self.location, self.id = project, location, jid
-		self.body = body
-		self.state = "JOB_STATE_QUEUED"
-		self.create_time = self.update_time = self.entered = now
-		self.start_time = self.end_time = None
-		self.error = None
-		self.replicas = []
-		self.retries = 0
-
-	@property
-	def name(self):
-		return "projects/%s/locations/%s/customJobs/%s" % (
-			self.project, self.location, self.id)
-
-	@property
-	def spec(self):
-		return self.body.get("jobSpec") or {}
-
-	@property
-	def scheduling(self):
-		return self.spec.get("scheduling") or {}
-
-	@property
-	def pools(self):
-		return self.spec.get("workerPoolSpecs") or []
-
-	def enter(self, state, now):
-		self.state, self.entered, self.update_time = state, now, now
-		if state in TERMINAL:
-			self.end_time = now
-
-	def resource(self):
-		r = copy.deepcopy(self.body)
-		r.update(name=self.name, state=self.state,
-			 createTime=fake_common.rfc3339(self.create_time),
-			 updateTime=fake_common.rfc3339(self.update_time))
-		if self.start_time is not None:
-			r["startTime"] = fake_common.rfc3339(self.start_time)
-		if self.end_time is not None:
-			r["endTime"] = fake_common.rfc3339(self.end_time)
-		if self.error:
-			r["error"] = self.error
-		return dict(sorted(r.items()))
-
-
-class Store:
-	"""Jobs, their replicas' processes, operations, faults and the
-	request log; a thread steps every job TICK seconds."""
-
-	def __init__(self, delay, work_dir, pass_env):
-		self.lock = threading.RLock()
-		self.delay0 = delay
-		self.work_dir, self.pass_env = work_dir, pass_env
-		self.faults, self.requests = [], []
-		self.reset()
-
-	def reset(self):
-		self.kill_all()
-		self.jobs = {}
-		self.operations = {}
-		self.ports = set()
-		self.ids = itertools.count(1000000000000000000 +
-					   int(time.time() * 1000) % 10 ** 12)
-		self.config = {"delay": self.delay0, "delays": {}, "hold": False,
-			       "grace": 1.0, "worker_restarts": WORKER_RESTARTS,
-			       "job_retries": JOB_RETRIES,
-			       "permanent_exit_codes": [], "locations": None}
-
-	def kill_all(self):
-		for job in getattr(self, "jobs", {}).values():
-			for r in job.replicas:
-				r.kill()
-
-	def delay(self, state):
-		return self.config["delays"].get(state, self.config["delay"])
-
-	def run(self):
-		while True:
-			time.sleep(TICK)
-			with self.lock:
-				now = time.time()
-				for job in list(self.jobs.values()):
-					self.step(job, now)
-
-	# ---- the walk
-
-	def step(self, job, now):
-		s = job.state
-		if s == "JOB_STATE_QUEUED" and now >= job.entered + \
-				self.delay(s):
-			job.enter("JOB_STATE_PENDING", now)
-		elif s == "JOB_STATE_PENDING":
-			self.pending(job, now)
-		elif s == "JOB_STATE_RUNNING":
-			self.running(job, now)
-		elif s == "JOB_STATE_CANCELLING":
-			if self.stopped(job, now):
-				self.end(job, now, "JOB_STATE_CANCELLED",
-					 {"code": 1, "message": "CANCELED"})
-
-	def pending(self, job, now):
-		sched = job.scheduling
-		if self.config["hold"]:
-			wait = duration(sched.get("maxWaitDuration"),
-					DEFAULT_MAX_WAIT)
-			if sched.get("strategy") == "FLEX_START" and wait and \
-					now >= job.entered + wait:
-				# The docs say only that the job waits this
-				# long; failing it then, RESOURCE_EXHAUSTED, is
-				# the fake's choice.
-				self.end(job, now, "JOB_STATE_FAILED", {
-					"code": 8, "message": "The job could not "
-					"get the resources it requested within "
-					"scheduling.max_wait_duration (%s)." %
-					sched.get("maxWaitDuration", "86400s")})
-			return
-		if now < job.entered + self.delay("JOB_STATE_PENDING"):
-			return
-		self.make_replicas(job)
-		for r in job.replicas:
-			self.start(job, r)
-		# Vertex runs each worker's code as soon as it is up, and the
-		# job is RUNNING when all are (understanding-training-service).
-		job.start_time = now
-		job.enter("JOB_STATE_RUNNING", now)
-
-	def running(self, job, now):
-		timeout = duration(job.scheduling.get("timeout"), DEFAULT_TIMEOUT)
-		if now >= job.start_time + timeout:
-			self.stop_all(job, now, "end")
-			# The fake's choice of code: the docs name the limit
-			# only ("The maximum job running time").
-			self.end(job, now, "JOB_STATE_FAILED", {
-				"code": 4, "message": "The job ran longer than "
-				"scheduling.timeout (%s)." %
-				job.scheduling.get("timeout")})
-			return
-		for r in job.replicas:
-			if job.state != "JOB_STATE_RUNNING":
-				return
-			if r.stopping:
-				self.chaos_step(job, r, now)
-			elif r.proc is not None and not r.done and \
-					r.proc.poll() is not None:
-				self.exited(job, r, now)
-
-	def chaos_step(self, job, r, now):
-		"""A replica the fake stops: SIGKILL at its time, then what
-		Vertex does for the reason."""
-		if r.running and now < r.kill_at:
-			return
-		r.kill()
-		why, r.stopping = r.stopping, None
-		if why == "preempt":
-			if all(not x.stopping for x in job.replicas):
-				self.stop_all(job, now, "end")
-				self.end(job, now, "JOB_STATE_FAILED", job.preempted)
-			return
-		if job.scheduling.get("disableRetries"):
-			self.stop_all(job, now, "end")
-			self.end(job, now, "JOB_STATE_FAILED", {
-				"code": 13, "message": "Internal error occurred "
-				"for the current attempt: the VM of replica %s "
-				"was %s; scheduling.disable_retries is set." %
-				(r.name, "lost" if why == "lost" else
-				 "under maintenance")})
-			return
-		# "restarts the worker on another VM", with its hostname.
-		self.restart(job, [r] if not self.whole(job) else job.replicas)
-
-	def exited(self, job, r, now):
-		code = exit_status(r.proc.returncode)
-		r.exit_codes.append(code)
-		if code == 0:
-			r.done = True
-			if (r.pool, r.index) == (0, 0):
-				self.stop_all(job, now, "end")
-				self.end(job, now, "JOB_STATE_SUCCEEDED", None)
-			return
-		failed = {"code": 3, "message": "The replica %s exited with a "
-			  "non-zero status of %d. To find out more about why your "
-			  "job exited please check the logs: https://console."
-			  "cloud.google.com/logs/viewer?project=%s&resource="
-			  "ml_job%%2Fjob_id%%2F%s" % (r.name, code, job.project,
-						     job.id)}
-		if code in self.config["permanent_exit_codes"]:
-			self.stop_all(job, now, "end")
-			self.end(job, now, "JOB_STATE_FAILED", failed)
-			return
-		if r.restarts < self.config["worker_restarts"]:
-			r.restarts += 1
-			self.restart(job, job.replicas if self.whole(job) else [r])
-			return
-		if job.retries < self.config["job_retries"]:
-			job.retries += 1
-			for x in job.replicas:
-				x.restarts = 0
-				x.done = False
-			self.restart(job, job.replicas)
-			return
-		self.stop_all(job, now, "end")
-		self.end(job, now, "JOB_STATE_FAILED", failed)
-
-	@staticmethod
-	def whole(job):
-		"""Whether a worker's restart restarts every replica."""
-		s = job.scheduling
-		return bool(s.get("restartJobOnWorkerRestart")) and \
-			not s.get("disableRetries")
-
-	def restart(self, job, replicas):
-		for r in replicas:
-			r.kill()
-			r.done = False
-			self.start(job, r)
-
-	def stop_all(self, job, now, why):
-		"""SIGTERMs every running replica; chaos_step or stopped()
-		SIGKILLs them after the grace period."""
-		for r in job.replicas:
-			if r.running:
-				r.signal(signal.SIGTERM)
-				r.stopping, r.kill_at = why, now + self.config["grace"]
-		if why == "end":
-			for r in job.replicas:
-				r.kill()
-				r.stopping = None
-
-	def stopped(self, job, now):
-		"""Whether every replica is gone; SIGKILLs those past their
-		grace."""
-		alive = False
-		for r in job.replicas:
-			if r.running and now < (r.kill_at or 0):
-				alive = True
-			elif r.proc is not None:
-				r.kill()
-				r.stopping = None
-		return not alive
-
-	def end(self, job, now, state, error):
-		job.error = error
-		job.enter(state, now)
-
-	# ---- replicas
-
-	def make_replicas(self, job):
-		if job.replicas:
-			return
-		d = os.path.join(self.work_dir, job.id)
-		os.makedirs(d, exist_ok=True)
-		for i, pool in enumerate(job.pools):
-			for j in range(int(pool.get("replicaCount") or 0)):
-				job.replicas.append(Replica(
-					i, j, free_port(self.ports),
-					os.path.join(d, "workerpool%d-%d.log" % (i, j))))
-
-	def cluster(self, job):
-		out = {}
-		for r in job.replicas:
-			out.setdefault("workerpool%d" % r.pool, []).append(
-				"127.0.0.1:%d" % r.port)
-		return out
-
-	def environment(self, job, r):
-		env = {k: os.environ[k] for k in
-		       ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") +
-		       tuple(self.pass_env) if k in os.environ}
-		cluster = self.cluster(job)
-		job_text = json.dumps(job.spec, sort_keys=True)
-		# https://cloud.google.com/vertex-ai/docs/training/distributed-training
-		# (CLUSTER_SPEC; TF_CONFIG names the pools chief, worker, ps
-		# and evaluator).
-		env["CLUSTER_SPEC"] = json.dumps({
-			"cluster": cluster, "environment": "cloud",
-			"task": {"type": "workerpool%d" % r.pool, "index": r.index},
-			"job": job_text})
-		tf_names = ("chief", "worker", "ps", "evaluator")
-		env["TF_CONFIG"] = json.dumps({
-			"cluster": {tf_names[int(k[-1])]: v
-				    for k, v in cluster.items()},
-			"environment": "cloud",
-			"task": {"type": tf_names[r.pool], "index": r.index},
-			"job": job_text})
-		# PyTorch's rendezvous, as Vertex sets it: the primary is the
-		# master, workerpool1's replicas the other ranks.
-		ranks = [x for x in job.replicas if x.pool in (0, 1)]
-		env["MASTER_ADDR"], env["MASTER_PORT"] = "127.0.0.1", str(
-			job.replicas[0].port)
-		env["WORLD_SIZE"] = str(len(ranks))
-		if r in ranks:
-			env["RANK"] = str(ranks.index(r))
-		env["CLOUD_ML_PROJECT_ID"] = job.project
-		base = (job.spec.get("baseOutputDirectory") or {}).get(
-			"outputUriPrefix")
-		if base:
-			# CustomJobSpec.base_output_directory's documentation.
-			base = base.rstrip("/")
-			env["AIP_MODEL_DIR"] = base + "/model/"
-			env["AIP_CHECKPOINT_DIR"] = base + "/checkpoints/"
-			env["AIP_TENSORBOARD_LOG_DIR"] = base + "/logs/"
-		pool = job.pools[r.pool]
-		code = pool.get("containerSpec") or pool.get("pythonPackageSpec")
-		for e in code.get("env") or []:
-			env[e.get("name", "")] = e.get("value", "")
-		return env
-
-	def start(self, job, r):
-		pool = job.pools[r.pool]
-		if "containerSpec" in pool:
-			c = pool["containerSpec"]
-			argv = (c.get("command") or []) + (c.get("args") or [])
-		else:
-			p = pool["pythonPackageSpec"]
-			argv = [sys.executable, "-m", p.get("pythonModule", "")] + \
-				(p.get("args") or [])
-		r.starts += 1
-		with open(r.log, "ab") as f:
-			if not argv:
-				# An image's entrypoint would run; the fake has
-				# no images.
-				f.write(b"vertex-fake: %s has no command; the "
-					b"fake runs no image\n" % r.name.encode())
-				argv = ["/bin/false"]
-			try:
-				r.proc = subprocess.Popen(
-					argv, env=self.environment(job, r),
-					stdin=subprocess.DEVNULL, stdout=f,
-					stderr=subprocess.STDOUT,
-					start_new_session=True,
-					cwd=os.path.dirname(r.log))
-			except OSError as err:
-				f.write(b"vertex-fake: %s\n" % str(err).encode())
-				r.proc = subprocess.Popen(["/bin/false"])
-
-	# ---- views
-
-	def find(self, project, location, jid):
-		job = self.jobs.get((project, location, jid))
-		if job is None:
-			raise ApiError("NOT_FOUND", "The CustomJob does not exist.")
-		return job
-
-	def by_name(self, doc):
-		name = str(doc.get("name", ""))
-		for job in self.jobs.values():
-			if name in (job.id, job.name):
-				return job
-		raise ApiError("NOT_FOUND", "no job %r" % name)
-
-	def replica(self, doc):
-		job = self.by_name(doc)
-		if job.state != "JOB_STATE_RUNNING":
-			raise ApiError("FAILED_PRECONDITION", "%s is %s" %
-				       (job.name, job.state))
-		for r in job.replicas:
-			if (r.pool, r.index) == (doc.get("pool", 0),
-						 doc.get("replica", 0)):
-				return job, r
-		raise ApiError("NOT_FOUND", "%s has no replica %r" % (
-			job.name, doc))
-
-	def snapshot(self):
-		jobs = []
-		for job in self.jobs.values():
-			jobs.append({"name": job.name, "state": job.state,
-				     "jobRetries": job.retries, "replicas": [{
-					     "pool": r.pool, "index": r.index,
-					     "port": r.port, "pid": r.proc.pid
-					     if r.proc else None,
-					     "running": r.running,
-					     "starts": r.starts,
-					     "exitCodes": r.exit_codes,
-					     "log": r.log}
-					     for r in job.replicas]})
-		return {"jobs": jobs, "config": self.config}
-
-	def configure(self, doc):
-		c = copy.deepcopy(self.config)
-		for k, v in doc.items():
-			if k not in c:
-				raise ValueError("unknown setting %r" % k)
-			if k == "delays" and isinstance(v, dict):
-				c["delays"].update(v)
-				c["delays"] = {s: d for s, d in c["delays"].items()
-					       if d is not None}
-			else:
-				c[k] = v
-		for k in ("delay", "grace", "worker_restarts", "job_retries"):
-			if not isinstance(c[k], (int, float)) or c[k] < 0:
-				raise ValueError("%s must be a number >= 0" % k)
-		self.config = c
-		return c
-
-
 # ---------------------------------------------------------------- HTTP
 
 
-class Handler(tpu_fake.Handler):
-	"""The API under /v1/, control under /_fake/: tpu_fake.py's
-	request log, faults, auth and body checks, Vertex's routes."""
+class Handler(fake_api.Handler):
+	"""The API under /v1/, control under /_fake/."""
 	server_version = "vertex-fake/1"
 	service = "aiplatform.googleapis.com"
-
-	def log_message(self, fmt, *args):
-		if self.server.verbose:
-			sys.stderr.write("vertex-fake: %s\n" % (fmt % args))
 
 	def api_call(self):
 		method, p = self.disco.route(self.command, self.raw_path)
@@ -823,16 +383,13 @@ class Handler(tpu_fake.Handler):
 					raise ApiError("INVALID_ARGUMENT", str(err))
 			if (p, m) == ("/_fake/config", "GET"):
 				return 200, st.config, None
-			if (p, m) in (("/_fake/lose_vm", "POST"),
-				      ("/_fake/maintenance", "POST")):
+			if (p, m) == ("/_fake/lose_vm", "POST"):
 				job, r = st.replica(self.fake_json())
-				if p == "/_fake/lose_vm":
-					r.signal(signal.SIGKILL)
-					r.stopping, r.kill_at = "lost", now
-				else:
-					r.signal(signal.SIGTERM)
-					r.stopping = "maintenance"
-					r.kill_at = now + st.config["grace"]
+				st.stop_replica(r, now, "lost")
+				return 200, job.resource(), None
+			if (p, m) == ("/_fake/maintenance", "POST"):
+				job, r = st.replica(self.fake_json())
+				st.stop_replica(r, now, "maintenance")
 				return 200, job.resource(), None
 			if (p, m) == ("/_fake/preempt", "POST"):
 				doc = self.fake_json()
@@ -842,23 +399,16 @@ class Handler(tpu_fake.Handler):
 					raise ApiError("FAILED_PRECONDITION", "%s is "
 						       "not a RUNNING SPOT job" %
 						       job.name)
-				# Compute Engine's preemption notice, then the
-				# job ends; Vertex documents a preempted Spot
-				# prediction job failing with a STOCKOUT error
-				# (predictions/use-spot-vms) and nothing for
-				# training: the fake fails it the same way.
-				job.preempted = {"code": doc.get("code", 14),
-						 "message": doc.get("message",
-						 "The job's Spot VMs were "
-						 "preempted (STOCKOUT).")}
-				st.stop_all(job, now, "preempt")
+				st.preempt(job, now, doc.get("code", 14),
+					   doc.get("message", "The job's Spot VMs "
+						   "were preempted (STOCKOUT)."))
 				return 200, job.resource(), None
 			if (p, m) == ("/_fake/state", "GET"):
 				return 200, st.snapshot(), None
 			if (p, m) == ("/_fake/reset", "POST"):
 				st.reset()
 				return 200, {}, None
-		got = self.faults_and_log(tpu_fake.Fault)
+		got = self.faults_and_log(fake_api.Fault)
 		if got is None:
 			raise ApiError("NOT_FOUND", "no control endpoint %s %s" %
 				       (m, p))
