@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks CustomJobs slicectl renders as Vertex AI's customJobs.create
 reads them: against api/aiplatform.v1.customjobs.gcloud-528.json with
-tpu_fake.py's checker (unknown names, JSON types, enums, durations, as
+fake_api.py's checker (unknown names, JSON types, enums, durations, as
 Google's JSON-to-proto parser), no output-only field sent, and what
 Vertex requires beyond the schema (vertex_fake.py's check_job).
 
@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "..",
 						 "fakes")))
 
-import tpu_fake  # noqa: E402
+import fake_api  # noqa: E402
 import vertex_fake  # noqa: E402
 
 
@@ -30,11 +30,11 @@ def main():
 	schemas = vertex_fake.Schemas(vertex_fake.DEFAULT_SCHEMAS)
 	bad = 0
 	for i, job in enumerate(doc if isinstance(doc, list) else [doc]):
-		checker = tpu_fake.Checker(schemas)
+		checker = fake_api.Checker(schemas)
 		try:
 			checker.check(vertex_fake.JOB, job, "custom_job")
 			vertex_fake.check_job(job)
-		except tpu_fake.ApiError as err:
+		except fake_api.ApiError as err:
 			print("job %d: %s" % (i, err), file=sys.stderr)
 			bad += 1
 			continue
