@@ -16,8 +16,10 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-/* The label every CustomJob of a run carries, its value the run's name. */
-#define VERTEX_RUN_LABEL "slicectl-run"
+/* The label every CustomJob of a run carries, its value the run's name
+ * ("_" rather than "-": the key goes into list filters as labels.KEY,
+ * and "-" is the filter language's negation). */
+#define VERTEX_RUN_LABEL "slicectl_run"
 
 /* What the CustomJob is rendered from. */
 struct vertex_spec {

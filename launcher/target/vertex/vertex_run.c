@@ -48,12 +48,25 @@ static bool of_run(const json_t *job, const char *run)
 		       run);
 }
 
+/* The run's CustomJobs (and perhaps others: of_run says), through the
+ * list's label filter, so that a project's other jobs are not paged. */
+static int run_jobs(struct vertex_client *c, const char *run, json_t **jobs,
+		    struct err *e)
+{
+	char filter[128];
+
+	/* The name is a label value (vertex_check): nothing to quote. */
+	snprintf(filter, sizeof(filter), "labels.%s=\"%s\"", VERTEX_RUN_LABEL,
+		 run);
+	return vertex_job_list(c, filter, jobs, e);
+}
+
 int vertex_newest(struct vertex_client *c, const char *run, json_t **out,
 		  long *count, struct err *e)
 {
-	json_t *jobs, *job, *best = NULL;
+	json_t *jobs = NULL, *job, *best = NULL;
 	size_t i;
-	int rc = vertex_job_list(c, NULL, &jobs, e);
+	int rc = run_jobs(c, run, &jobs, e);
 
 	*out = NULL;
 	if (count)
@@ -218,7 +231,7 @@ int vertex_delete(const struct job *j, bool wait, unsigned timeout_ms,
 	int rc = open_client(j, &c, e);
 
 	if (!rc)
-		rc = vertex_job_list(c, NULL, &jobs, e);
+		rc = run_jobs(c, j->name, &jobs, e);
 	/* Vertex deletes only jobs that have ended: each is cancelled
 	 * (and waited for) first. */
 	json_array_foreach(jobs, i, job) {

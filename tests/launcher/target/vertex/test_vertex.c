@@ -185,7 +185,7 @@ Test(vertex_render, gpu_nodes_are_one_primary_and_the_rest_in_workerpool1)
 
 	cr_assert_eq(json_array_size(pools), 2);
 	EXPECT_AT(j, "displayName", "run");
-	EXPECT_AT(j, "labels.slicectl-run", "run");
+	EXPECT_AT(j, "labels.slicectl_run", "run");
 	EXPECT_AT(j, "jobSpec.workerPoolSpecs.0.replicaCount", "1");
 	EXPECT_AT(j, "jobSpec.workerPoolSpecs.1.replicaCount", "2");
 	EXPECT_AT(j, "jobSpec.workerPoolSpecs.0.machineSpec.machineType",
