@@ -67,7 +67,7 @@ static void run_job(const char *const *argv)
 	run_result_release(&r);
 }
 
-Test(vertex_live, torch_under_a_crash_and_a_lost_vm_is_exact)
+Test(vertex_live, torch_under_a_crash_and_maintenance_is_exact)
 {
 	char name[64], proc[48], body[512], *chaos, *calm;
 	const char *what;
@@ -95,12 +95,12 @@ Test(vertex_live, torch_under_a_crash_and_a_lost_vm_is_exact)
 	what = jstr(json_object_get(j, "target"), "object");
 	cr_assert(what && !strncmp(what, "CustomJob ", 10));
 	snprintf(body, sizeof(body),
-		 "{\"name\": \"%s\", \"pool\": 0, \"replica\": 0}", what + 10);
+		 "{\"name\": \"%s\", \"pool\": 1, \"replica\": 1}", what + 10);
 	json_decref(j);
 
-	/* The primary's VM lost: every replica restarts, the run resumes
-	 * from the newest committed step. */
-	POST("/_fake/lose_vm", body);
+	/* A maintenance event on a worker's VM (the sgd test loses one):
+	 * every replica restarts, the run resumes from the emergency step. */
+	POST("/_fake/maintenance", body);
 	json_decref(wait_running("chaos", 3, gen + 1, 50));
 	cr_expect_geq(generation_of(wait_state("chaos", "done", 300000)), 3);
 	json_decref(wait_end("chaos", "Completed", 60000));
