@@ -209,6 +209,13 @@ Test(vertex_live, errors_name_the_problem_and_the_fix_and_reset_posts_anew)
 	cr_expect(strstr(err, "the same command submits it again"), "%s",
 		  err);
 	free(err);
+	cr_expect_eq(job_with_fault("e4", "{\"method\": \"POST\", \"path\": "
+				    "\"customJobs$\", \"status\": 400, "
+				    "\"message\": \"Invalid value at "
+				    "'custom_job.job_spec'\"}", &err), 1);
+	cr_expect(strstr(err, "custom_job.job_spec"), "%s", err);
+	cr_expect(strstr(err, "--render prints the body"), "%s", err);
+	free(err);
 	api("DELETE", "/_fake/faults", NULL, NULL);
 
 	/* reset: the CustomJob cancelled and posted again. */
@@ -232,5 +239,45 @@ Test(vertex_live, errors_name_the_problem_and_the_fix_and_reset_posts_anew)
 			"delete", "rst", "--bucket", bucket, NULL }, NULL), 0);
 	cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
 	run_result_release(&r);
+	fake_stop(&fake);
+}
+
+/* A FLEX_START job that waits past --max-wait fails (RESOURCE_EXHAUSTED);
+ * --watch posts it again, and the run goes on once capacity comes. */
+Test(vertex_live, watch_posts_a_flex_start_job_again_after_max_wait)
+{
+	const char *const *argv;
+	const char *v[MAX_ARGS];
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	size_t n = 0;
+	pid_t watch;
+	int status;
+
+	vertex_fake_start();
+	POST("/_fake/config", "{\"hold\": true}");
+	argv = vertex_argv("flex", (const char *const[]){
+		"--flex-start", "--max-wait", "1", "--watch",
+		"--recreate-budget", "2", NULL });
+	for (; argv[n]; n++)
+		v[n] = argv[n];
+	/* A short run: the point is the watch. */
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i], "SGD_STEPS=" STEPS))
+			v[i] = "SGD_STEPS=60";
+	v[n] = NULL;
+	snprintf(out, sizeof(out), "%s/flex.out", dir);
+	snprintf(err, sizeof(err), "%s/flex.err", dir);
+	watch = spawn_slicectl(v, out, err);
+	cr_assert_gt(watch, 0);
+	for (long long until = now_ms() + 60000;
+	     !exists("bucket/flex/control.json") ||
+	     custom_jobs_submitted_again("flex") < 1;
+	     sleep_ms(300))
+		cr_assert_lt(now_ms(), until, "--watch did not post it "
+			     "again:\n%s", read_file(err, NULL));
+	POST("/_fake/config", "{\"hold\": false}");
+	cr_expect_geq(generation_of(wait_state("flex", "done", 120000)), 2);
+	status = wait_exit(watch, 60);
+	cr_expect_eq(status, 0, "slicectl job --watch exited %d", status);
 	fake_stop(&fake);
 }
