@@ -27,8 +27,9 @@ TestSuite(vertex_live, .init = setup, .fini = cleanup, .timeout = 600);
 #define N_ARGS 64
 
 /* slicectl job --target vertex for examples/torch as run on 3 nodes, a
- * sleep of step_s a step. */
-static const char *const *torch_job(const char *run, const char *step_s)
+ * sleep of step_s a step, rendezvous ports from base. */
+static const char *const *torch_job(const char *run, const char *step_s,
+				    const char *base)
 {
 	static char script[HARNESS_PATH + 32], cmd[128], sleep[64];
 	static const char *v[N_ARGS];
@@ -44,10 +45,10 @@ static const char *const *torch_job(const char *run, const char *step_s)
 		"--project", "proj", "--accelerator-type", "g2-standard-4",
 		"--nodes", "3", "--image", "pytorch:2", "--name", run,
 		"--bucket", bucket, "--command", cmd, "--grace", "5s",
-		"--script-dir", script, "--env", "TORCH_STEPS=60", "--env",
+		"--script-dir", script, "--env", "TORCH_STEPS=100", "--env",
 		"TORCH_CKPT_EVERY=5", "--env", sleep, "--env",
-		"PYTHONUNBUFFERED=1", "--rendezvous-port",
-		torch_rendezvous_base(), "--hang-timeout", "30s",
+		"PYTHONUNBUFFERED=1", "--rendezvous-port", base,
+		"--hang-timeout", "30s",
 		"--max-restarts", "20",
 	};
 
@@ -69,7 +70,7 @@ static void run_job(const char *const *argv)
 
 Test(vertex_live, torch_under_a_crash_and_maintenance_is_exact)
 {
-	char name[64], proc[48], body[512], *chaos, *calm;
+	char name[64], proc[48], body[512], calm_base[8], *chaos, *calm;
 	const char *what;
 	long long gen;
 	json_t *j;
@@ -77,12 +78,11 @@ Test(vertex_live, torch_under_a_crash_and_maintenance_is_exact)
 
 	torch_python(); /* skips before the fake is started for nothing */
 	vertex_fake_start();
-	run_job(torch_job("chaos", "0.15"));
-
+	run_job(torch_job("chaos", "0.15", torch_rendezvous_base()));
 	gen = generation_of(wait_running("chaos", 3, 1, 10));
-	/* The same job, never interrupted, alongside: its rendezvous ports
-	 * chosen once the chaos run's first one is bound. */
-	run_job(torch_job("calm", "0"));
+	/* The uninterrupted run's ports, chosen while the chaos run's
+	 * first one is bound. */
+	snprintf(calm_base, sizeof(calm_base), "%s", torch_rendezvous_base());
 
 	/* A trainer crash: the group restarts in place. */
 	snprintf(name, sizeof(name), "\nSLICE_RUN=%s\n", "chaos");
@@ -90,6 +90,8 @@ Test(vertex_live, torch_under_a_crash_and_maintenance_is_exact)
 	processes_with("train.py", NULL, name, proc, &pid);
 	cr_assert_gt(pid, 0, "no trainer of process 2");
 	cr_assert_eq(kill(pid, SIGKILL), 0);
+	/* The same job, never interrupted, alongside. */
+	run_job(torch_job("calm", "0", calm_base));
 	j = wait_running("chaos", 3, gen + 1, 30);
 	gen = json_integer_value(json_object_get(j, "generation"));
 	what = jstr(json_object_get(j, "target"), "object");
