@@ -67,16 +67,6 @@ static char *job_name(const char *run)
 	return name;
 }
 
-static long long custom_jobs_submitted_again(const char *run)
-{
-	json_t *j = status_json(run);
-	json_t *r = json_object_get(json_object_get(j, "target"), "restarts");
-	long long n = json_is_integer(r) ? json_integer_value(r) : -1;
-
-	json_decref(j);
-	return n;
-}
-
 Test(vertex_live, sgd_under_crash_lost_vm_and_preemption_ends_bit_exact)
 {
 	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16], body[512];

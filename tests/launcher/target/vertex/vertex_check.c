@@ -34,3 +34,13 @@ long long generation_of(json_t *status)
 	json_decref(status);
 	return g;
 }
+
+long long custom_jobs_submitted_again(const char *run)
+{
+	json_t *j = status_json(run);
+	json_t *r = json_object_get(json_object_get(j, "target"), "restarts");
+	long long n = json_is_integer(r) ? json_integer_value(r) : -1;
+
+	json_decref(j);
+	return n;
+}

@@ -16,5 +16,8 @@
 void vertex_fake_start(void);
 /* A status's "generation"; status is released. */
 long long generation_of(json_t *status);
+/* How many times the run's CustomJob was posted again (--watch, reset),
+ * as status shows it; -1 when status has no count (the run deleted). */
+long long custom_jobs_submitted_again(const char *run);
 
 #endif
