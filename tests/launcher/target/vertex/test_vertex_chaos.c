@@ -2,10 +2,10 @@
  * slicectl job --target vertex against the Vertex AI fake
  * (tests/fakes/vertex_fake.py): examples/sgd as 1 primary + 2 workers
  * (g2-standard-4 --nodes 3, Spot, --watch) under a trainer crash, a lost
- * VM and a Spot preemption, whose final parameters are those of an
- * uninterrupted run through the fake, to the bit. The temporary
- * directory, status waits and sgd flags are gke_live_check.c's (nothing
- * in them is GKE's but their name); the fake is vertex_check.c's.
+ * VM, a maintenance event and a Spot preemption, whose final parameters
+ * are those of an uninterrupted run through the fake, to the bit. The
+ * temporary directory, status waits and sgd flags are gke_live_check.c's
+ * (nothing in them is GKE's but their name); the fake is vertex_check.c's.
  */
 #include "tests/launcher/target/gke/gke_live_check.h"
 #include "tests/harness/harness.h"
@@ -67,7 +67,7 @@ static char *job_name(const char *run)
 	return name;
 }
 
-Test(vertex_live, sgd_under_crash_lost_vm_and_preemption_ends_bit_exact)
+Test(vertex_live, sgd_under_crash_lost_vm_maintenance_and_preemption_is_exact)
 {
 	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16], body[512];
 	char sync[HARNESS_PATH + 32], *name, *chaos, *calm;
@@ -106,18 +106,23 @@ Test(vertex_live, sgd_under_crash_lost_vm_and_preemption_ends_bit_exact)
 	POST("/_fake/lose_vm", body);
 	gen = generation_of(wait_running("chaos", 3, gen + 1, 350));
 
+	/* A maintenance event on another worker's VM (the torch test
+	 * loses the primary's): SIGTERM, the emergency step, every replica
+	 * restarted. */
+	snprintf(body, sizeof(body),
+		 "{\"name\": \"%s\", \"pool\": 1, \"replica\": 1}", name);
+	POST("/_fake/maintenance", body);
+	gen = generation_of(wait_running("chaos", 3, gen + 1, 420));
+
 	/* The Spot job preempted: SIGTERM, the emergency step, the job
 	 * FAILED; --watch submits it again. */
-	snprintf(body, sizeof(body), "{\"name\": \"%s\"}", name);
+	preempt_until_posted_again("chaos", name);
 	free(name);
-	POST("/_fake/preempt", body);
-	for (long long until = now_ms() + 90000;
-	     custom_jobs_submitted_again("chaos") < 1; sleep_ms(500))
-		cr_assert_lt(now_ms(), until, "--watch did not submit again");
 	json_decref(wait_running("chaos", 3, gen + 1, 0));
 
-	cr_expect_geq(generation_of(wait_state("chaos", "done", 300000)), 4,
-		      "a crash, a lost VM and a preemption: 3 restarts");
+	cr_expect_geq(generation_of(wait_state("chaos", "done", 300000)), 5,
+		      "a crash, a lost VM, maintenance and a preemption: "
+		      "4 restarts");
 	status = wait_exit(watch, 60);
 	cr_expect_eq(status, 0, "slicectl job --watch exited %d", status);
 	json_decref(wait_end("chaos", "Completed", 60000));

@@ -131,11 +131,7 @@ Test(vertex_live, torch_under_a_crash_a_lost_vm_and_preemption_is_exact)
 
 	/* The Spot job preempted: SIGTERM, the emergency step, the job
 	 * FAILED; --watch posts a new CustomJob, which resumes from it. */
-	snprintf(body, sizeof(body), "{\"name\": \"%s\"}", job);
-	POST("/_fake/preempt", body);
-	for (long long until = now_ms() + 90000;
-	     custom_jobs_submitted_again("chaos") < 1; sleep_ms(300))
-		cr_assert_lt(now_ms(), until, "--watch did not post it again");
+	preempt_until_posted_again("chaos", job);
 	json_decref(wait_running("chaos", 3, gen + 1, 0));
 	cr_expect_geq(generation_of(wait_state("chaos", "done", 300000)), 4,
 		      "a crash, a lost VM and a preemption: 3 restarts");

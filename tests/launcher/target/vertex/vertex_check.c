@@ -44,3 +44,15 @@ long long custom_jobs_submitted_again(const char *run)
 	json_decref(j);
 	return n;
 }
+
+void preempt_until_posted_again(const char *run, const char *job)
+{
+	char body[512];
+
+	snprintf(body, sizeof(body), "{\"name\": \"%s\"}", job);
+	POST("/_fake/preempt", body);
+	for (long long until = now_ms() + 90000;
+	     custom_jobs_submitted_again(run) < 1; sleep_ms(300))
+		cr_assert_lt(now_ms(), until, "--watch did not post %s again",
+			     run);
+}

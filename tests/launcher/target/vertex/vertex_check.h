@@ -19,5 +19,8 @@ long long generation_of(json_t *status);
 /* How many times the run's CustomJob was posted again (--watch, reset),
  * as status shows it; -1 when status has no count (the run deleted). */
 long long custom_jobs_submitted_again(const char *run);
+/* Preempts run's Spot CustomJob job (its name) and waits up to 90 s for
+ * --watch to post a new one. */
+void preempt_until_posted_again(const char *run, const char *job);
 
 #endif
