@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
 
 enum cloud_error {
 	CLOUD_OK = 0,
@@ -457,6 +458,34 @@ int gke_cluster_get(const char *project, const char *location,
 		    const char *cluster, struct gke_cluster *out,
 		    struct err *e);
 void gke_cluster_release(struct gke_cluster *c);
+
+/*
+ * Vertex AI's customJobs (aiplatform v1) in one project and region, on
+ * https://REGION-aiplatform.googleapis.com/ or SLICECTL_VERTEX_ENDPOINT.
+ * Each returns 0 or a cloud error whose message has the API's own words
+ * and what to do (enable the API, a role, a quota). A job's name is its
+ * resource name, "projects/P/locations/R/customJobs/ID".
+ */
+struct vertex_client;
+
+int vertex_open(struct vertex_client **out, const char *project,
+		const char *region, struct err *e);
+void vertex_close(struct vertex_client *c);
+/* "projects/P/locations/R". */
+const char *vertex_parent(const struct vertex_client *c);
+/* Posts body (a CustomJob); *out the job as created (its "name"). */
+int vertex_job_create(struct vertex_client *c, const json_t *body,
+		      json_t **out, struct err *e);
+int vertex_job_get(struct vertex_client *c, const char *name, json_t **out,
+		   struct err *e);
+/* Every page of the list, filter (the API's syntax) when not NULL; *jobs
+ * an array of CustomJobs. */
+int vertex_job_list(struct vertex_client *c, const char *filter,
+		    json_t **jobs, struct err *e);
+int vertex_job_cancel(struct vertex_client *c, const char *name,
+		      struct err *e);
+int vertex_job_delete(struct vertex_client *c, const char *name,
+		      struct err *e);
 
 /*
  * gcloud_config.c: project, zone and region defaults the way every Google

@@ -254,7 +254,8 @@ int cmd_job(int argc, char **argv)
 		{ .name = "target", .kind = OPT_CHOICE, .value = &target,
 		  .arg = "NAME", .choices = target_choices(),
 		  .help = "where the workers run: tpu-vm (Cloud TPU queued "
-			  "resources, the default), gke, slurm or local" },
+			  "resources, the default), gke, slurm, local or "
+			  "vertex (Vertex AI custom jobs)" },
 		{ .name = "local", .kind = OPT_FLAG, .value = &o.local,
 		  .help = "run every worker here: --target local" },
 		{ .name = "workers-per-slice", .kind = OPT_UINT,

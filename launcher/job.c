@@ -13,6 +13,7 @@
 #include "startup/startup.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <limits.h>
 #include <openssl/evp.h>
@@ -73,6 +74,58 @@ void job_say(uint64_t start_ms, const char *fmt, ...)
 	va_end(ap);
 	putchar('\n');
 	fflush(stdout);
+}
+
+int job_follow_control(struct store *s, uint64_t start_ms, char *state,
+		       size_t len, int64_t *generation, struct control *c)
+{
+	struct err e;
+
+	err_init(&e);
+	if (control_load(s, c, &e)) {
+		log_warn("reading the run's control.json: %s", e.msg);
+		return -1;
+	}
+	if (strcmp(c->state, state) || c->generation != *generation) {
+		job_say(start_ms, "run: %s, generation %" PRId64 "%s%s%s",
+			c->state, c->generation, *c->reason ? " (" : "",
+			c->reason, *c->reason ? ")" : "");
+		snprintf(state, len, "%s", c->state);
+		*generation = c->generation;
+	}
+	return 0;
+}
+
+int job_run_over(uint64_t start_ms, const struct control *c)
+{
+	if (!strcmp(c->state, "done")) {
+		job_say(start_ms, "run: done");
+		return 0;
+	}
+	if (!strcmp(c->state, "failed")) {
+		log_error("the run failed: %s", c->reason);
+		return 1;
+	}
+	return -1;
+}
+
+int job_watch_loop(int (*once)(void *ud, unsigned *errors), void *ud,
+		   unsigned max_errors, uint64_t poll_ms)
+{
+	unsigned errors = 0;
+
+	for (;;) {
+		int status = once(ud, &errors);
+
+		if (status >= 0)
+			return status;
+		if (errors >= max_errors) {
+			log_error("%u looks in a row failed: giving up "
+				  "watching (the run goes on)", errors);
+			return 1;
+		}
+		proc_sleep_ms(poll_ms, true);
+	}
 }
 
 unsigned job_env_ms(const char *var, unsigned dflt)

@@ -89,6 +89,19 @@ int job_plan(const struct job_request *r, struct prepared_run *out,
  * a period from environment variable var (1 to 60000 ms; else dflt). */
 void job_say(uint64_t start_ms, const char *fmt, ...) ATTR_PRINTF(2, 3);
 unsigned job_env_ms(const char *var, unsigned dflt);
+/* A watch's look at the run's control.json (into c): a new state or
+ * generation than state/generation (the last seen, updated) is said.
+ * Returns 0, or -1 when it could not be read (logged). */
+int job_follow_control(struct store *s, uint64_t start_ms, char *state,
+		       size_t len, int64_t *generation, struct control *c);
+/* Whether c says the run is over: 0 done, 1 failed (each said), -1 it
+ * goes on. */
+int job_run_over(uint64_t start_ms, const struct control *c);
+/* A watch's loop: once every poll_ms until it returns an exit status
+ * (>= 0); it counts the looks that failed in a row in *errors, and
+ * max_errors of them end the watch (status 1; the run goes on). */
+int job_watch_loop(int (*once)(void *ud, unsigned *errors), void *ud,
+		   unsigned max_errors, uint64_t poll_ms);
 
 /* The runtime version a TPU type needs by default
  * ("tpu-ubuntu2204-base", "v2-alpha-tpuv5-lite", ...). */

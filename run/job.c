@@ -353,13 +353,19 @@ static int job_check(const struct job *j, struct err *e)
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: a \"gke\" \"target\" must have "
 			       "non-empty \"namespace\" and \"jobset\"");
+	if (j->target.kind && !strcmp(j->target.kind, "vertex") &&
+	    !(nonempty(j->target.location) && nonempty(j->target.project)))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: a \"vertex\" \"target\" must have "
+			       "non-empty \"location\" and \"project\"");
 	if (j->target.kind && bare_kind(j->target.kind))
 		return check_bare_target(j, e);
 	if (j->target.kind && strcmp(j->target.kind, "slurm") &&
-	    strcmp(j->target.kind, "gke"))
+	    strcmp(j->target.kind, "gke") && strcmp(j->target.kind, "vertex"))
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: \"target\"'s \"kind\" must be one "
-			       "of tpu-vm, gke, slurm, local, not \"%.40s\"",
+			       "of tpu-vm, gke, slurm, local, vertex, not "
+			       "\"%.40s\"",
 			       j->target.kind);
 	return 0;
 }
@@ -678,6 +684,12 @@ static json_t *target_object(const struct job_target *t)
 				 "partition", t->partition, "job_id", t->job_id,
 				 "cluster", string_or_null(t->cluster),
 				 "slurmrestd", string_or_null(t->slurmrestd));
+	/* A Vertex run's custom jobs are found by their run label: --watch
+	 * submits new ones, and job.json does not change. */
+	if (!strcmp(t->kind, "vertex"))
+		return json_pack("{s:s, s:s, s:s}", "kind", t->kind,
+				 "location", t->location, "project",
+				 t->project);
 	return json_pack("{s:s, s:o, s:o, s:o, s:s, s:s, s:o, s:o}",
 			 "kind", t->kind, "cluster", string_or_null(t->cluster),
 			 "location", string_or_null(t->location),

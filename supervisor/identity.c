@@ -5,6 +5,7 @@
 #include "cloud/cloud.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -423,4 +424,118 @@ int identity_from_slurm(struct identity *id, const struct job *j,
 		if (strlist_push(&id->megascale, kv[i]))
 			return err_set(e, COMMON_ENOMEM, "out of memory");
 	return 0;
+}
+
+/* "host:port" (or "[v6]:port") without its port, into id's coordinator. */
+static bool vertex_host(struct identity *id, const char *addr)
+{
+	char host[sizeof(id->coordinator)];
+	const char *colon = strrchr(addr, ':');
+	size_t n = colon ? (size_t)(colon - addr) : strlen(addr);
+
+	if (n && addr[0] == '[' && addr[n - 1] == ']') {
+		addr++;
+		n -= 2;
+	}
+	if (!n || n >= sizeof(host))
+		return false;
+	memcpy(host, addr, n);
+	host[n] = '\0';
+	snprintf(id->coordinator, sizeof(id->coordinator), "%s", host);
+	return true;
+}
+
+/* The replicas' addresses of pool in spec's "cluster" (NULL: none). */
+static json_t *vertex_pool(const json_t *spec, const char *pool)
+{
+	json_t *a = json_object_get(json_object_get(spec, "cluster"), pool);
+
+	return json_is_array(a) ? a : NULL;
+}
+
+/* CLUSTER_SPEC's task: the process of the run it is. */
+static int vertex_task(const json_t *spec, int *process, struct err *e)
+{
+	const json_t *task = json_object_get(spec, "task");
+	const char *type = json_string_value(json_object_get(task, "type"));
+	const json_t *index = json_object_get(task, "index");
+	json_int_t i = json_integer_value(index);
+
+	if (!type || !json_is_integer(index) || i < 0)
+		return err_set(e, COMMON_EINVAL,
+			       "CLUSTER_SPEC has no task {\"type\", \"index\"}: "
+			       "--vertex runs in a Vertex AI custom job's "
+			       "replica");
+	if (!strcmp(type, "workerpool0") && i == 0) {
+		*process = 0;
+		return 0;
+	}
+	if (!strcmp(type, "workerpool1") && i < 1000000) {
+		*process = 1 + (int)i;
+		return 0;
+	}
+	return err_set(e, COMMON_EINVAL,
+		       "CLUSTER_SPEC's task is %s %lld: the run's CustomJob has "
+		       "the primary alone in workerpool0 and the other workers "
+		       "in workerpool1", type, (long long)i);
+}
+
+static const char *primary_address(const json_t *primary)
+{
+	const char *a = json_string_value(json_array_get(primary, 0));
+
+	return a ? a : "";
+}
+
+int identity_from_vertex(struct identity *id, const struct job *j,
+			 struct err *e)
+{
+	const char *text = getenv("CLUSTER_SPEC");
+	unsigned n = j->num_slices * j->workers_per_slice;
+	json_t *spec, *primary;
+	json_error_t je;
+	size_t replicas;
+	int process = -1, rc;
+
+	if (!text || !*text)
+		return err_set(e, COMMON_EINVAL,
+			       "CLUSTER_SPEC is not set: --vertex takes this "
+			       "replica's place from the variable Vertex AI "
+			       "sets in a custom job's containers");
+	spec = json_loads(text, 0, &je);
+	if (!json_is_object(spec)) {
+		json_decref(spec);
+		return err_set(e, COMMON_EINVAL,
+			       "CLUSTER_SPEC is not a JSON object: %s", je.text);
+	}
+	primary = vertex_pool(spec, "workerpool0");
+	replicas = (primary ? json_array_size(primary) : 0) +
+		   (vertex_pool(spec, "workerpool1")
+			    ? json_array_size(vertex_pool(spec, "workerpool1"))
+			    : 0);
+	if (replicas == 1 && n > 1) {
+		/* A TPU slice is one replica whose hosts each run the
+		 * container: which host this is, the TPU VM's metadata
+		 * server says. */
+		json_decref(spec);
+		return identity_resolve(id, j, -1, -1, e);
+	}
+	rc = vertex_task(spec, &process, e);
+	if (!rc && (replicas != n || !json_array_size(primary)))
+		rc = err_set(e, COMMON_EINVAL,
+			     "CLUSTER_SPEC lists %zu replica%s but the job has "
+			     "%u worker%s: the CustomJob was not rendered for "
+			     "this run", replicas, replicas == 1 ? "" : "s", n,
+			     n == 1 ? "" : "s");
+	if (!rc && !vertex_host(id, primary_address(primary)))
+		rc = err_set(e, COMMON_EINVAL,
+			     "CLUSTER_SPEC's workerpool0[0] is not host:port");
+	json_decref(spec);
+	if (rc)
+		return rc;
+	/* Every worker's host reaches the primary's: the trainers'
+	 * rendezvous (MASTER_ADDR). A restart brings new containers, not
+	 * a count: the bucket's heartbeats say an earlier one ran. */
+	return place(id, j, process / (int)j->workers_per_slice,
+		     process % (int)j->workers_per_slice, e);
 }

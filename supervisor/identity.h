@@ -63,6 +63,18 @@ int identity_from_pod(struct identity *id, const struct job *j,
 int identity_from_slurm(struct identity *id, const struct job *j,
 			struct err *e);
 
+/*
+ * In a Vertex AI custom job's replica: CLUSTER_SPEC's task says which
+ * ("workerpool0" index 0 is process 0, "workerpool1" index i process
+ * 1 + i), its cluster every replica's "host:port" (as many as the job has
+ * workers; the coordinator is workerpool0[0]'s host). A spec of one
+ * replica for a job of more workers is a TPU slice, whose hosts the
+ * metadata server tells apart (identity_resolve). A missing or malformed
+ * spec, or one of another shape, is COMMON_EINVAL saying so.
+ */
+int identity_from_vertex(struct identity *id, const struct job *j,
+			 struct err *e);
+
 /* The first host of a Slurm hostlist ("gpu-[007-009,012],login" gives
  * "gpu-007"); false when list is not one. */
 bool identity_first_host(const char *list, char *out, size_t len);

@@ -31,9 +31,14 @@ static const char run_usage[] =
 	"`srun --ntasks-per-node=1` in the run's batch job) Slurm's says it:\n"
 	"SLURM_NODEID, SLURM_NNODES, SLURM_JOB_NODELIST (its first node is the\n"
 	"coordinator) and SLURM_RESTART_COUNT, which plays the restart attempt.\n"
+	"With --vertex (a Vertex AI custom job's replica) CLUSTER_SPEC says it:\n"
+	"workerpool0's replica is the primary (and the coordinator), workerpool1's\n"
+	"the other workers in order; a replica started again rejoins as a pod\n"
+	"does.\n"
 	"\n"
 	"Exit status: 0 the run ended or this worker left after a notice; 1 it\n"
-	"could not start; 2 bad arguments. With --pod or --slurm: 0 the run is\n"
+	"could not start; 2 bad arguments. With --pod, --slurm or --vertex: 0 the\n"
+	"run is\n"
 	"done or stopped, 3 it failed, 143 this worker left after SIGTERM.";
 
 static int cmd_run(int argc, char **argv)
@@ -64,6 +69,9 @@ static int cmd_run(int argc, char **argv)
 		{ .name = "slurm", .kind = OPT_FLAG, .value = &o.slurm,
 		  .help = "in a Slurm job step: identity from srun's "
 			  "environment, no metadata server" },
+		{ .name = "vertex", .kind = OPT_FLAG, .value = &o.vertex,
+		  .help = "in a Vertex AI custom job: identity from "
+			  "CLUSTER_SPEC" },
 		{ .name = "no-metadata", .kind = OPT_FLAG,
 		  .value = &o.no_metadata,
 		  .help = "no preemption watch (not on a VM)" },
@@ -89,17 +97,18 @@ static int cmd_run(int argc, char **argv)
 			  "--help)");
 		goto out;
 	}
-	if ((pod || o.slurm) && (slice_arg || worker_arg)) {
+	if ((pod || o.slurm || o.vertex) && (slice_arg || worker_arg)) {
 		log_error("%s takes the slice and worker from the %s "
 			  "environment: leave out --slice and --worker",
-			  pod ? "--pod" : "--slurm", pod ? "pod's" : "step's");
+			  pod ? "--pod" : o.slurm ? "--slurm" : "--vertex",
+			  pod ? "pod's" : o.slurm ? "step's" : "replica's");
 		goto out;
 	}
-	if (pod && o.slurm) {
-		log_error("--pod and --slurm do not go together");
+	if (pod + o.slurm + o.vertex > 1) {
+		log_error("--pod, --slurm and --vertex do not go together");
 		goto out;
 	}
-	o.managed = pod || o.slurm;
+	o.managed = pod || o.slurm || o.vertex;
 	if ((slice_arg && sscanf(slice_arg, "%u", &slice) != 1) ||
 	    (worker_arg && sscanf(worker_arg, "%u", &worker) != 1) ||
 	    (!slice_arg != !worker_arg)) {

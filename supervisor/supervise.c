@@ -515,7 +515,8 @@ int sup_setup(struct sup *s, struct err *e)
 	if ((rc = boot_id_read(s->boot_id, e)) ||
 	    (rc = sup_state_load(s->state_path, &s->st, &s->st_found, e)) ||
 	    (rc = load_job(s, e)) ||
-	    (rc = o->slurm ? identity_from_slurm(&s->id, &s->job, e)
+	    (rc = o->slurm    ? identity_from_slurm(&s->id, &s->job, e)
+		  : o->vertex ? identity_from_vertex(&s->id, &s->job, e)
 		  : o->managed ? identity_from_pod(&s->id, &s->job, e)
 			     : identity_resolve(&s->id, &s->job, o->slice,
 					    o->worker, e)))
@@ -528,6 +529,10 @@ int sup_setup(struct sup *s, struct err *e)
 			log_info("in a Slurm job, requeue %u; an earlier "
 				 "allocation of this worker ran generation "
 				 "%lld", s->id.restart_attempt,
+				 (long long)s->earlier_worker_gen);
+		else if (o->vertex)
+			log_info("in a Vertex AI replica; an earlier "
+				 "replica of this worker ran generation %lld",
 				 (long long)s->earlier_worker_gen);
 		else
 			log_info("in a pod, JobSet restart attempt %u; an "

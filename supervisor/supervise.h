@@ -17,7 +17,9 @@ struct supervise_options {
 	 * tells the scheduler whether to restart. */
 	bool managed;
 	bool slurm;               /* with managed: a Slurm job step
-				     (identity_from_slurm), else a pod
+				     (identity_from_slurm), */
+	bool vertex;              /* a Vertex AI replica
+				     (identity_from_vertex), else a pod
 				     (identity_from_pod) */
 	bool no_metadata;         /* no preemption watch (not on a VM) */
 	unsigned control_poll_ms; /* how often control.json is read */

@@ -280,8 +280,9 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 		 * step was fixed long ago, the group restarts anew. */
 		s->generation = c->generation;
 		sup_ask_bump(s, c->generation, -1,
-			     "a new pod replaces the one that ran generation "
-			     "%lld", (long long)c->generation);
+			     "a new %s replaces the one that ran generation "
+			     "%lld", s->o->vertex ? "replica" : "pod",
+			     (long long)c->generation);
 		return wait_generation(s, "a new pod rejoins");
 	}
 	return begin_restore(s, c->generation);

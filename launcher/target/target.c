@@ -15,6 +15,7 @@ const struct target_ops *const targets[TARGET_LAST] = {
 	[TARGET_GKE] = &target_gke,
 	[TARGET_SLURM] = &target_slurm,
 	[TARGET_LOCAL] = &target_local,
+	[TARGET_VERTEX] = &target_vertex,
 };
 
 const struct target_ops *target_find(const char *name)
@@ -165,5 +166,45 @@ int target_reset_run(const struct run_qr *q, bool wait,
 	} else {
 		printf("%s is being reset\n", what);
 	}
+	return 0;
+}
+
+int target_accelerator(const struct job_flags *f, const char *unit,
+		       bool slices, struct accelerator *acc)
+{
+	const char *type = f->r.accelerator_type;
+	unsigned nodes = f->slurm.nodes;
+
+	if (!type)
+		return usage_error("--accelerator-type is required (for example "
+				   "v5litepod-16, v6e-16, or a GPU machine "
+				   "type such as a3-megagpu-8g with --nodes N)");
+	if (!accelerator_lookup(type, acc)) {
+		char tpus[512], gpus[512];
+
+		accelerator_examples(tpus, sizeof(tpus));
+		accelerator_gpu_examples(gpus, sizeof(gpus));
+		return usage_error("--accelerator-type '%s' is not a TPU type "
+				   "slicectl knows; it knows %s; nor a GPU "
+				   "machine type (%s, with --nodes N)", type,
+				   tpus, gpus);
+	}
+	if (!acc->gpus_per_host) {
+		if (nodes)
+			return usage_error("--nodes is for GPU machine types: "
+					   "TPU type %s is %u host%s a slice%s",
+					   type, acc->workers,
+					   acc->workers == 1 ? "" : "s",
+					   slices ? "; give --num-slices for "
+						    "more"
+						  : "");
+		return 0;
+	}
+	if (!nodes)
+		return usage_error("--nodes is required with GPU machine type "
+				   "%s: how many nodes (one %s of %u GPUs on "
+				   "each)", type, unit, acc->gpus_per_host);
+	acc->workers = nodes;
+	acc->chips = nodes * acc->gpus_per_host;
 	return 0;
 }

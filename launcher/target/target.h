@@ -12,6 +12,7 @@
 #include "launcher/job.h"
 #include "launcher/target/gke/gke.h"
 #include "launcher/target/slurm/slurm.h"
+#include "launcher/target/vertex/vertex.h"
 #include "launcher/tpu_options.h"
 #include "run/run.h"
 
@@ -25,6 +26,7 @@ enum target_kind {
 	TARGET_GKE,
 	TARGET_SLURM,
 	TARGET_LOCAL,
+	TARGET_VERTEX,
 	TARGET_LAST
 };
 
@@ -50,11 +52,13 @@ struct job_flags {
 	bool quiet;
 	struct gke_options gke;
 	struct slurm_options slurm;
+	struct vertex_options vertex;
 };
 
 /* Room the targets' options slots need in all. */
 #define JOB_FLAGS_OPTIONS \
-	(TPU_OPTIONS_COUNT + GKE_OPTIONS_COUNT + SLURM_OPTIONS_COUNT)
+	(TPU_OPTIONS_COUNT + GKE_OPTIONS_COUNT + SLURM_OPTIONS_COUNT + \
+	 VERTEX_OPTIONS_COUNT)
 
 /* One worker as the target sees it (a pod, a Slurm node). */
 struct target_worker {
@@ -163,6 +167,12 @@ const struct target_ops *target_of(const struct job *j);
 /* Refuses cmd_job's tpu-vm and local flags for target name
  * ("--local, --watch, ... are not for --target NAME"). */
 int target_refuse_vm_flags(const struct job_flags *f, const char *name);
+/* The accelerator of a target that takes GPU machine types: a TPU
+ * type's size is its own, a GPU type's workers are --nodes (one unit,
+ * "pod" or "replica", on each node); slices: --num-slices makes a TPU
+ * job larger. 0, or EXIT_USAGE after usage_error named the problem. */
+int target_accelerator(const struct job_flags *f, const char *unit,
+		       bool slices, struct accelerator *acc);
 /* Adds job.json's target ids to a JSON answer: "jobset" and "namespace"
  * (GKE) or "job_id" and "partition" (Slurm). */
 void target_json_ids(json_t *o, const struct job_target *t);
@@ -178,6 +188,6 @@ int target_reset_run(const struct run_qr *q, bool wait,
 				struct err *e));
 
 extern const struct target_ops target_tpu_vm, target_gke, target_slurm,
-	target_local;
+	target_vertex, target_local;
 
 #endif

@@ -273,14 +273,29 @@ class VertexFakeTest(unittest.TestCase):
 		self.assertEqual(doc["error"]["code"], 13)
 
 	def test_spot_preemption(self):
-		name = self.create(job(pool("sleep 30"), strategy="SPOT"))
-		self.wait(name, ("JOB_STATE_RUNNING",))
+		# Time to answer SIGTERM on a loaded machine.
+		self.fake.call("POST", "/_fake/config", {"grace": 5})
+		# Each replica exits 143 after its emergency checkpoint, the
+		# worker later than the primary: neither exit is a worker
+		# failure, so nothing restarts, though every worker restart
+		# would restart both.
+		trap = "trap 'echo TERM; %sexit 143' TERM; echo up; " \
+			"sleep 30 & wait"
+		name = self.create(job(pool(trap % ""), pool(trap % "sleep 0.5; "),
+				       strategy="SPOT",
+				       restartJobOnWorkerRestart=True))
+		self.wait_replica(name, lambda rs: all(
+			"up" in self.log(r) for r in rs))
 		status, doc = self.fake.call("POST", "/_fake/preempt",
 					     {"name": name})
 		self.assertEqual(status, 200, doc)
 		doc = self.wait(name, ("JOB_STATE_FAILED",))
-		self.assertEqual(doc["error"]["code"], 14)
-		self.assertIn("preempted", doc["error"]["message"])
+		self.assertEqual(doc["error"], {"code": 14, "message": "The "
+				 "job's Spot VMs were preempted (STOCKOUT)."})
+		rs = self.replicas(name)
+		self.assertEqual([r["starts"] for r in rs], [1, 1])
+		self.assertFalse(any(r["running"] for r in rs))
+		self.assertTrue(all("TERM" in self.log(r) for r in rs))
 		other = self.create(job(pool("sleep 30")))
 		self.wait(other, ("JOB_STATE_RUNNING",))
 		status, _ = self.fake.call("POST", "/_fake/preempt",

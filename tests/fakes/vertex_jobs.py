@@ -333,6 +333,11 @@ class Store:
 		(https://cloud.google.com/vertex-ai/docs/predictions/use-spot-vms)
 		and nothing for training: the fake fails it the same way."""
 		job.preempted = {"code": code, "message": message}
+		for r in job.replicas:
+			# A replica's own exit after the notice (143, once
+			# its emergency checkpoint is written) is the
+			# preemption's, not a worker failure to restart.
+			r.done = True
 		self.stop_all(job, now, "preempt")
 		if not any(r.stopping for r in job.replicas):
 			# No replica left running to wait for.

@@ -104,8 +104,9 @@ Test(target, the_kind_written_one_way_for_every_target)
 			 "has only \"kind\""));
 	cr_assert(strstr(refusal_of_json("{\"name\": \"a\", \"command\": "
 					 "\"true\", \"target\": {\"kind\": "
-					 "\"vertex\"}}"),
-			 "one of tpu-vm, gke, slurm, local, not \"vertex\""));
+					 "\"sagemaker\"}}"),
+			 "one of tpu-vm, gke, slurm, local, vertex, not "
+			 "\"sagemaker\""));
 }
 
 Test(target, the_table_names_each_row_once)
@@ -121,7 +122,7 @@ Test(target, the_table_names_each_row_once)
 			     names[n]);
 	}
 	cr_assert_eq(n, TARGET_LAST);
-	cr_assert_null(target_find("vertex"));
+	cr_assert_null(target_find("sagemaker"));
 }
 
 Test(target, an_unknown_target_is_named_with_the_valid_ones)
@@ -129,11 +130,11 @@ Test(target, an_unknown_target_is_named_with_the_valid_ones)
 	struct run_result r;
 
 	cr_assert_eq(run_slicectl(&r, (const char *const[]){
-				  "job", "r", "--target", "vertex", "--bucket",
+				  "job", "r", "--target", "sagemaker", "--bucket",
 				  bucket, "--command", "true", NULL }, NULL),
 		     0);
 	cr_assert_eq(r.status, 2, "exit %d: %s", r.status, r.err);
-	cr_assert(strstr(r.err, "'vertex'"), "%s", r.err);
+	cr_assert(strstr(r.err, "'sagemaker'"), "%s", r.err);
 	cr_assert(strstr(r.err, "tpu-vm, gke, slurm, local"), "%s", r.err);
 	run_result_release(&r);
 	cr_assert_eq(sh("[ -z \"$(ls -A '%s/bucket')\" ]", tmp), 0,

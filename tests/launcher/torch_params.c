@@ -4,10 +4,16 @@
 #include "tests/harness/harness.h"
 #include "tests/launcher/torch_params.h"
 
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 const char *torch_python(void)
 {
@@ -69,4 +75,38 @@ char *torch_final_params(const char *bucket, const char *run,
 		run_result_release(&r);
 	}
 	return want;
+}
+
+/* Whether TCP port p binds on 127.0.0.1 now. */
+static bool port_free(unsigned p)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)p) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	bool ok;
+
+	cr_assert_geq(fd, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = !bind(fd, (struct sockaddr *)&a, sizeof(a));
+	close(fd);
+	return ok;
+}
+
+const char *torch_rendezvous_base(void)
+{
+	static char text[8];
+
+	for (unsigned base = 30000 + (unsigned)getpid() % 2000;
+	     base < 32752; base += 16) {
+		unsigned k = 0;
+
+		while (k < 16 && port_free(base + k))
+			k++;
+		if (k == 16) {
+			snprintf(text, sizeof(text), "%u", base);
+			return text;
+		}
+	}
+	cr_assert_fail("no 16 free ports on 127.0.0.1 below 32768");
+	return NULL;
 }

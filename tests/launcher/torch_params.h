@@ -18,4 +18,9 @@ const char *torch_python(void);
 char *torch_final_params(const char *bucket, const char *run,
 			 unsigned slices, unsigned workers, unsigned procs);
 
+/* A --rendezvous-port base whose 16 ports are free on 127.0.0.1 now,
+ * away from the default 29500 that the Slurm tests' runs use on this same
+ * loopback (static storage). */
+const char *torch_rendezvous_base(void);
+
 #endif

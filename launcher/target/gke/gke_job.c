@@ -108,7 +108,9 @@ static int check(const struct job_flags *f)
 
 	/* --nodes is GKE's too: a GPU job's size. */
 	others.slurm.nodes = 0;
-	return status ? status : slurm_refuse_flags(&others);
+	if (!status)
+		status = slurm_refuse_flags(&others);
+	return status ? status : vertex_refuse_flags(f);
 }
 
 /* The namespace: the flag's, else the kubeconfig context's (when the
@@ -186,45 +188,6 @@ static int check_flags(const struct job_flags *f, struct err *e)
 	return 0;
 }
 
-/* The accelerator, and a GPU job's size from --nodes (a TPU type's size
- * is its own). */
-static int accelerator_of(const struct job_flags *f, struct accelerator *acc)
-{
-	const char *type = f->r.accelerator_type;
-	unsigned nodes = f->slurm.nodes;
-
-	if (!type)
-		return usage_error("--accelerator-type is required (for example "
-				   "v5litepod-16, v6e-16, or a GPU machine "
-				   "type such as a3-megagpu-8g with --nodes N)");
-	if (!accelerator_lookup(type, acc)) {
-		char tpus[512], gpus[512];
-
-		accelerator_examples(tpus, sizeof(tpus));
-		accelerator_gpu_examples(gpus, sizeof(gpus));
-		return usage_error("--accelerator-type '%s' is not a TPU type "
-				   "slicectl knows; it knows %s; nor a GPU "
-				   "machine type (%s, with --nodes N)", type,
-				   tpus, gpus);
-	}
-	if (!acc->gpus_per_host) {
-		if (nodes)
-			return usage_error("--nodes is for GPU machine types: "
-					   "TPU type %s is %u host%s a slice; "
-					   "give --num-slices for more",
-					   type, acc->workers,
-					   acc->workers == 1 ? "" : "s");
-		return 0;
-	}
-	if (!nodes)
-		return usage_error("--nodes is required with GPU machine type "
-				   "%s: how many nodes (one pod of %u GPUs on "
-				   "each)", type, acc->gpus_per_host);
-	acc->workers = nodes;
-	acc->chips = nodes * acc->gpus_per_host;
-	return 0;
-}
-
 /* job.json's "target" for this run. */
 static int make_target(struct job_target *t, const struct job_flags *f,
 		       const struct gke_conn *c, const char *ns,
@@ -261,7 +224,7 @@ static int submit(struct job_flags *f)
 	gke_conn_init(&conn);
 	if (check_flags(f, &e))
 		return usage_error("%s", e.msg);
-	status = accelerator_of(f, &s.acc);
+	status = target_accelerator(f, "pod", true, &s.acc);
 	if (status)
 		return status;
 	if (!f->render || g->kubeconfig || g->context) {

@@ -61,7 +61,9 @@ static int check(const struct job_flags *f)
 {
 	int status = slurm_refuse_flags(f);
 
-	return status ? status : gke_refuse_flags(f);
+	if (!status)
+		status = gke_refuse_flags(f);
+	return status ? status : vertex_refuse_flags(f);
 }
 
 /* The local provider's workers are local processes: nothing beyond the

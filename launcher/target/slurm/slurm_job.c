@@ -75,7 +75,7 @@ static int check(const struct job_flags *f)
 				     "--context, --reservation, --flex-start, "
 				     "--queued-provisioning and --max-run-duration "
 				     "are for --target gke");
-	return status;
+	return status ? status : vertex_refuse_flags(f);
 }
 
 /* The flags only the other targets take, and the shape. */

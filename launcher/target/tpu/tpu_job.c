@@ -100,7 +100,7 @@ static int build_spec(const struct job_flags *o,
 	s->node_count = r->num_slices;
 	f.startup_script = run->startup_script;
 	buf_init(&kv);
-	if (buf_appendf(&kv, "slicectl-run=%s", r->name) ||
+	if (buf_appendf(&kv, "slicectl_run=%s", r->name) ||
 	    strlist_push(&s->labels, kv.data))
 		rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	buf_release(&kv);
@@ -187,6 +187,8 @@ int tpu_job_check(const struct job_flags *f)
 
 	if (!status)
 		status = gke_refuse_flags(f);
+	if (!status)
+		status = vertex_refuse_flags(f);
 	if (!status && f->local)
 		status = usage_error("--local is --target local, not --target "
 				     "%s", target_tpu_vm.name);

@@ -38,25 +38,11 @@ struct watch {
 	int64_t generation;
 };
 
-/* Reads control.json and reports a change. Returns 0, or -1 on a store
- * error (logged). */
+/* control.json, a change said (job_follow_control). */
 static int watch_run(struct watch *w, struct control *c)
 {
-	struct err e;
-
-	err_init(&e);
-	if (control_load(w->s, c, &e)) {
-		log_warn("reading the run's control.json: %s", e.msg);
-		return -1;
-	}
-	if (strcmp(c->state, w->run_state) || c->generation != w->generation) {
-		job_say(w->start_ms, "run: %s, generation %" PRId64 "%s%s%s",
-			c->state, c->generation, *c->reason ? " (" : "",
-			c->reason, *c->reason ? ")" : "");
-		snprintf(w->run_state, sizeof(w->run_state), "%s", c->state);
-		w->generation = c->generation;
-	}
-	return 0;
+	return job_follow_control(w->s, w->start_ms, w->run_state,
+				  sizeof(w->run_state), &w->generation, c);
 }
 
 /* Whether every worker of a stopping run has left. */
@@ -203,8 +189,9 @@ static int recreate(struct watch *w, const struct control *seen,
 
 /* One look at the run and the queued resource. Returns -1 to go on, or
  * an exit status. */
-static int watch_once(struct watch *w, unsigned *errors)
+static int watch_once(void *ud, unsigned *errors)
 {
+	struct watch *w = ud;
 	struct tpu_qr q = { 0 };
 	struct control c;
 	struct err e;
@@ -214,14 +201,8 @@ static int watch_once(struct watch *w, unsigned *errors)
 		++*errors;
 		return -1;
 	}
-	if (!strcmp(c.state, "done")) {
-		job_say(w->start_ms, "run: done");
-		return 0;
-	}
-	if (!strcmp(c.state, "failed")) {
-		log_error("the run failed: %s", c.reason);
-		return 1;
-	}
+	if ((rc = job_run_over(w->start_ms, &c)) >= 0)
+		return rc;
 	err_init(&e);
 	rc = tpu_qr_get(w->c, w->spec->id, &q, &e);
 	if (rc == CLOUD_ENOTFOUND) {
@@ -277,7 +258,6 @@ int tpu_watch(struct tpu_client *c, const struct tpu_qr_spec *spec,
 	      const struct job_flags *f, const struct prepared_run *run)
 {
 	struct watch w = { 0 };
-	unsigned errors = 0;
 	struct err e;
 	int status = -1;
 
@@ -297,18 +277,8 @@ int tpu_watch(struct tpu_client *c, const struct tpu_qr_spec *spec,
 		     (uint64_t)time(NULL) ^ (uint64_t)mono_us());
 	job_say(w.start_ms, "watching %s and %s (recreate budget %u)", spec->id,
 	    run->run_url, w.budget);
-	for (;;) {
-		status = watch_once(&w, &errors);
-		if (status >= 0)
-			break;
-		if (errors >= WATCH_MAX_ERRORS) {
-			log_error("%u looks in a row failed: giving up "
-				  "watching (the run goes on)", errors);
-			status = 1;
-			break;
-		}
-		proc_sleep_ms(WATCH_POLL_UNITS * w.unit_ms, true);
-	}
+	status = job_watch_loop(watch_once, &w, WATCH_MAX_ERRORS,
+				WATCH_POLL_UNITS * w.unit_ms);
 	store_close(w.s);
 	return status;
 }

@@ -17,56 +17,16 @@
 #include "tests/harness/harness.h"
 #include "tests/launcher/torch_params.h"
 
-#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 TestSuite(gke_live, .init = setup, .fini = cleanup, .timeout = 600);
 
 #define N_ARGS 48
-
-/* Whether TCP port p binds on 127.0.0.1 now. */
-static bool port_free(unsigned p)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)p) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	bool ok;
-
-	cr_assert_geq(fd, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ok = !bind(fd, (struct sockaddr *)&a, sizeof(a));
-	close(fd);
-	return ok;
-}
-
-/* A rendezvous base whose 16 ports are free, away from the default
- * 29500 that the Slurm tests' runs use on this same loopback. */
-static const char *rendezvous_base(void)
-{
-	static char text[8];
-
-	for (unsigned base = 30000 + (unsigned)getpid() % 2000;
-	     base < 32752; base += 16) {
-		unsigned k = 0;
-
-		while (k < 16 && port_free(base + k))
-			k++;
-		if (k == 16) {
-			snprintf(text, sizeof(text), "%u", base);
-			return text;
-		}
-	}
-	cr_assert_fail("no 16 free ports on 127.0.0.1 below 32768");
-	return NULL;
-}
 
 /* job_argv for examples/torch as run on 2 g2-standard-24 nodes, a sleep
  * of step_s a step. */
@@ -94,7 +54,7 @@ static const char *const *torch_job(const char *run, const char *step_s)
 	v[n++] = "--env";
 	v[n++] = "PYTHONUNBUFFERED=1";
 	v[n++] = "--rendezvous-port";
-	v[n++] = rendezvous_base();
+	v[n++] = torch_rendezvous_base();
 	v[n++] = "--hang-timeout";
 	v[n++] = "30s";
 	v[n++] = "--max-restarts";

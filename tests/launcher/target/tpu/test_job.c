@@ -240,7 +240,7 @@ Test(job, cloud_job_puts_the_run_in_the_bucket_and_asks_for_the_qr)
 			 "v4-16");
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(node, "labels"),
-				 "slicectl-run")), "r1");
+				 "slicectl_run")), "r1");
 	cr_assert_not_null(json_object_get(body, "spot"));
 	md = json_object_get(node, "metadata");
 	cr_assert_not_null(json_object_get(md, "ssh-keys"));

@@ -126,7 +126,7 @@ Test(qr_spec, gives_the_body_job_sent)
 	s.accelerator_type = "v4-16";
 	s.runtime_version = "tpu-ubuntu2204-base";
 	s.node_count = 2;
-	cr_assert_eq(strlist_push(&s.labels, "slicectl-run=r1"), 0);
+	cr_assert_eq(strlist_push(&s.labels, "slicectl_run=r1"), 0);
 	err_init(&e);
 	cr_assert_eq(qr_spec_build(&s, &f, &e), 0, "%s", e.msg);
 	snprintf(want, sizeof(want),
@@ -135,7 +135,7 @@ Test(qr_spec, gives_the_body_job_sent)
 		 "[{\"parent\": \"" PARENT "\", \"multiNodeParams\": "
 		 "{\"nodeCount\": 2, \"nodeIdPrefix\": \"r1\"}, \"node\": "
 		 "{\"acceleratorType\": \"v4-16\", \"runtimeVersion\": "
-		 "\"tpu-ubuntu2204-base\", \"labels\": {\"slicectl-run\": "
+		 "\"tpu-ubuntu2204-base\", \"labels\": {\"slicectl_run\": "
 		 "\"r1\"}, \"metadata\": {\"startup-script\": "
 		 "\"#!/bin/sh\\nboot\\n\", \"ssh-keys\": \"%s:%s\"}}}]}}",
 		 user, pub);
