@@ -38,8 +38,8 @@ static const char run_usage[] =
 	"\n"
 	"Exit status: 0 the run ended or this worker left after a notice; 1 it\n"
 	"could not start; 2 bad arguments. With --pod, --slurm or --vertex: 0 the\n"
-	"run is\n"
-	"done or stopped, 3 it failed, 143 this worker left after SIGTERM.";
+	"run is done or stopped, 3 it failed, 143 this worker left after\n"
+	"SIGTERM.";
 
 static int cmd_run(int argc, char **argv)
 {
