@@ -228,6 +228,7 @@ static enum sup_phase act_new_generation(struct sup *s,
 
 static enum sup_phase act_join(struct sup *s, const struct control *c)
 {
+	struct gen_cause cause;
 	bool same_run = s->st_found && !strcmp(s->st.run, s->o->run_url);
 
 	if (strcmp(c->state, "running"))
@@ -247,10 +248,14 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 
 		log_warn("event: %s (boot %s, was %s)", why, s->boot_id,
 			 s->st.boot_id);
+		sup_cause(s, &cause, CAUSE_INFRA,
+			  strcmp(s->st.boot_id, s->boot_id) ? "reset"
+			  : s->st.preempted		    ? "preemption"
+							    : "host-gone");
 		s->st.preempted = false;
 		s->generation = c->generation;
 		sup_save_state(s);
-		sup_ask_bump(s, c->generation, -1, "%s", why);
+		sup_ask_bump(s, c->generation, -1, &cause, "%s", why);
 		return wait_generation(s, why);
 	}
 	s->st.preempted = false;
@@ -279,7 +284,8 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 		 * attempt (a JobSet submitted again): the generation's
 		 * step was fixed long ago, the group restarts anew. */
 		s->generation = c->generation;
-		sup_ask_bump(s, c->generation, -1,
+		sup_cause(s, &cause, CAUSE_INFRA, "pod-replaced");
+		sup_ask_bump(s, c->generation, -1, &cause,
 			     "a new pod replaces the one that ran generation "
 			     "%lld", (long long)c->generation);
 		return wait_generation(s, "a new pod rejoins");
@@ -290,6 +296,7 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 static enum sup_phase act_restored(struct sup *s, const struct control *c)
 {
 	const struct syncer_result *r = &s->result;
+	struct gen_cause cause;
 
 	if (r->rc == 0) {
 		s->restored = r->step;
@@ -324,7 +331,8 @@ static enum sup_phase act_restored(struct sup *s, const struct control *c)
 	    (r->rc == CLOUD_ECORRUPT || r->rc == CLOUD_ENOTFOUND ||
 	     r->rc == CKPT_EUNSAFE)) {
 		log_error("cannot restore: %s", r->error);
-		sup_ask_bump(s, s->generation, r->fallback_step,
+		sup_cause(s, &cause, CAUSE_INFRA, "bad-checkpoint");
+		sup_ask_bump(s, s->generation, r->fallback_step, &cause,
 			     "its part of the checkpoint is bad (%s); "
 			     "restarting from step %lld", r->error,
 			     (long long)r->fallback_step);
@@ -497,6 +505,7 @@ static enum sup_phase act_look(struct sup *s, const struct control *c)
 
 static enum sup_phase act_exited(struct sup *s, const struct control *c)
 {
+	struct gen_cause cause;
 	char how[64];
 	bool ok;
 
@@ -506,6 +515,7 @@ static enum sup_phase act_exited(struct sup *s, const struct control *c)
 	/* The status goes with the trainer. */
 	ok = WIFEXITED(s->trainer.status) &&
 	     WEXITSTATUS(s->trainer.status) == 0;
+	sup_trainer_cause(s, &cause);
 	sup_trainer_gone(s);
 	sup_note(s, "exit", s->trained, how, NULL);
 	if (ok) {
@@ -519,7 +529,9 @@ static enum sup_phase act_exited(struct sup *s, const struct control *c)
 		sup_ask(s, &r);
 		return P_FINISHED;
 	}
-	sup_ask_bump(s, s->generation, -1, "its trainer ended (%s)", how);
+	sup_ask_bump(s, s->generation, -1, &cause, "its trainer ended (%s%s)",
+		     how, !strcmp(cause.kind, "oom") ? ", killed for memory"
+		     : s->notice ? ", while a notice was pending" : "");
 	sup_set_phase(s, P_WAIT_GEN, "the trainer failed");
 	snprintf(s->message, sizeof(s->message), "trainer %s", how);
 	sup_publish(s);
@@ -534,12 +546,15 @@ static bool hung(const struct sup *s, uint64_t now)
 
 static enum sup_phase act_hang(struct sup *s, const struct control *c)
 {
+	struct gen_cause cause;
+
 	(void)c;
 	log_error("the trainer printed nothing and wrote no step for %u s: "
 		  "ending it", s->job.hang_timeout_s);
 	sup_trainer_gone(s);
 	sup_note(s, "hang", s->trained, "no output and no step", NULL);
-	sup_ask_bump(s, s->generation, -1,
+	sup_cause(s, &cause, CAUSE_HANG, "hang");
+	sup_ask_bump(s, s->generation, -1, &cause,
 		     "its trainer hung (no output and no step for %u s)",
 		     s->job.hang_timeout_s);
 	return wait_generation(s, "the trainer hung");
@@ -567,6 +582,8 @@ static enum sup_phase preflight_over(struct sup *s, bool timed_out)
 		return end(s, why);
 	}
 	snprintf(r.reason, sizeof(r.reason), "%.48s: %.200s", s->id.name, why);
+	sup_cause(s, &r.cause, CAUSE_PREFLIGHT, "preflight");
+	cause_set_tail(&r.cause, why);
 	wait_generation(s, why);
 	s->last_req = r;
 	s->retry_ms = mono_ms() + sup_preflight_backoff_ms();

@@ -59,6 +59,7 @@ struct syncer_request {
 				      (control_bump_deadline) */
 	char state[16];
 	char reason[256];
+	struct gen_cause cause;    /* TASK_BUMP: why (its class, evidence) */
 };
 
 struct syncer_result {
