@@ -168,13 +168,33 @@ static bool trainer_alive(const struct sup *s)
 	return s->trainer.pid && !s->trainer.exited;
 }
 
+/* A notice on a VM: the group restarts for it now, as the
+ * infrastructure's, while this host saves its final step. Its peers would
+ * otherwise fail or hang waiting for it, and those restarts would look
+ * like their trainers' failures. In a pod or a Slurm step the scheduler's
+ * restart is the group's (act_join). */
+static void bump_for_notice(struct sup *s)
+{
+	struct gen_cause cause;
+
+	if (s->o->managed)
+		return;
+	sup_cause(s, &cause, CAUSE_INFRA,
+		  strstr(s->why, "maintenance") ? "maintenance"
+		  : strncmp(s->why, "SIGTERM", 7) ? "preemption"
+						  : "shutdown");
+	sup_ask_bump(s, s->generation, -1, &cause, "%s", s->why);
+}
+
 /* SIGTERM or a metadata notice: the trainer's final step, or the end. */
 static enum sup_phase act_notice(struct sup *s, const struct control *c)
 {
 	(void)c;
 	sup_note(s, "notice", s->trained, s->why, NULL);
-	if (trainer_alive(s))
+	if (trainer_alive(s)) {
+		bump_for_notice(s);
 		return begin_emergency(s);
+	}
 	s->st.preempted = true;
 	sup_save_state(s);
 	return end(s, s->why);
@@ -538,6 +558,12 @@ static enum sup_phase act_exited(struct sup *s, const struct control *c)
 	return P_WAIT_GEN;
 }
 
+/* The trainer trained no step since it started. */
+static bool cause_no_step(const struct sup *s)
+{
+	return s->trained < 0 || s->trained <= s->restored;
+}
+
 static bool hung(const struct sup *s, uint64_t now)
 {
 	return s->job.hang_timeout_s && now > s->progress_ms &&
@@ -548,12 +574,17 @@ static enum sup_phase act_hang(struct sup *s, const struct control *c)
 {
 	struct gen_cause cause;
 
-	(void)c;
 	log_error("the trainer printed nothing and wrote no step for %u s: "
 		  "ending it", s->job.hang_timeout_s);
 	sup_trainer_gone(s);
 	sup_note(s, "hang", s->trained, "no output and no step", NULL);
-	sup_cause(s, &cause, CAUSE_HANG, "hang");
+	/* Silent from its start in a generation the infrastructure began:
+	 * the group waits for hosts that are coming back, no trainer hung. */
+	if (c && c->generation == s->generation &&
+	    c->cause.cls == CAUSE_INFRA && cause_no_step(s))
+		sup_cause(s, &cause, CAUSE_INFRA, "waiting-for-hosts");
+	else
+		sup_cause(s, &cause, CAUSE_HANG, "hang");
 	sup_ask_bump(s, s->generation, -1, &cause,
 		     "its trainer hung (no output and no step for %u s)",
 		     s->job.hang_timeout_s);
