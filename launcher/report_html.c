@@ -451,12 +451,10 @@ static const char *cause_word(const char *reason)
  * supervisors). */
 static void class_of(const struct event *ev, char *out, size_t cap)
 {
-	json_t *d = ev && *ev->details ? json_loads(ev->details, 0, NULL)
-				       : NULL;
-	const char *k = json_string_value(json_object_get(d, "class"));
+	char kind[32];
+	int k = ev ? cause_class_in(ev->details, kind, sizeof(kind)) : -1;
 
-	snprintf(out, cap, "%s", k ? k : "");
-	json_decref(d);
+	snprintf(out, cap, "%s", k < 0 ? "" : cause_class_names[k]);
 }
 
 static int draw_gens(const struct model *m, struct buf *b, int y_label,

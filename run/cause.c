@@ -215,6 +215,17 @@ int cause_details(const struct gen_cause *c, char *out, size_t cap)
 	return -1;
 }
 
+int cause_class_in(const char *details, char *kind, size_t cap)
+{
+	json_t *d = details && *details ? json_loads(details, 0, NULL) : NULL;
+	int k = cause_class_of(json_string_value(json_object_get(d, "class")));
+
+	spec_copy_text(kind, cap,
+		       json_string_value(json_object_get(d, "kind")));
+	json_decref(d);
+	return k;
+}
+
 void cause_describe(const struct gen_cause *c, char *out, size_t cap)
 {
 	char how[48], at[64];

@@ -170,6 +170,9 @@ bool cause_same_way(const struct gen_cause *a, const struct gen_cause *b);
  * (the tail goes first, then the signature); -1 when even that does not
  * fit. */
 int cause_details(const struct gen_cause *c, char *out, size_t cap);
+/* The class an event's details record (cause_details' text), -1 none
+ * (an older writer's bump); its kind into kind[cap] ("" none). */
+int cause_class_in(const char *details, char *kind, size_t cap);
 /* "exit 7 at step 12 (restored 10) on slice-0-worker-1: TAIL". */
 void cause_describe(const struct gen_cause *c, char *out, size_t cap);
 

@@ -646,12 +646,8 @@ static void set_state(struct lrun *r, const char *state, const char *why)
  * CAUSE_NCLASSES, and its kind ("" none). */
 static int recorded_class(const struct event *ev, char *kind, size_t cap)
 {
-	json_t *d = json_loads(ev->details, 0, NULL);
-	int k = cause_class_of(json_string_value(json_object_get(d, "class")));
-	const char *what = json_string_value(json_object_get(d, "kind"));
+	int k = cause_class_in(ev->details, kind, cap);
 
-	snprintf(kind, cap, "%s", what ? what : "");
-	json_decref(d);
 	return k < 0 ? CAUSE_NCLASSES : k;
 }
 
