@@ -343,6 +343,14 @@ bool sup_spawn(struct sup *s, const char *what, const char *command,
 	return true;
 }
 
+/* The size of the file at path, 0 when there is none. */
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : st.st_size;
+}
+
 enum sup_phase sup_start_trainer(struct sup *s)
 {
 	/* The job's workdir, else the unpacked bundle, else (no bundle)
@@ -366,11 +374,7 @@ enum sup_phase sup_start_trainer(struct sup *s)
 	unlink(s->step_path);
 	s->trained = -1;
 	step_clock_start(&s->step_clock);
-	{
-		struct stat st;
-
-		s->trainer_log_from = stat(s->log_path, &st) ? 0 : st.st_size;
-	}
+	s->trainer_log_from = file_size(s->log_path);
 	s->oom_kills_at_start = sup_oom_kills();
 	if (!sup_spawn(s, "trainer", s->job.command, dir))
 		return s->phase;

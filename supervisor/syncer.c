@@ -373,8 +373,7 @@ static void run_task(struct syncer *s, const struct syncer_request *r)
 		else
 			out.rc = control_bump_cause(
 				s->store, s->c.events, &c, s->c.job,
-				r->cause.cls >= 0 ? &r->cause : NULL,
-				r->reason, s->c.part, r->restore_step, &c, &e);
+				&r->cause, r->reason, s->c.part, r->restore_step, &c, &e);
 		break;
 	case TASK_SET_STATE:
 		out.rc = control_set_state(s->store, s->c.events, r->state,
