@@ -200,7 +200,13 @@ int cmd_job(int argc, char **argv)
 		  "trainer (repeatable)" },
 		{ .name = "max-restarts", .kind = OPT_UINT,
 		  .value = &r->max_restarts, .arg = "N", .max = 1000000,
-		  .help = "group restarts before the run fails (default 100)" },
+		  .help = "restarts for the trainer's failures, hangs and "
+			  "preflights before the run fails (default 100)" },
+		{ .name = "max-infra-restarts", .kind = OPT_UINT,
+		  .value = &r->max_infra_restarts, .arg = "N", .max = 1000000,
+		  .help = "restarts for preemptions, maintenance, resets and "
+			  "evictions before the run fails (default: no "
+			  "limit)" },
 		{ .name = "hang-timeout", .kind = OPT_SECONDS,
 		  .value = &hang_ms, .arg = "S",
 		  .help = "no output and no new step for S: hung (default "

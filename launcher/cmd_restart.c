@@ -8,7 +8,9 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
 	"usage: slicectl restart RUN [--reason TEXT] [--bucket URL] "
@@ -21,16 +23,16 @@ static const char usage[] =
 	"control.json changes between reading and writing (a supervisor's own\n"
 	"bump), slicectl reads it again and bumps from there.\n"
 	"\n"
-	"A run that is not running (stopping, done, failed) is left alone. A\n"
-	"bump beyond job.json's max_restarts ends the run as failed instead,\n"
-	"as the supervisors' own bumps do.\n"
+	"A run that is not running (stopping, done, failed) is left alone. The\n"
+	"restart is an operator's: it is recorded with who asked (USER@HOST)\n"
+	"and why, and spends neither max_restarts nor max_infra_restarts.\n"
 	"\n"
 	"Prints \"RUN: generation OLD -> NEW (REASON)\"; --format json\n"
 	"prints {\"run\", \"url\", \"old_generation\", \"generation\", \"state\",\n"
 	"\"reason\", \"updated_by\", \"time\"}.\n"
 	"\n" RUN_USAGE_BUCKET "\n"
-	"Exit status: 0 restarted; 1 the store failed, the run is not running,\n"
-	"or its restart budget is spent (it is now failed); 2 bad arguments;\n"
+	"Exit status: 0 restarted; 1 the store failed or the run is not\n"
+	"running; 2 bad arguments;\n"
 	"4 no run RUN under BUCKET (no job.json).";
 
 /* Attempts when other writers keep changing control.json first. */
@@ -61,11 +63,26 @@ static int not_running(const struct run_options *ro, const struct control *c,
 	return 1;
 }
 
+/* An operator's restart: who asked (USER@HOST) and why. */
+static void operator_cause(struct gen_cause *c, const char *why)
+{
+	const char *user = getenv("USER");
+	char host[128], who[64];
+
+	if (gethostname(host, sizeof(host)))
+		snprintf(host, sizeof(host), "?");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(who, sizeof(who), "%.30s@%.30s", user ? user : "?", host);
+	gen_cause_init(c, CAUSE_OPERATOR, "restart", who);
+	cause_set_tail(c, why);
+}
+
 int cmd_restart(int argc, char **argv)
 {
 	struct run_options ro = { 0 };
 	char reason[256];
 	struct control seen, out;
+	struct gen_cause cause;
 	struct err e;
 	int rc = 0, status;
 
@@ -74,6 +91,7 @@ int cmd_restart(int argc, char **argv)
 	if (status >= 0)
 		goto done;
 	status = 1;
+	operator_cause(&cause, reason);
 	for (int t = 0; t < RESTART_TRIES; t++) {
 		rc = control_load(ro.store, &seen, &e);
 		if (!rc && strcmp(seen.state, "running")) {
@@ -81,9 +99,9 @@ int cmd_restart(int argc, char **argv)
 			goto done;
 		}
 		if (!rc)
-			rc = control_bump(ro.store, NULL, &seen,
-					  ro.job.max_restarts,
-					  reason, "slicectl", -1, &out, &e);
+			rc = control_bump_cause(ro.store, NULL, &seen, &ro.job,
+						&cause, reason, "slicectl", -1,
+						&out, &e);
 		if (rc) {
 			status = run_exit_status(rc, &e);
 			goto done;
@@ -97,15 +115,6 @@ int cmd_restart(int argc, char **argv)
 		    !strcmp(out.reason, reason)) {
 			print_result(&ro, seen.generation, &out);
 			status = 0;
-			goto done;
-		}
-		if (!strcmp(out.state, "failed") &&
-		    out.generation == seen.generation &&
-		    !strcmp(out.updated_by, "slicectl")) {
-			log_error("%s: the restart budget is spent "
-				  "(max_restarts %u): the run is now failed at "
-				  "generation %" PRId64, ro.run,
-				  ro.job.max_restarts, out.generation);
 			goto done;
 		}
 		if (strcmp(out.state, "running")) {

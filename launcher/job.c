@@ -37,6 +37,7 @@ void job_request_init(struct job_request *r)
 	job_init(&d);
 	r->num_slices = 1;
 	r->max_restarts = d.max_restarts;
+	r->max_infra_restarts = JOB_NO_LIMIT;
 	r->hang_timeout_s = d.hang_timeout_s;
 	r->grace_s = d.grace_s;
 	r->keep = d.keep;
@@ -224,6 +225,8 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 	j->num_slices = r->num_slices;
 	j->workers_per_slice = wps;
 	j->max_restarts = r->max_restarts;
+	j->max_infra_restarts = r->max_infra_restarts == JOB_NO_LIMIT
+					? -1 : (int64_t)r->max_infra_restarts;
 	j->hang_timeout_s = r->hang_timeout_s;
 	j->grace_s = r->grace_s;
 	j->keep = r->keep;

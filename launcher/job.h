@@ -12,6 +12,9 @@
 #include "run/run.h"
 
 /* `slicectl job`'s flags, as given. */
+/* --max-infra-restarts not given: no limit. */
+#define JOB_NO_LIMIT UINT_MAX
+
 struct job_request {
 	const char *name;             /* RUN */
 	const char *bucket;           /* gs://B[/PREFIX] or file:///DIR */
@@ -23,6 +26,7 @@ struct job_request {
 	const char *command;
 	struct strlist env;           /* "K=V" */
 	unsigned max_restarts, hang_timeout_s, grace_s, keep, keep_every;
+	unsigned max_infra_restarts;  /* JOB_NO_LIMIT: none */
 	unsigned rendezvous_port;     /* 0: job.json's default */
 	/* The launcher chose rendezvous_port (the local target): a run
 	 * resumed keeps the one its job.json has. */

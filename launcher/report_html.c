@@ -447,6 +447,16 @@ static const char *cause_word(const char *reason)
 	return "";
 }
 
+/* The class a bump's details record (issue 26), "" none (older
+ * supervisors). */
+static void class_of(const struct event *ev, char *out, size_t cap)
+{
+	char kind[32];
+	int k = ev ? cause_class_in(ev->details, kind, sizeof(kind)) : -1;
+
+	snprintf(out, cap, "%s", k < 0 ? "" : cause_class_names[k]);
+}
+
 static int draw_gens(const struct model *m, struct buf *b, int y_label,
 		     int y_bottom)
 {
@@ -457,9 +467,12 @@ static int draw_gens(const struct model *m, struct buf *b, int y_label,
 		const struct gen_mark *g = &m->gens[i];
 		const char *cause = g->ev ? g->ev->cause : "the run starts";
 		double x = px(m, g->t);
+		char cls[32];
 
+		class_of(g->ev, cls, sizeof(cls));
 		r = buf_appendf(b, "<g class=\"gen\" data-generation=\"%" PRId64
-				"\" data-cause=\"", g->generation);
+				"\" data-class=\"%s\" data-cause=\"",
+				g->generation, cls);
 		if (!r)
 			r = esc(b, cause);
 		if (!r)
@@ -685,7 +698,7 @@ static int failures_table(const struct model *m, struct buf *b)
 		const struct event *first = NULL, *notice = NULL;
 		double t_commit = -1, t_restore = -1, t_start = -1;
 		int64_t before = -1, restored = -1;
-		char d[40];
+		char d[40], cls[32];
 
 		for (size_t i = e0; i < in->nev; i++) {
 			const struct event *ev = &in->ev[i];
@@ -720,6 +733,9 @@ static int failures_table(const struct model *m, struct buf *b)
 		r = buf_appendf(b, "<tr class=\"failure\" data-generation=\"%"
 				PRId64 "\"><td>%s</td><td>%" PRId64 "</td><td>",
 				g->generation, d, g->generation);
+		class_of(g->ev, cls, sizeof(cls));
+		if (!r && *cls)
+			r = buf_appendf(b, "%s: ", cls);
 		if (!r)
 			r = esc(b, g->ev->cause);
 		if (!r)

@@ -120,6 +120,65 @@ static void print_schedule(const struct view *v)
 	       ws->recreated, ws->budget, ws->time);
 }
 
+/* Left of a budget of max after used, never below 0. */
+static int64_t left_of(int64_t max, int64_t used)
+{
+	return used < max ? max - used : 0;
+}
+
+/* Why the current generation began, and what is left of each budget
+ * (issue 26: the trainer's, the infrastructure's; an operator's
+ * restarts spend none). */
+static void print_causes(const struct control *c, const struct job *j)
+{
+	char what[512], infra[96];
+
+	if (c->cause.cls >= 0) {
+		cause_describe(&c->cause, what, sizeof(what));
+		printf("cause:      %s, %s\n", cause_class_names[c->cause.cls],
+		       what);
+	}
+	if (j->max_infra_restarts >= 0)
+		snprintf(infra, sizeof(infra), "%" PRId64 " of %" PRId64
+			 " left", left_of(j->max_infra_restarts,
+					 c->restarts.infra),
+			 j->max_infra_restarts);
+	else
+		snprintf(infra, sizeof(infra), "%" PRId64 " used, no limit",
+			 c->restarts.infra);
+	printf("budgets:    restarts %" PRId64 " of %u left (trainer, hangs, "
+	       "preflights); infrastructure %s; operator %" PRId64 " (no "
+	       "budget)\n", left_of(j->max_restarts, c->restarts.trainer),
+	       j->max_restarts, infra, c->restarts.operator_);
+}
+
+static json_t *budget_json(int64_t max, int64_t used)
+{
+	return json_pack("{s:I, s:o, s:o}", "used", (json_int_t)used, "max",
+			 max >= 0 ? json_integer(max) : json_null(), "left",
+			 max >= 0 ? json_integer(left_of(max, used))
+				  : json_null());
+}
+
+static json_t *budgets_json(const struct control *c, const struct job *j)
+{
+	return json_pack("{s:o, s:o, s:I}", "restarts",
+			 budget_json(j->max_restarts, c->restarts.trainer),
+			 "infra_restarts",
+			 budget_json(j->max_infra_restarts, c->restarts.infra),
+			 "operator_restarts",
+			 (json_int_t)c->restarts.operator_);
+}
+
+static json_t *cause_json(const struct control *c)
+{
+	char text[1024];
+
+	if (c->cause.cls < 0 || cause_details(&c->cause, text, sizeof(text)))
+		return json_null();
+	return json_loads(text, 0, NULL);
+}
+
 void status_print_text(const struct view *v)
 {
 	const struct run_options *ro = v->ro;
@@ -138,6 +197,7 @@ void status_print_text(const struct view *v)
 		printf("reason:     %s\n", *c->reason ? c->reason : "-");
 		printf("updated:    %s by %s\n", *c->time ? c->time : "-",
 		       *c->updated_by ? c->updated_by : "-");
+		print_causes(c, j);
 	} else {
 		printf("state:      - (no control.json yet: no supervisor has "
 		       "started)\n");
@@ -305,6 +365,9 @@ void status_print_json(const struct view *v)
 					v->committed_step));
 	json_object_set_new(o, "heartbeat_s",
 			    json_integer(v->ro->job.heartbeat_s));
+	json_object_set_new(o, "cause", k ? cause_json(c) : json_null());
+	json_object_set_new(o, "budgets", k ? budgets_json(c, &v->ro->job)
+					    : json_null());
 	json_object_set_new(o, "deadline", deadline_json(v));
 	json_object_set_new(o, "queued_resource", watch_json(v));
 	json_object_set_new(o, "stuck", json_integer(v->stuck));

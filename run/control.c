@@ -104,6 +104,60 @@ static int deadline_parse(struct store *s, json_t *root,
 	return r;
 }
 
+/* An integer member, or dflt when absent or not a non-negative
+ * integer: what a newer writer adds is advice to an older reader, never
+ * a reason to refuse the run. */
+static int64_t int_member(json_t *v, int64_t dflt)
+{
+	return json_is_integer(v) && json_integer_value(v) >= 0
+		       ? (int64_t)json_integer_value(v) : dflt;
+}
+
+/* "restarts"; without it (an older writer) every restart so far was
+ * counted against max_restarts, as the generation says. */
+static void counts_parse(json_t *root, struct control *c)
+{
+	json_t *v = json_object_get(root, "restarts");
+
+	if (!json_is_object(v)) {
+		c->restarts.trainer = c->generation - 1;
+		return;
+	}
+	c->restarts.trainer = int_member(json_object_get(v, "trainer"), 0);
+	c->restarts.infra = int_member(json_object_get(v, "infrastructure"),
+				       0);
+	c->restarts.operator_ = int_member(json_object_get(v, "operator"),
+					   0);
+}
+
+static void text_member(json_t *o, const char *key, char *dst, size_t cap)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	spec_copy_text(dst, cap, v ? v : "");
+}
+
+/* "cause" (cause.c's object); absent or of no known class: class -1. */
+static void cause_parse(json_t *v, struct gen_cause *c)
+{
+	json_t *code = json_object_get(v, "exit_code");
+
+	gen_cause_init(c, cause_class_of(json_string_value(
+				  json_object_get(v, "class"))), "", "");
+	if (c->cls < 0)
+		return;
+	text_member(v, "kind", c->kind, sizeof(c->kind));
+	text_member(v, "worker", c->worker, sizeof(c->worker));
+	text_member(v, "signature", c->signature, sizeof(c->signature));
+	text_member(v, "tail", c->tail, sizeof(c->tail));
+	c->exit_code = json_is_integer(code)
+			       ? (int)int_member(code, -1) : -1;
+	c->signal = (int)int_member(json_object_get(v, "signal"), 0);
+	c->step = int_member(json_object_get(v, "step"), -1);
+	c->restored = int_member(json_object_get(v, "restored"), -1);
+	c->notice = json_is_true(json_object_get(v, "notice"));
+}
+
 static int control_parse(struct store *s, const char *data, size_t len,
 			 struct control *c, struct err *e)
 {
@@ -155,6 +209,13 @@ static int control_parse(struct store *s, const char *data, size_t len,
 		r = member_text(s, root, "time", c->time, sizeof(c->time), e);
 	if (!r)
 		r = deadline_parse(s, root, &c->deadline, e);
+	if (!r)
+		counts_parse(root, c);
+	if (!r)
+		cause_parse(json_object_get(root, "cause"), &c->cause);
+	if (!r)
+		c->same_way = (unsigned)int_member(
+			json_object_get(root, "same_way"), 0);
 	json_decref(root);
 	return r;
 }
@@ -199,6 +260,15 @@ static int deadline_text(const struct control_deadline *d, struct buf *b)
 	return r;
 }
 
+static int cause_text(const struct gen_cause *c, struct buf *b)
+{
+	char text[1024];
+
+	if (cause_details(c, text, sizeof(text)))
+		return -1;
+	return buf_appendf(b, ",\n  \"cause\": %s", text);
+}
+
 static int control_text(const struct control *c, struct buf *b)
 {
 	int r = buf_appendf(b, "{\n  \"generation\": %lld",
@@ -224,6 +294,18 @@ static int control_text(const struct control *c, struct buf *b)
 	/* Only while a deadline is known: older readers never see it. */
 	if (!r && c->deadline.kind[0])
 		r = deadline_text(&c->deadline, b);
+	/* A new run has none: its control.json stays as it was. */
+	if (!r && c->restarts.trainer + c->restarts.infra +
+			  c->restarts.operator_ > 0)
+		r = buf_appendf(b, ",\n  \"restarts\": {\"trainer\": %lld, "
+				"\"infrastructure\": %lld, \"operator\": %lld}",
+				(long long)c->restarts.trainer,
+				(long long)c->restarts.infra,
+				(long long)c->restarts.operator_);
+	if (!r && c->cause.cls >= 0)
+		r = cause_text(&c->cause, b);
+	if (!r && c->same_way)
+		r = buf_appendf(b, ",\n  \"same_way\": %u", c->same_way);
 	if (!r)
 		r = buf_appends(b, "\n}\n");
 	return r;
@@ -278,6 +360,7 @@ int control_load(struct store *s, struct control *out, struct err *e)
 		spec_copy_text(out->state, sizeof(out->state), "running");
 		spec_copy_text(out->reason, sizeof(out->reason), "new run");
 		out->restore_step = -1;
+		out->cause.cls = -1;
 		rfc3339_now(out->time, sizeof(out->time));
 		r = control_write(s, out, STORE_CREATE_ONLY, e);
 		if (r != CLOUD_EPRECONDITION)
@@ -345,6 +428,10 @@ static void note_change(struct store *s, struct events_writer *events,
 	spec_copy_text(ev.by, sizeof(ev.by), c->updated_by);
 	if (c->restore_step >= 0)
 		ev.step = c->restore_step;
+	/* A bump, or a run failed for a cause, says why in its details. */
+	if (c->cause.cls >= 0 && (!strcmp(ev.kind, "bump") ||
+				  !strcmp(ev.kind, "failed")))
+		cause_details(&c->cause, ev.details, sizeof(ev.details));
 	if (event_record(events, s, &ev, &e))
 		log_warn("event not recorded: %s", e.msg);
 }
@@ -352,14 +439,53 @@ static void note_change(struct store *s, struct events_writer *events,
 struct bump {
 	const struct control *seen;
 	unsigned max_restarts;
+	int64_t max_infra;         /* -1 no limit */
+	const struct gen_cause *cause; /* NULL: the trainer's, no evidence */
 	const char *reason, *by;
 	int64_t restore_step;
 };
+
+/* The run fails for why instead of restarting. */
+static void fail_run(struct control *next, const char *by, const char *why)
+{
+	spec_copy_text(next->updated_by, sizeof(next->updated_by), by);
+	spec_copy_text(next->state, sizeof(next->state), "failed");
+	spec_copy_text(next->reason, sizeof(next->reason), why);
+}
+
+/* The budget a's class spends is spent: why says which. */
+static bool budget_spent(const struct bump *a, const struct control *cur,
+			 char *why, size_t len)
+{
+	int cls = a->cause ? a->cause->cls : CAUSE_TRAINER;
+
+	if (cls == CAUSE_OPERATOR)
+		return false;
+	if (cls == CAUSE_INFRA) {
+		if (a->max_infra < 0 || cur->restarts.infra < a->max_infra)
+			return false;
+		snprintf(why, len,
+			 "the infrastructure restart budget is spent "
+			 "(max_infra_restarts %lld) at generation %lld; last "
+			 "interruption: %s", (long long)a->max_infra,
+			 (long long)cur->generation, a->reason ? a->reason : "");
+		return true;
+	}
+	if (cur->restarts.trainer < (int64_t)a->max_restarts)
+		return false;
+	snprintf(why, len,
+		 "the restart budget is spent (max_restarts %u) at generation "
+		 "%lld; last failure: %s", a->max_restarts,
+		 (long long)cur->generation, a->reason ? a->reason : "");
+	return true;
+}
 
 static int decide_bump(int attempt, const struct control *cur,
 		       struct control *next, void *arg)
 {
 	const struct bump *a = arg;
+	char why[sizeof(next->reason)], what[sizeof(next->reason) - 64];
+	unsigned same = 0;
 
 	(void)attempt;
 	/* Someone bumped for this failure already, or the run is over:
@@ -367,42 +493,61 @@ static int decide_bump(int attempt, const struct control *cur,
 	if (cur->generation > a->seen->generation ||
 	    strcmp(cur->state, "running"))
 		return CHANGE_KEEP;
-	spec_copy_text(next->updated_by, sizeof(next->updated_by), a->by);
-	if (cur->generation > (int64_t)a->max_restarts) {
-		char why[sizeof(next->reason)];
-
-		snprintf(why, sizeof(why),
-			 "the restart budget is spent (max_restarts %u) at "
-			 "generation %lld; last failure: %s", a->max_restarts,
-			 (long long)cur->generation,
-			 a->reason ? a->reason : "");
-		spec_copy_text(next->state, sizeof(next->state), "failed");
-		spec_copy_text(next->reason, sizeof(next->reason), why);
+	/* A failure with its evidence extends a run of the same one; any
+	 * other cause breaks it. */
+	if (a->cause && a->cause->cls == CAUSE_TRAINER)
+		same = cause_same_way(&cur->cause, a->cause) ? cur->same_way + 1
+							      : 1;
+	if (a->cause) {
+		next->cause = *a->cause;
+		next->same_way = same;
 	} else {
-		next->generation = cur->generation + 1;
-		spec_copy_text(next->reason, sizeof(next->reason), a->reason);
-		next->restore_step = a->restore_step;
+		gen_cause_init(&next->cause, CAUSE_TRAINER, "", a->by);
+		next->same_way = 0;
+	}
+	if (same >= CAUSE_SAME_WAY_RUNS) {
+		cause_describe(a->cause, what, sizeof(what));
+		snprintf(why, sizeof(why),
+			 "deterministic failure: %u generations in a row ended "
+			 "the same way: %.170s", same, what);
+		fail_run(next, a->by, why);
+		return 0;
+	}
+	if (budget_spent(a, cur, why, sizeof(why))) {
+		fail_run(next, a->by, why);
+		return 0;
+	}
+	spec_copy_text(next->updated_by, sizeof(next->updated_by), a->by);
+	next->generation = cur->generation + 1;
+	spec_copy_text(next->reason, sizeof(next->reason), a->reason);
+	next->restore_step = a->restore_step;
+	switch (next->cause.cls) {
+	case CAUSE_INFRA:
+		next->restarts.infra++;
+		break;
+	case CAUSE_OPERATOR:
+		next->restarts.operator_++;
+		break;
+	default:
+		next->restarts.trainer++;
 	}
 	return 0;
 }
 
-int control_bump(struct store *s, struct events_writer *events,
-		 const struct control *seen, unsigned max_restarts,
-		 const char *reason, const char *by, int64_t restore_step,
-		 struct control *out, struct err *e)
+static int bump_with(struct store *s, struct events_writer *events,
+		     struct bump *a, struct control *out, struct err *e)
 {
-	struct bump a = { seen, max_restarts, reason, by, restore_step };
 	int r;
 
 	err_init(e);
-	if (!s || !seen || !out)
+	if (!s || !a->seen || !out)
 		return err_set(e, CLOUD_EINVAL, "control_bump: missing "
 			       "argument");
-	if (restore_step < -1)
+	if (a->restore_step < -1)
 		return err_set(e, CLOUD_EINVAL,
 			       "control_bump: restore step %lld is neither a "
-			       "step nor -1", (long long)restore_step);
-	r = control_change(s, "bump the generation", decide_bump, &a, out, e);
+			       "step nor -1", (long long)a->restore_step);
+	r = control_change(s, "bump the generation", decide_bump, a, out, e);
 	if (!r)
 		note_change(s, events, out);
 	if (!r)
@@ -411,6 +556,30 @@ int control_bump(struct store *s, struct events_writer *events,
 			  (long long)out->generation, out->state,
 			  out->reason);
 	return r == CHANGE_KEEP ? 0 : r;
+}
+
+int control_bump_cause(struct store *s, struct events_writer *events,
+		       const struct control *seen, const struct job *j,
+		       const struct gen_cause *cause, const char *reason,
+		       const char *by, int64_t restore_step,
+		       struct control *out, struct err *e)
+{
+	struct bump a = { seen, j ? j->max_restarts : 0,
+			  j ? j->max_infra_restarts : -1, cause, reason, by,
+			  restore_step };
+
+	return bump_with(s, events, &a, out, e);
+}
+
+int control_bump(struct store *s, struct events_writer *events,
+		 const struct control *seen, unsigned max_restarts,
+		 const char *reason, const char *by, int64_t restore_step,
+		 struct control *out, struct err *e)
+{
+	struct bump a = { seen, max_restarts, -1, NULL, reason, by,
+			  restore_step };
+
+	return bump_with(s, events, &a, out, e);
 }
 
 static bool same_deadline(const struct control_deadline *a,
@@ -432,12 +601,16 @@ static int decide_bump_deadline(int attempt, const struct control *cur,
 }
 
 int control_bump_deadline(struct store *s, const struct control *seen,
-			  unsigned max_restarts, const char *reason,
+			  const struct job *j, const char *reason,
 			  const char *by, struct control *out, struct err *e)
 {
-	struct bump a = { seen, max_restarts, reason, by, -1 };
+	struct gen_cause why;
+	struct bump a = { seen, j ? j->max_restarts : 0,
+			  j ? j->max_infra_restarts : -1, &why, reason, by,
+			  -1 };
 	int r;
 
+	gen_cause_init(&why, CAUSE_INFRA, "maintenance", by);
 	err_init(e);
 	if (!s || !seen || !out)
 		return err_set(e, CLOUD_EINVAL, "control_bump_deadline: "
@@ -508,13 +681,17 @@ static int decide_join(int attempt, const struct control *cur,
 }
 
 int control_join_restart(struct store *s, struct events_writer *events,
-			 int64_t attempt, unsigned max_restarts, const char *by,
+			 int64_t attempt, const struct job *j, const char *by,
 			 struct control *out, struct err *e)
 {
 	char reason[64];
-	struct join a = { attempt, { NULL, max_restarts, reason, by, -1 } };
+	struct gen_cause why;
+	struct join a = { attempt, { NULL, j ? j->max_restarts : 0,
+				     j ? j->max_infra_restarts : -1, &why,
+				     reason, by, -1 } };
 	int r;
 
+	gen_cause_init(&why, CAUSE_INFRA, "pod-restart", by);
 	err_init(e);
 	if (!s || !out || attempt < 1)
 		return err_set(e, CLOUD_EINVAL, "control_join_restart: bad "

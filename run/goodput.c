@@ -403,11 +403,35 @@ static int generation(struct calc *c, int64_t k)
 	return 0;
 }
 
+/* The failure's word from the cause the bump recorded (issue 26), NULL
+ * when it recorded none (an older supervisor). */
+static const char *recorded_cause(const struct event *bump)
+{
+	static const char *const words[CAUSE_NCLASSES] = {
+		[CAUSE_TRAINER] = "crash", [CAUSE_HANG] = "hang",
+		[CAUSE_PREFLIGHT] = "other", [CAUSE_INFRA] = "preemption",
+		[CAUSE_OPERATOR] = "operator",
+	};
+	char kind[32];
+	int k = cause_class_in(bump->details, kind, sizeof(kind));
+
+	if (k < 0)
+		return NULL;
+	if (k == CAUSE_INFRA && !strcmp(kind, "maintenance"))
+		return "maintenance";
+	if (k == CAUSE_INFRA && !strcmp(kind, "reset"))
+		return "other";
+	return words[k];
+}
+
 static const char *cause_of(const struct calc *c, int64_t k,
 			    const struct event *bump)
 {
 	const struct gen *g = &c->g[k];
+	const char *recorded = recorded_cause(bump);
 
+	if (recorded)
+		return recorded;
 	if (!strcmp(bump->by, "slicectl"))
 		return "operator";
 	if (strstr(bump->cause, "deadline") ||

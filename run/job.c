@@ -67,7 +67,8 @@ static const char *const all_fields =
 	"name, command, env, workdir, num_slices, workers_per_slice, "
 	"max_restarts, hang_timeout_s, grace_s, keep, keep_every, "
 	"heartbeat_s, spool_mb, rendezvous_port, preflight, "
-	"preflight_timeout_s, delete_on_finish, tpu, target, monitoring";
+	"preflight_timeout_s, delete_on_finish, max_infra_restarts, tpu, "
+	"target, monitoring";
 
 static unsigned *uint_at(struct job *j, const struct uint_field *f)
 {
@@ -95,6 +96,7 @@ void job_init(struct job *j)
 	j->rendezvous_port = DEFAULT_RENDEZVOUS_PORT;
 	j->preflight_timeout_s = DEFAULT_PREFLIGHT_TIMEOUT_S;
 	j->delete_on_finish = false;
+	j->max_infra_restarts = -1;
 }
 
 void job_release(struct job *j)
@@ -575,6 +577,21 @@ static int parse_field(const char *k, const json_t *v, struct job *j,
 		return json_is_null(v) ? 0 : parse_target(v, j, e);
 	if (!strcmp(k, "monitoring"))
 		return json_is_null(v) ? 0 : parse_monitoring(v, j, e);
+	if (!strcmp(k, "max_infra_restarts")) {
+		/* Absent or null: no limit, as capacity comes and goes. */
+		if (json_is_null(v)) {
+			j->max_infra_restarts = -1;
+			return 0;
+		}
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 1000000)
+			return err_set(e, COMMON_EINVAL,
+				       "job.json: \"max_infra_restarts\" must "
+				       "be null (no limit) or an integer from 0 "
+				       "to 1000000");
+		j->max_infra_restarts = (int64_t)json_integer_value(v);
+		return 0;
+	}
 	if (!strcmp(k, "delete_on_finish")) {
 		if (!json_is_boolean(v))
 			return err_set(e, COMMON_EINVAL,
@@ -726,6 +743,11 @@ int job_to_json(const struct job *j, char **out, struct err *e)
 			       json_integer(uint_of(j, &uint_fields[i])));
 	bad |= set_new(root, "delete_on_finish",
 		       json_boolean(j->delete_on_finish));
+	/* Only when limited: older supervisors refuse a field they do not
+	 * know, and no limit is what they do. */
+	if (j->max_infra_restarts >= 0)
+		bad |= set_new(root, "max_infra_restarts",
+			       json_integer(j->max_infra_restarts));
 	if (j->tpu_project)
 		bad |= set_new(root, "tpu",
 			       json_pack("{s:s, s:s, s:s}",

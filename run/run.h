@@ -31,7 +31,12 @@ struct job {
 				    directory */
 	unsigned num_slices;     /* >= 1 */
 	unsigned workers_per_slice; /* >= 1 */
-	unsigned max_restarts;   /* group restarts before the run fails */
+	unsigned max_restarts;   /* restarts for the trainer's failures,
+				    hangs and preflights before the run
+				    fails */
+	int64_t max_infra_restarts; /* restarts for the infrastructure
+				       (preemptions, maintenance, resets,
+				       evictions); -1 no limit */
 	unsigned hang_timeout_s; /* no output and no new step: hung; 0 off */
 	unsigned grace_s;        /* SIGTERM to exit on preemption (25) */
 	unsigned keep;           /* newest committed steps kept (>= 1) */
@@ -98,6 +103,87 @@ int job_to_json(const struct job *j, char **out, struct err *e);
 /* "slice-S-worker-W": a worker's part, status and log names. */
 void run_worker_name(unsigned slice, unsigned worker, char *out, size_t len);
 
+/*
+ * Why a generation ended (cause.c; docs/DESIGN.md "Causes"): its class,
+ * what exactly, and the evidence. The class decides which budget the
+ * restart draws on: the trainer's failures, hangs and preflights spend
+ * max_restarts, the infrastructure's max_infra_restarts, and an
+ * operator's nothing.
+ */
+enum cause_class {
+	CAUSE_TRAINER,    /* an exit code or signal, an OOM kill */
+	CAUSE_HANG,       /* no output and no step for hang_timeout_s */
+	CAUSE_PREFLIGHT,  /* a host's preflight failed */
+	CAUSE_INFRA,      /* preemption, maintenance, a window's end, a
+			     reset or reboot, a pod evicted or a JobSet or
+			     Slurm restart, a host gone, capacity
+			     recreated */
+	CAUSE_OPERATOR,   /* slicectl restart */
+	CAUSE_NCLASSES
+};
+
+/* "trainer", "hang", "preflight", "infrastructure", "operator". */
+extern const char *const cause_class_names[CAUSE_NCLASSES];
+/* The class named name; -1 none. */
+int cause_class_of(const char *name);
+
+/* Generations that failed the same way in a row end the run. */
+#define CAUSE_SAME_WAY_RUNS 3
+/* "The same way" holds a failing step this close to the restored one. */
+#define CAUSE_SAME_WAY_STEPS 2
+
+struct gen_cause {
+	int cls;                 /* enum cause_class */
+	char kind[24];           /* trainer: "exit", "signal", "oom";
+				    "hang"; "preflight"; infrastructure:
+				    "preemption", "maintenance", "reset",
+				    "pod-restart", "pod-replaced",
+				    "host-gone", "recreated"; "restart" */
+	int exit_code;           /* "exit": its status; else -1 */
+	int signal;              /* "signal", "oom": its number; else 0 */
+	int64_t step;            /* the trainer's newest step, -1 none */
+	int64_t restored;        /* the step its generation restored */
+	bool notice;             /* a notice was pending on its host */
+	char worker[64];         /* "slice-S-worker-W", or who ("slicectl") */
+	char signature[96];      /* the last non-empty output line, its
+				    numbers, hex and addresses as '#' */
+	char tail[160];          /* its last output lines, cut */
+};
+
+/* c zeroed for class cls and kind: no code, no signal, no steps. */
+void gen_cause_init(struct gen_cause *c, int cls, const char *kind,
+		    const char *worker);
+/* c's tail is text, cut at a character's boundary. */
+void cause_set_tail(struct gen_cause *c, const char *text);
+/* The signature of a log's last lines: the last non-empty line with
+ * every run of digits, "0x" hex and hex word of 8 or more characters
+ * (an address) made one '#'. */
+void cause_signature(const char *text, char *out, size_t cap);
+/* The last n non-empty lines of text, joined by " | ", cut to cap. */
+void cause_tail(const char *text, unsigned n, char *out, size_t cap);
+/* Whether a and b are the same failure, as a deterministic one repeats:
+ * both the trainer's, with the same kind, exit code and signal, the
+ * same restored step, each failing within CAUSE_SAME_WAY_STEPS steps of
+ * it (or before any step), and the same signature. */
+bool cause_same_way(const struct gen_cause *a, const struct gen_cause *b);
+/* c as a JSON object's text for an event's details, cut to fit cap
+ * (the tail goes first, then the signature); -1 when even that does not
+ * fit. */
+int cause_details(const struct gen_cause *c, char *out, size_t cap);
+/* The class an event's details record (cause_details' text), -1 none
+ * (an older writer's bump); its kind into kind[cap] ("" none). */
+int cause_class_in(const char *details, char *kind, size_t cap);
+/* "exit 7 at step 12 (restored 10) on slice-0-worker-1: TAIL". */
+void cause_describe(const struct gen_cause *c, char *out, size_t cap);
+
+/* What a run's restarts spent of each budget (control.json's
+ * "restarts"). */
+struct restart_counts {
+	int64_t trainer;         /* trainer failures, hangs, preflights */
+	int64_t infra;
+	int64_t operator_;
+};
+
 /* control.json's optional "deadline": when the run's capacity goes away,
  * a flex-start queued resource's run-duration end ("run-end") or a
  * node's maintenance window ("maintenance"); worker 0 publishes it from
@@ -135,6 +221,17 @@ struct control {
 				    joined (its one bump made); 0 none, and
 				    when the member is absent */
 	struct control_deadline deadline; /* kind "" when absent */
+	/* What the restarts spent of each budget; a control.json written
+	 * before they were counted has none, and its generation's restarts
+	 * all count as the trainer's. */
+	struct restart_counts restarts;
+	/* Why the current generation began (the last bump's cause); class
+	 * -1 when no bump said (generation 1, an older writer). */
+	struct gen_cause cause;
+	/* Generations in a row, up to the current one's start, that ended
+	 * the same way as cause (cause_same_way); 0 when cause is not the
+	 * trainer's. */
+	unsigned same_way;
 	int64_t object_generation; /* the store's, for compare-and-swap */
 };
 
@@ -154,6 +251,21 @@ int control_bump(struct store *s, struct events_writer *events,
 		 const struct control *seen, unsigned max_restarts,
 		 const char *reason, const char *by, int64_t restore_step,
 		 struct control *out, struct err *e);
+
+/*
+ * control_bump for a failure of cause (NULL: the trainer's, without
+ * evidence), spending its class's budget of j (max_restarts for the
+ * trainer, hangs and preflights, max_infra_restarts for the
+ * infrastructure, none for an operator): past it the run is "failed".
+ * A trainer failure that is the CAUSE_SAME_WAY_RUNS-th in a row the
+ * same way (cause_same_way) fails the run at once, naming it. Any other
+ * class breaks such a run of failures.
+ */
+int control_bump_cause(struct store *s, struct events_writer *events,
+		       const struct control *seen, const struct job *j,
+		       const struct gen_cause *cause, const char *reason,
+		       const char *by, int64_t restore_step,
+		       struct control *out, struct err *e);
 
 /* Sets state (and reason) by compare-and-swap, retrying on races while
  * the state it would replace is "running". */
@@ -320,12 +432,13 @@ int control_restore_step(struct store *s, int64_t generation, int64_t *step,
  * them moves control.json to the next generation (reason "jobset restart
  * N", restoring the newest committed step) and records the attempt in
  * "jobset_restart", so every other pod of it, and any later bump racing
- * it, makes no second one. The restart counts against max_restarts like
- * any other: a spent budget sets the run "failed". A run that is not
+ * it, makes no second one. The restart is the infrastructure's (a pod
+ * evicted, preempted by Kueue, its node lost; a Slurm requeue) and
+ * spends max_infra_restarts: a spent budget sets the run "failed". A run that is not
  * running is left as it is; *out is control.json as it now stands.
  */
 int control_join_restart(struct store *s, struct events_writer *events,
-			 int64_t attempt, unsigned max_restarts, const char *by,
+			 int64_t attempt, const struct job *j, const char *by,
 			 struct control *out, struct err *e);
 
 /*
@@ -337,12 +450,13 @@ int control_set_deadline(struct store *s, const struct control_deadline *d,
 			 struct control *out, struct err *e);
 
 /*
- * control_bump (restoring the newest committed step) after the group's
+ * control_bump_cause (restoring the newest committed step, an
+ * infrastructure restart of kind "maintenance") after the group's
  * checkpoint for seen->deadline: the next generation also marks that
  * deadline "checkpointed", so it is not taken again.
  */
 int control_bump_deadline(struct store *s, const struct control *seen,
-			  unsigned max_restarts, const char *reason,
+			  const struct job *j, const char *reason,
 			  const char *by, struct control *out, struct err *e);
 
 /* Writes st (its time set to now) as status/slice-S-worker-W.json. */

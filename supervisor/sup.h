@@ -89,6 +89,9 @@ struct sup {
 	int64_t final_step;
 	bool resume_asked;         /* maintenance: the bump is asked for */
 	uint64_t trainer_since_ms; /* when the trainer started */
+	off_t trainer_log_from;    /* its log's size then: its output
+				      follows */
+	int64_t oom_kills_at_start; /* sup_oom_kills() then */
 	int64_t trainer_generation; /* the generation it started at */
 	int64_t preflight_passed;  /* the generation whose preflight did */
 	off_t preflight_from;      /* the log's size when it started */
@@ -130,7 +133,17 @@ void sup_save_state(struct sup *s);
  * ask_bump asks the group to restart from generation from. */
 void sup_ask(struct sup *s, const struct syncer_request *r);
 void sup_ask_bump(struct sup *s, int64_t from, int64_t restore_step,
-		  const char *fmt, ...) ATTR_PRINTF(4, 5);
+		  const struct gen_cause *cause, const char *fmt, ...)
+	ATTR_PRINTF(5, 6);
+/* A bump's cause of class cls and kind, by this worker. */
+void sup_cause(const struct sup *s, struct gen_cause *c, int cls,
+	       const char *kind);
+/* The trainer's failure that just ended it, with its evidence (exit
+ * code or signal, an OOM kill, its step, its output's last lines). */
+void sup_trainer_cause(const struct sup *s, struct gen_cause *c);
+/* The kernel's count of OOM kills in this cgroup (else the machine's),
+ * -1 when it cannot be read (failure.c). */
+int64_t sup_oom_kills(void);
 /* The deadline's lead (deadline.h), and the milliseconds to c's deadline
  * when it is within it now, else 0. */
 uint64_t sup_lead_ms(const struct sup *s);

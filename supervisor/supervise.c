@@ -156,14 +156,27 @@ void sup_ask(struct sup *s, const struct syncer_request *r)
 		s->retry_ms = mono_ms() + 100;
 }
 
+void sup_cause(const struct sup *s, struct gen_cause *c, int cls,
+	       const char *kind)
+{
+	gen_cause_init(c, cls, kind, s->id.name);
+	c->restored = s->restored;
+	/* Steps on disk count when the step file says nothing; those of an
+	 * earlier generation do not. */
+	c->step = s->trained >= 0 ? s->trained
+		  : s->newest_done > s->restored ? s->newest_done : -1;
+	c->notice = s->notice;
+}
+
 void sup_ask_bump(struct sup *s, int64_t from, int64_t restore_step,
-		     const char *fmt, ...)
+		  const struct gen_cause *cause, const char *fmt, ...)
 {
 	struct syncer_request r = { .task = TASK_BUMP, .generation = from,
 				    .restore_step = restore_step };
 	int n;
 	va_list ap;
 
+	r.cause = *cause;
 	n = snprintf(r.reason, sizeof(r.reason), "%s: ", s->id.name);
 	va_start(ap, fmt);
 	vsnprintf(r.reason + n, sizeof(r.reason) - (size_t)n, fmt, ap);
@@ -301,6 +314,7 @@ bool sup_spawn(struct sup *s, const char *what, const char *command,
 	       const char *dir)
 {
 	struct strlist env;
+	struct gen_cause why_c;
 	struct err e;
 	char why[64];
 
@@ -317,14 +331,24 @@ bool sup_spawn(struct sup *s, const char *what, const char *command,
 			  &e)) {
 		strlist_release(&env);
 		log_error("cannot start the %s: %s", what, e.msg);
-		sup_ask_bump(s, s->generation, -1, "cannot start the %s: %s",
-			     what, e.msg);
+		sup_cause(s, &why_c, CAUSE_TRAINER, "start");
+		cause_set_tail(&why_c, e.msg);
+		sup_ask_bump(s, s->generation, -1, &why_c,
+			     "cannot start the %s: %s", what, e.msg);
 		snprintf(why, sizeof(why), "the %s could not start", what);
 		sup_set_phase(s, P_WAIT_GEN, why);
 		return false;
 	}
 	strlist_release(&env);
 	return true;
+}
+
+/* The size of the file at path, 0 when there is none. */
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : st.st_size;
 }
 
 enum sup_phase sup_start_trainer(struct sup *s)
@@ -350,6 +374,8 @@ enum sup_phase sup_start_trainer(struct sup *s)
 	unlink(s->step_path);
 	s->trained = -1;
 	step_clock_start(&s->step_clock);
+	s->trainer_log_from = file_size(s->log_path);
+	s->oom_kills_at_start = sup_oom_kills();
 	if (!sup_spawn(s, "trainer", s->job.command, dir))
 		return s->phase;
 	s->starts++;

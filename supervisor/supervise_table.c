@@ -168,13 +168,33 @@ static bool trainer_alive(const struct sup *s)
 	return s->trainer.pid && !s->trainer.exited;
 }
 
+/* A notice on a VM: the group restarts for it now, as the
+ * infrastructure's, while this host saves its final step. Its peers would
+ * otherwise fail or hang waiting for it, and those restarts would look
+ * like their trainers' failures. In a pod or a Slurm step the scheduler's
+ * restart is the group's (act_join). */
+static void bump_for_notice(struct sup *s)
+{
+	struct gen_cause cause;
+
+	if (s->o->managed)
+		return;
+	sup_cause(s, &cause, CAUSE_INFRA,
+		  strstr(s->why, "maintenance") ? "maintenance"
+		  : strncmp(s->why, "SIGTERM", 7) ? "preemption"
+						  : "shutdown");
+	sup_ask_bump(s, s->generation, -1, &cause, "%s", s->why);
+}
+
 /* SIGTERM or a metadata notice: the trainer's final step, or the end. */
 static enum sup_phase act_notice(struct sup *s, const struct control *c)
 {
 	(void)c;
 	sup_note(s, "notice", s->trained, s->why, NULL);
-	if (trainer_alive(s))
+	if (trainer_alive(s)) {
+		bump_for_notice(s);
 		return begin_emergency(s);
+	}
 	s->st.preempted = true;
 	sup_save_state(s);
 	return end(s, s->why);
@@ -228,6 +248,7 @@ static enum sup_phase act_new_generation(struct sup *s,
 
 static enum sup_phase act_join(struct sup *s, const struct control *c)
 {
+	struct gen_cause cause;
 	bool same_run = s->st_found && !strcmp(s->st.run, s->o->run_url);
 
 	if (strcmp(c->state, "running"))
@@ -247,10 +268,14 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 
 		log_warn("event: %s (boot %s, was %s)", why, s->boot_id,
 			 s->st.boot_id);
+		sup_cause(s, &cause, CAUSE_INFRA,
+			  strcmp(s->st.boot_id, s->boot_id) ? "reset"
+			  : s->st.preempted		    ? "preemption"
+							    : "host-gone");
 		s->st.preempted = false;
 		s->generation = c->generation;
 		sup_save_state(s);
-		sup_ask_bump(s, c->generation, -1, "%s", why);
+		sup_ask_bump(s, c->generation, -1, &cause, "%s", why);
 		return wait_generation(s, why);
 	}
 	s->st.preempted = false;
@@ -279,7 +304,8 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 		 * attempt (a JobSet submitted again): the generation's
 		 * step was fixed long ago, the group restarts anew. */
 		s->generation = c->generation;
-		sup_ask_bump(s, c->generation, -1,
+		sup_cause(s, &cause, CAUSE_INFRA, "pod-replaced");
+		sup_ask_bump(s, c->generation, -1, &cause,
 			     "a new %s replaces the one that ran generation "
 			     "%lld", s->o->vertex ? "replica" : "pod",
 			     (long long)c->generation);
@@ -291,6 +317,7 @@ static enum sup_phase act_join(struct sup *s, const struct control *c)
 static enum sup_phase act_restored(struct sup *s, const struct control *c)
 {
 	const struct syncer_result *r = &s->result;
+	struct gen_cause cause;
 
 	if (r->rc == 0) {
 		s->restored = r->step;
@@ -325,7 +352,8 @@ static enum sup_phase act_restored(struct sup *s, const struct control *c)
 	    (r->rc == CLOUD_ECORRUPT || r->rc == CLOUD_ENOTFOUND ||
 	     r->rc == CKPT_EUNSAFE)) {
 		log_error("cannot restore: %s", r->error);
-		sup_ask_bump(s, s->generation, r->fallback_step,
+		sup_cause(s, &cause, CAUSE_INFRA, "bad-checkpoint");
+		sup_ask_bump(s, s->generation, r->fallback_step, &cause,
 			     "its part of the checkpoint is bad (%s); "
 			     "restarting from step %lld", r->error,
 			     (long long)r->fallback_step);
@@ -498,6 +526,7 @@ static enum sup_phase act_look(struct sup *s, const struct control *c)
 
 static enum sup_phase act_exited(struct sup *s, const struct control *c)
 {
+	struct gen_cause cause;
 	char how[64];
 	bool ok;
 
@@ -507,6 +536,7 @@ static enum sup_phase act_exited(struct sup *s, const struct control *c)
 	/* The status goes with the trainer. */
 	ok = WIFEXITED(s->trainer.status) &&
 	     WEXITSTATUS(s->trainer.status) == 0;
+	sup_trainer_cause(s, &cause);
 	sup_trainer_gone(s);
 	sup_note(s, "exit", s->trained, how, NULL);
 	if (ok) {
@@ -520,11 +550,19 @@ static enum sup_phase act_exited(struct sup *s, const struct control *c)
 		sup_ask(s, &r);
 		return P_FINISHED;
 	}
-	sup_ask_bump(s, s->generation, -1, "its trainer ended (%s)", how);
+	sup_ask_bump(s, s->generation, -1, &cause, "its trainer ended (%s%s)",
+		     how, !strcmp(cause.kind, "oom") ? ", killed for memory"
+		     : s->notice ? ", while a notice was pending" : "");
 	sup_set_phase(s, P_WAIT_GEN, "the trainer failed");
 	snprintf(s->message, sizeof(s->message), "trainer %s", how);
 	sup_publish(s);
 	return P_WAIT_GEN;
+}
+
+/* The trainer trained no step since it started. */
+static bool cause_no_step(const struct sup *s)
+{
+	return s->trained < 0 || s->trained <= s->restored;
 }
 
 static bool hung(const struct sup *s, uint64_t now)
@@ -535,12 +573,20 @@ static bool hung(const struct sup *s, uint64_t now)
 
 static enum sup_phase act_hang(struct sup *s, const struct control *c)
 {
-	(void)c;
+	struct gen_cause cause;
+
 	log_error("the trainer printed nothing and wrote no step for %u s: "
 		  "ending it", s->job.hang_timeout_s);
 	sup_trainer_gone(s);
 	sup_note(s, "hang", s->trained, "no output and no step", NULL);
-	sup_ask_bump(s, s->generation, -1,
+	/* Silent from its start in a generation the infrastructure began:
+	 * the group waits for hosts that are coming back, no trainer hung. */
+	if (c && c->generation == s->generation &&
+	    c->cause.cls == CAUSE_INFRA && cause_no_step(s))
+		sup_cause(s, &cause, CAUSE_INFRA, "waiting-for-hosts");
+	else
+		sup_cause(s, &cause, CAUSE_HANG, "hang");
+	sup_ask_bump(s, s->generation, -1, &cause,
 		     "its trainer hung (no output and no step for %u s)",
 		     s->job.hang_timeout_s);
 	return wait_generation(s, "the trainer hung");
@@ -568,6 +614,8 @@ static enum sup_phase preflight_over(struct sup *s, bool timed_out)
 		return end(s, why);
 	}
 	snprintf(r.reason, sizeof(r.reason), "%.48s: %.200s", s->id.name, why);
+	sup_cause(s, &r.cause, CAUSE_PREFLIGHT, "preflight");
+	cause_set_tail(&r.cause, why);
 	wait_generation(s, why);
 	s->last_req = r;
 	s->retry_ms = mono_ms() + sup_preflight_backoff_ms();

@@ -359,7 +359,7 @@ static void run_task(struct syncer *s, const struct syncer_request *r)
 		if (r->jobset_restart > 0) {
 			out.rc = control_join_restart(
 				s->store, s->c.events, r->jobset_restart,
-				s->c.job->max_restarts, s->c.part, &c, &e);
+				s->c.job, s->c.part, &c, &e);
 			break;
 		}
 		pthread_mutex_lock(&s->mu);
@@ -368,13 +368,12 @@ static void run_task(struct syncer *s, const struct syncer_request *r)
 		c.generation = r->generation;
 		if (r->deadline)
 			out.rc = control_bump_deadline(
-				s->store, &c, s->c.job->max_restarts,
-				r->reason, s->c.part, &c, &e);
+				s->store, &c, s->c.job, r->reason, s->c.part,
+				&c, &e);
 		else
-			out.rc = control_bump(s->store, s->c.events, &c,
-					      s->c.job->max_restarts, r->reason,
-					      s->c.part, r->restore_step, &c,
-					      &e);
+			out.rc = control_bump_cause(
+				s->store, s->c.events, &c, s->c.job,
+				&r->cause, r->reason, s->c.part, r->restore_step, &c, &e);
 		break;
 	case TASK_SET_STATE:
 		out.rc = control_set_state(s->store, s->c.events, r->state,

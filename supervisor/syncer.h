@@ -59,6 +59,8 @@ struct syncer_request {
 				      (control_bump_deadline) */
 	char state[16];
 	char reason[256];
+	struct gen_cause cause;    /* TASK_BUMP (not a join or a deadline's):
+				      why, its class and evidence */
 };
 
 struct syncer_result {

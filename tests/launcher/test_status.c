@@ -143,6 +143,9 @@ Test(status, text_rows_and_stuck_workers)
 		 "state:      running, generation 3\n"
 		 "reason:     trainer exited with status 1 on slice-0-worker-1\n"
 		 "updated:    %s by slice-0-worker-1\n"
+		 "budgets:    restarts 98 of 100 left (trainer, hangs, "
+		 "preflights); infrastructure 0 used, no limit; operator 0 "
+		 "(no budget)\n"
 		 "committed:  step 200\n"
 		 "workers:    6 (3 slices x 2), 3 stuck\n"
 		 "\n"
@@ -199,6 +202,14 @@ Test(status, json)
 	cr_assert_eq(json_integer_value(json_object_get(v, "committed_step")),
 		     200);
 	cr_assert_eq(json_integer_value(json_object_get(v, "stuck")), 3);
+	/* An older control.json: its two restarts were the trainer's, and
+	 * it names no cause. */
+	w = json_object_get(json_object_get(v, "budgets"), "restarts");
+	cr_assert_eq(json_integer_value(json_object_get(w, "used")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(w, "left")), 98);
+	w = json_object_get(json_object_get(v, "budgets"), "infra_restarts");
+	cr_assert(json_is_null(json_object_get(w, "max")));
+	cr_assert(json_is_null(json_object_get(v, "cause")));
 	w = json_object_get(v, "workers");
 	cr_assert_eq(json_array_size(w), 6);
 

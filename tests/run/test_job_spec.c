@@ -503,3 +503,32 @@ Test(job, worker_names)
 	run_worker_name(12, 345, name, 8);
 	cr_expect_str_eq(name, "slice-1");
 }
+
+/* max_infra_restarts (issue 26): absent or null is no limit, and is not
+ * written, so older supervisors read the job.json of a run without one. */
+Test(job, max_infra_restarts)
+{
+	struct job j;
+	char *json = NULL;
+	struct err e;
+
+	parse_ok("{\"name\": \"r\", \"command\": \"c\"}", &j);
+	cr_expect_eq(j.max_infra_restarts, -1);
+	cr_assert_eq(job_to_json(&j, &json, &e), 0, "%s", e.msg);
+	cr_expect_null(strstr(json, "max_infra_restarts"), "%s", json);
+	free(json);
+	job_release(&j);
+	parse_ok("{\"name\": \"r\", \"command\": \"c\", "
+		 "\"max_infra_restarts\": null}", &j);
+	cr_expect_eq(j.max_infra_restarts, -1);
+	job_release(&j);
+	parse_ok("{\"name\": \"r\", \"command\": \"c\", "
+		 "\"max_infra_restarts\": 3}", &j);
+	cr_expect_eq(j.max_infra_restarts, 3);
+	cr_assert_eq(job_to_json(&j, &json, &e), 0, "%s", e.msg);
+	cr_expect(strstr(json, "\"max_infra_restarts\": 3"), "%s", json);
+	free(json);
+	job_release(&j);
+	parse_fails("{\"name\": \"r\", \"command\": \"c\", "
+		    "\"max_infra_restarts\": -1}", "\"max_infra_restarts\"");
+}

@@ -169,14 +169,18 @@ Test(member, the_checkpoint_bump_marks_it_and_a_new_time_is_a_new_one)
 	load();
 	seen = publish(&d);
 	err_init(&e);
-	cr_assert_eq(control_bump_deadline(w.store, &seen, 10, "checkpointed",
+	cr_assert_eq(control_bump_deadline(w.store, &seen, NULL, "checkpointed",
 					   "slice-0-worker-0", &out, &e),
 		     0, "%s", e.msg);
 	c = load();
 	cr_assert_eq(c.generation, 2);
 	cr_assert(c.deadline.checkpointed);
+	/* Maintenance is the infrastructure's: it spends no max_restarts. */
+	cr_assert_eq(c.restarts.infra, 1);
+	cr_assert_eq(c.restarts.trainer, 0);
+	cr_assert_str_eq(c.cause.kind, "maintenance");
 	/* Its peers' bumps from the same generation collapse into it. */
-	cr_assert_eq(control_bump_deadline(w.store, &seen, 10, "checkpointed",
+	cr_assert_eq(control_bump_deadline(w.store, &seen, NULL, "checkpointed",
 					   "slice-0-worker-1", &out, &e), 0);
 	cr_assert_eq(load().generation, 2);
 	/* Described anew, the same window keeps its mark... */

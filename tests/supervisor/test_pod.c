@@ -352,12 +352,13 @@ Test(pod, a_failed_preflight_exits_4_and_the_next_attempt_runs)
 	assert_control(2, "done", NULL, 1);
 }
 
-/* One budget: max_restarts 1 is spent by the JobSet restart, so the
- * trainer's crash in the next generation fails the run, and every pod
- * exits 3 (the JobSet's podFailurePolicy then fails it for good). */
-Test(pod, pod_restarts_and_crashes_share_one_budget)
+/* Two budgets (issue 26; they were one): the JobSet restart is the
+ * infrastructure's and spends none of max_restarts 0, so the next
+ * generation runs; the trainer's crash in it fails the run, and every
+ * pod exits 3 (the JobSet's podFailurePolicy then fails it for good). */
+Test(pod, pod_restarts_spend_the_infrastructures_budget)
 {
-	up("\"max_restarts\": 1",
+	up("\"max_restarts\": 0",
 	   "\"TOY_TOTAL\": \"100000\", \"TOY_STEP_S\": \"0.05\"");
 	run_and_evict();
 	start_attempt(1);
@@ -373,11 +374,11 @@ Test(pod, pod_restarts_and_crashes_share_one_budget)
 	assert_control(2, "failed", "max_restarts", 1);
 }
 
-/* A budget already spent when the new pods arrive: they fail the run at
- * once. */
+/* An infrastructure budget already spent when the new pods arrive: they
+ * fail the run at once. */
 Test(pod, a_jobset_restart_beyond_the_budget_fails_the_run)
 {
-	up("\"max_restarts\": 0",
+	up("\"max_infra_restarts\": 0",
 	   "\"TOY_TOTAL\": \"100000\", \"TOY_STEP_S\": \"0.05\"");
 	run_and_evict();
 	start_attempt(1);

@@ -23,6 +23,9 @@
  * (GKE's own default: 7 days). */
 #define GKE_DEFAULT_MAX_RUN_S 604800u
 
+/* JobSet's largest maxRestarts (an int32): no limit. */
+#define GKE_NO_LIMIT 2147483647u
+
 /* What the JobSet is rendered from. */
 struct gke_spec {
 	const char *run;               /* the run's (and JobSet's) name */
@@ -37,7 +40,9 @@ struct gke_spec {
 	const char *run_url;           /* BUCKET/RUN */
 	const char *supervisor_sha256;
 	struct accelerator acc;        /* a GPU type's workers: --nodes */
-	unsigned num_slices, max_restarts, grace_s;
+	/* jobset_restarts: JobSet's failurePolicy.maxRestarts, a backstop
+	 * behind control.json's budgets (gke_job.c says why). */
+	unsigned num_slices, jobset_restarts, grace_s;
 	const struct strlist *env;     /* "K=V" */
 	bool spot, flex_start, queued_provisioning;
 	const char *reservation;       /* NULL: none */

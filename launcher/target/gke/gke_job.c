@@ -243,7 +243,16 @@ static int submit(struct job_flags *f)
 	s.cordon = g->cordon;
 	s.image = g->image;
 	s.num_slices = r->num_slices;
-	s.max_restarts = r->max_restarts;
+	/* JobSet restarts the set for the infrastructure (an eviction, a
+	 * Kueue preemption, a lost node) and for a failed preflight (exit
+	 * 4); the trainer's crashes and hangs restart in place. The
+	 * supervisors hold each class to its own budget in control.json, so
+	 * JobSet's count (which cannot tell them apart: jobset#1117) only
+	 * stands behind them: both budgets, or JobSet's largest when the
+	 * infrastructure's has no limit. */
+	s.jobset_restarts = r->max_infra_restarts == JOB_NO_LIMIT
+				    ? GKE_NO_LIMIT
+				    : r->max_infra_restarts + r->max_restarts;
 	s.grace_s = r->grace_s;
 	s.env = &r->env;
 	s.spot = r->spot;

@@ -484,7 +484,7 @@ int gke_render(const struct gke_spec *s, json_t **out, struct err *e)
 		"kueue.x-k8s.io/queue-name", s->queue,
 		"app.kubernetes.io/managed-by", "slicectl", "slicectl.dev/run",
 		s->run, "spec", "failurePolicy",
-		"maxRestarts", (json_int_t)s->max_restarts, "rules", "name",
+		"maxRestarts", (json_int_t)s->jobset_restarts, "rules", "name",
 		"runFailed", "action", "FailJobSet", "onJobFailureReasons",
 		"PodFailurePolicy", "network", "enableDNSHostnames", 1,
 		"replicatedJobs", "name", "slice", "replicas",

@@ -114,6 +114,9 @@ struct lrun {
 	int64_t gen;
 	char state[16];
 	unsigned restarts[C_NCAUSES];
+	/* The same restarts by the class their bump recorded (the
+	 * supervisors' own account); CAUSE_NCLASSES: none recorded. */
+	unsigned by_class[CAUSE_NCLASSES + 1];
 	/* The failure chaos injected last, until the group trains a step
 	 * at a generation after it: every bump in between is its doing
 	 * (peers of a preempted slice crash or hang waiting for it, also
@@ -639,10 +642,26 @@ static void set_state(struct lrun *r, const char *state, const char *why)
 	snprintf(r->state, sizeof(r->state), "%s", state);
 }
 
+/* The class a bump's details record (enum cause_class), else
+ * CAUSE_NCLASSES, and its kind ("" none). */
+static int recorded_class(const struct event *ev, char *kind, size_t cap)
+{
+	int k = cause_class_in(ev->details, kind, cap);
+
+	return k < 0 ? CAUSE_NCLASSES : k;
+}
+
+static const char *class_name(int cls)
+{
+	return cls < CAUSE_NCLASSES ? cause_class_names[cls] : "unrecorded";
+}
+
 /* A new generation: a restart (or several, collapsed), of one cause. */
 static void on_bump(struct lrun *r, const struct event *ev)
 {
 	enum cause k;
+	char kind[32];
+	int cls;
 
 	if (!r->gen || ev->generation <= r->gen) {
 		if (ev->generation > r->gen)
@@ -650,7 +669,9 @@ static void on_bump(struct lrun *r, const struct event *ev)
 		return;
 	}
 	k = classify(r, ev);
+	cls = recorded_class(ev, kind, sizeof(kind));
 	r->restarts[k] += (unsigned)(ev->generation - r->gen);
+	r->by_class[cls] += (unsigned)(ev->generation - r->gen);
 	if (!r->chaos_at && (r->episode < 0 ||
 			     ev->generation <= r->episode_gen) &&
 	    !r->recovering)
@@ -662,11 +683,13 @@ static void on_bump(struct lrun *r, const struct event *ev)
 	r->chaos_at = 0;
 	r->gen = ev->generation;
 	event(r, "generation",
-	      json_pack("{s:I, s:s, s:s, s:s}", "generation",
+	      json_pack("{s:I, s:s, s:s, s:s, s:s, s:s}", "generation",
 			(json_int_t)ev->generation, "cause", cause_names[k],
-			"reason", ev->cause, "updated_by", ev->by),
-	      "generation %lld (%s): %s", (long long)ev->generation,
-	      cause_names[k], ev->cause);
+			"class", class_name(cls), "kind", kind, "reason",
+			ev->cause, "updated_by", ev->by),
+	      "generation %lld (%s, recorded %s): %s",
+	      (long long)ev->generation, cause_names[k], class_name(cls),
+	      ev->cause);
 }
 
 /* Every trainer started at the current generation (and every VM is
@@ -866,22 +889,34 @@ static void summary(struct lrun *r, const char *how, int status)
 {
 	int64_t recomputed = steps_recomputed(r);
 	unsigned total = 0;
-	json_t *j, *causes = json_object();
+	json_t *j, *causes = json_object(), *classes = json_object();
+	char by_class[256];
+	size_t o = 0;
 
 	for (int k = 0; k < C_NCAUSES; k++) {
 		total += r->restarts[k];
 		json_object_set_new(causes, cause_names[k],
 				    json_integer(r->restarts[k]));
 	}
+	by_class[0] = '\0';
+	for (int k = 0; k <= CAUSE_NCLASSES; k++) {
+		json_object_set_new(classes, class_name(k),
+				    json_integer(r->by_class[k]));
+		if (r->by_class[k] && o < sizeof(by_class))
+			o += (size_t)snprintf(by_class + o, sizeof(by_class) - o,
+					      "%s%s %u", o ? ", " : "",
+					      class_name(k), r->by_class[k]);
+	}
 	if (r->o->format == 1) {
-		j = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:o, s:i, s:I, "
-			      "s:I, s:f, s:I, s:f}",
+		j = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:o, s:o, s:i, "
+			      "s:I, s:I, s:f, s:I, s:f}",
 			      "type", "summary", "run", r->run->job.name,
 			      "end", how, "exit_status", status, "steps_done",
 			      (json_int_t)(r->newest_committed < 0
 						   ? 0 : r->newest_committed),
 			      "restarts", (int)total, "restarts_by_cause",
-			      causes, "failures",
+			      causes, "restarts_by_class", classes,
+			      "failures",
 			      (int)r->failures,
 			      "checkpoints_committed",
 			      (json_int_t)r->committed.n, "steps_recomputed",
@@ -892,12 +927,14 @@ static void summary(struct lrun *r, const char *how, int status)
 		return;
 	}
 	json_decref(causes);
+	json_decref(classes);
 	fprintf(stderr,
 		"\nrun %s: %s after %.1f s\n"
 		"  steps done             %lld (newest committed step)\n"
 		"  failures               %u\n"
 		"  restarts               %u (crash %u, hang %u, reset %u, "
 		"preemption %u, other %u)\n"
+		"  recorded causes        %s\n"
 		"  checkpoints committed  %zu\n"
 		"  steps recomputed       %lld\n"
 		"  time lost              %.1f s\n",
@@ -905,7 +942,8 @@ static void summary(struct lrun *r, const char *how, int status)
 		(long long)(r->newest_committed < 0 ? 0 : r->newest_committed),
 		r->failures, total, r->restarts[C_CRASH], r->restarts[C_HANG],
 		r->restarts[C_RESET], r->restarts[C_PREEMPTION],
-		r->restarts[C_OTHER], r->committed.n, (long long)recomputed,
+		r->restarts[C_OTHER], o ? by_class : "none",
+		r->committed.n, (long long)recomputed,
 		(double)r->lost_ms / 1000.0);
 }
 

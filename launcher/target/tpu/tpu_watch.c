@@ -30,7 +30,8 @@ struct watch {
 	struct tpu_client *c;
 	const struct tpu_qr_spec *spec;
 	struct store *s;
-	unsigned max_restarts, budget, recreated;
+	struct job budget_of;    /* the run's restart budgets alone */
+	unsigned budget, recreated;
 	uint64_t start_ms, unit_ms;
 	struct backoff bo;
 	char qr_state[64], run_state[64];
@@ -134,6 +135,7 @@ static int recreate(struct watch *w, const struct control *seen,
 		    const char *why)
 {
 	struct control after;
+	struct gen_cause cause;
 	char reason[128];
 	unsigned wait_ms;
 	struct err e;
@@ -149,8 +151,10 @@ static int recreate(struct watch *w, const struct control *seen,
 	err_init(&e);
 	snprintf(reason, sizeof(reason),
 		 "queued resource recreated after %s", why);
-	if (control_bump(w->s, NULL, seen, w->max_restarts, reason,
-			 "slicectl", -1, &after, &e)) {
+	gen_cause_init(&cause, CAUSE_INFRA, "recreated", "slicectl");
+	cause_set_tail(&cause, why);
+	if (control_bump_cause(w->s, NULL, seen, &w->budget_of, &cause, reason,
+			       "slicectl", -1, &after, &e)) {
 		log_error("bumping the run's generation: %s", e.msg);
 		return 1;
 	}
@@ -268,7 +272,10 @@ int tpu_watch(struct tpu_client *c, const struct tpu_qr_spec *spec,
 	}
 	w.c = c;
 	w.spec = spec;
-	w.max_restarts = f->r.max_restarts;
+	/* Its own: job_init allocates nothing, so nothing to release. */
+	job_init(&w.budget_of);
+	w.budget_of.max_restarts = run->job.max_restarts;
+	w.budget_of.max_infra_restarts = run->job.max_infra_restarts;
 	w.budget = f->recreate_budget;
 	w.start_ms = mono_ms();
 	w.unit_ms = job_env_ms("SLICECTL_TPU_POLL_MS", 1000);

@@ -332,6 +332,7 @@ static int recreate(struct watch *w, const struct control *seen,
 {
 	struct control after;
 	char name[512], reason[160];
+	struct gen_cause cause;
 	struct err e;
 
 	if (w->recreated >= w->budget) {
@@ -344,8 +345,12 @@ static int recreate(struct watch *w, const struct control *seen,
 	err_init(&e);
 	snprintf(reason, sizeof(reason), "CustomJob submitted again after "
 		 "%.100s", str(json_object_get(job, "error"), "message"));
-	if (control_bump(w->s, NULL, seen, w->j->max_restarts, reason,
-			 "slicectl", -1, &after, &e)) {
+	/* Capacity ended the job: the infrastructure's budget pays, as
+	 * for a recreated queued resource (tpu_watch.c). */
+	gen_cause_init(&cause, CAUSE_INFRA, "recreated", "slicectl");
+	cause_set_tail(&cause, str(json_object_get(job, "error"), "message"));
+	if (control_bump_cause(w->s, NULL, seen, w->j, &cause, reason,
+			       "slicectl", -1, &after, &e)) {
 		log_error("bumping the run's generation: %s", e.msg);
 		return 1;
 	}

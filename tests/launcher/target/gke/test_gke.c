@@ -263,7 +263,8 @@ Test(gke_render, contract_values)
 {
 	json_t *l = render_json("demo", "v5litepod-16",
 				(const char *const[]){ "--max-restarts", "7",
-						       "--grace", "40",
+						       "--max-infra-restarts",
+						       "3", "--grace", "40",
 						       "--priority-class", "high",
 						       NULL });
 	json_t *md = at(l, "items.0.metadata");
@@ -287,7 +288,9 @@ Test(gke_render, contract_values)
 			     "alpha.jobset.sigs.k8s.io/exclusive-topology"),
 			 "cloud.google.com/gke-nodepool");
 	cr_expect_null(at(l, "items.0.spec.suspend"));
-	cr_expect_eq(num(l, "items.0.spec.failurePolicy.maxRestarts"), 7);
+	/* Both budgets (issue 26: JobSet's restarts are the
+	 * infrastructure's, which it cannot tell from a preflight's). */
+	cr_expect_eq(num(l, "items.0.spec.failurePolicy.maxRestarts"), 10);
 	cr_expect_str_eq(str(l, "items.0.spec.failurePolicy.rules.0.action"),
 			 "FailJobSet");
 	cr_expect_str_eq(str(l, "items.0.spec.failurePolicy.rules.0."
