@@ -468,11 +468,13 @@ Test(local, survives_the_chaos_matrix_recording_each_cause)
 		     "%s", c.out);
 	generation_causes(c.out, seq, sizeof(seq));
 	/* A preemption may take two generations: the notice's, and its
-	 * peers' wait for the slice coming back. */
+	 * peers' wait for the slice coming back. And the last two (a second
+	 * apart) are one generation when the second lands while the group
+	 * still restarts from the first, as on a loaded machine. */
 	cr_assert(!strncmp(seq, "trainer/signal hang/hang "
 				"infrastructure/preemption ", 50) &&
 		  strstr(seq, " infrastructure/reset infrastructure/"
-			      "preemption "),
+			      "preemption"),
 		  "%s\n%s", seq, c.out);
 	cr_assert_null(strstr(seq, "unrecorded"), "%s", seq);
 	by = json_object_get(s, "restarts_by_class");
@@ -483,7 +485,7 @@ Test(local, survives_the_chaos_matrix_recording_each_cause)
 	by = json_object_get(s, "restarts_by_cause");
 	cr_assert_eq(json_integer_value(json_object_get(by, "crash")), 1,
 		     "%s", c.out);
-	cr_assert_geq(json_integer_value(json_object_get(by, "preemption")), 3,
+	cr_assert_geq(json_integer_value(json_object_get(by, "preemption")), 2,
 		      "%s", c.out);
 	cr_assert_geq(json_integer_value(json_object_get(by, "reset")), 1,
 		      "%s", c.out);
