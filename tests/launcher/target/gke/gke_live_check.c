@@ -209,6 +209,28 @@ json_t *status_json(const char *run)
 	return j;
 }
 
+/* The run's history (`slicectl events RUN`), for a failed wait's message:
+ * it names every change of control.json, who made it and why. Static
+ * storage until the next call. */
+static const char *history_of(const char *run)
+{
+	static char text[8192];
+	struct run_result r;
+	const char *out;
+	size_t len, keep = sizeof(text) - 1;
+
+	if (run_slicectl(&r, (const char *const[]){ "events", run, "--bucket",
+						     bucket, NULL },
+			 NULL))
+		return "(slicectl events did not run)";
+	/* The newest events matter most: keep the end. */
+	out = r.out ? r.out : "";
+	len = strlen(out);
+	snprintf(text, sizeof(text), "%s", len > keep ? out + len - keep : out);
+	run_result_release(&r);
+	return text;
+}
+
 const char *jstr(json_t *o, const char *k)
 {
 	return json_string_value(json_object_get(o, k));
@@ -248,11 +270,12 @@ json_t *wait_running(const char *run, size_t n, long long gen,
 		if (all_running(j, n, gen, min_step))
 			return j;
 		if (now_ms() >= until) {
-			char *text = json_dumps(j, JSON_INDENT(1));
+			char *text = json_dumps(j, JSON_COMPACT);
 
 			cr_assert_fail("%s: workers not running at generation "
-				       ">= %lld, step %lld:\n%s", run, gen,
-				       min_step, text);
+				       ">= %lld, step %lld:\n%s\nhistory:\n%s",
+				       run, gen, min_step, text,
+				       history_of(run));
 		}
 		sleep_ms(500);
 	}
@@ -269,9 +292,10 @@ json_t *wait_state(const char *run, const char *state, long ms)
 		if (jstr(j, "state") && !strcmp(jstr(j, "state"), state))
 			return j;
 		if (now_ms() >= until) {
-			char *text = json_dumps(j, JSON_INDENT(1));
+			char *text = json_dumps(j, JSON_COMPACT);
 
-			cr_assert_fail("%s never got %s:\n%s", run, state, text);
+			cr_assert_fail("%s never got %s:\n%s\nhistory:\n%s",
+				       run, state, text, history_of(run));
 		}
 		sleep_ms(500);
 	}
@@ -291,10 +315,11 @@ json_t *wait_end(const char *run, const char *end, long ms)
 		if (e && !strcmp(e, end))
 			return j;
 		if (now_ms() >= until) {
-			char *text = json_dumps(j, JSON_INDENT(1));
+			char *text = json_dumps(j, JSON_COMPACT);
 
-			cr_assert_fail("%s's JobSet never got %s:\n%s", run,
-				       end, text);
+			cr_assert_fail("%s's JobSet never got %s:\n%s\n"
+				       "history:\n%s", run, end, text,
+				       history_of(run));
 		}
 		sleep_ms(500);
 	}
