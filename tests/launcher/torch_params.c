@@ -6,13 +6,17 @@
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *torch_python(void)
@@ -92,21 +96,52 @@ static bool port_free(unsigned p)
 	return ok;
 }
 
+/* The lock on the reservation file of base in the shared folder dir, as
+ * a descriptor that holds it until closed, or -1 when another process
+ * has it. */
+static int reserve(const char *dir, unsigned base)
+{
+	char path[HARNESS_PATH + 32];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u", dir, base);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	if (!flock(fd, LOCK_EX | LOCK_NB))
+		return fd;
+	close(fd);
+	return -1;
+}
+
 const char *torch_rendezvous_base(void)
 {
 	static char text[8];
+	char dir[HARNESS_PATH];
+	const char *build = getenv("SLICECTL_BUILDDIR");
 
-	for (unsigned base = 30000 + (unsigned)getpid() % 2000;
-	     base < 32752; base += 16) {
+	/* Every test has a PID namespace and a /tmp of its own (the
+	 * reaper), but they share loopback: the ranges are reserved in the
+	 * build folder, which they share. */
+	snprintf(dir, sizeof(dir), "%s/test-ports", build ? build : ".");
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		cr_assert_fail("%s: %s", dir, strerror(errno));
+	for (unsigned base = 30000; base < 32752; base += 16) {
 		unsigned k = 0;
+		int held = reserve(dir, base);
 
+		if (held < 0)
+			continue;
 		while (k < 16 && port_free(base + k))
 			k++;
 		if (k == 16) {
+			/* held stays open: the reservation lasts as long
+			 * as this process. */
 			snprintf(text, sizeof(text), "%u", base);
 			return text;
 		}
+		close(held);
 	}
-	cr_assert_fail("no 16 free ports on 127.0.0.1 below 32768");
+	cr_assert_fail("no 16 free and unreserved ports on 127.0.0.1 from "
+		       "30000 to 32767 (reservations: %s)", dir);
 	return NULL;
 }

@@ -1,7 +1,7 @@
 /*
  * torch_params.h: what the tests of examples/torch (test_torch.c on the
  * local target, test_slurm_torch.c) need: an interpreter that imports
- * torch, and the final parameters every rank of a run logged.
+ * torch, the final parameters every rank of a run logged, and ports.
  * Failures end the calling criterion test.
  */
 #ifndef SLICECTL_TESTS_LAUNCHER_TORCH_PARAMS_H
@@ -18,9 +18,11 @@ const char *torch_python(void);
 char *torch_final_params(const char *bucket, const char *run,
 			 unsigned slices, unsigned workers, unsigned procs);
 
-/* A --rendezvous-port base whose 16 ports are free on 127.0.0.1 now,
- * away from the default 29500 that the Slurm tests' runs use on this same
- * loopback (static storage). */
+/* A --rendezvous-port base whose 16 ports are free on 127.0.0.1 now and
+ * reserved for this process until it exits, against every other test of
+ * the build that asks (static storage): tests run side by side on one
+ * loopback, in PID namespaces of their own. From 30000, away from
+ * 29500 on, which local runs pick, and below the ephemeral ports. */
 const char *torch_rendezvous_base(void);
 
 #endif

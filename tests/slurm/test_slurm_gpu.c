@@ -112,7 +112,8 @@ Test(slurm_gpu, torchrun_runs_a_process_per_gpu,
 	submit("trgpu", cmd,
 	       (const char *const[]){ "--script-dir", script, "--env", "TORCH_STEPS=20", "--env",
 				      "TORCH_CKPT_EVERY=5", "--env",
-				      "PYTHONUNBUFFERED=1", NULL });
+				      "PYTHONUNBUFFERED=1", "--rendezvous-port",
+				      torch_rendezvous_base(), NULL });
 	json_decref(slurm_wait_state("trgpu", "done", 400000));
 	free(torch_final_params(slurm_bucket, "trgpu", 1, 2, 2));
 }

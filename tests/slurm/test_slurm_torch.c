@@ -40,6 +40,7 @@ static const char *submit(const char *run, const char *step_s)
 			"--env", "TORCH_STEPS=100", "--env",
 			"TORCH_CKPT_EVERY=5", "--env", sleep, "--env",
 			"MASTER_ADDR=127.0.0.1", "--env", "PYTHONUNBUFFERED=1",
+			"--rendezvous-port", torch_rendezvous_base(),
 			"--hang-timeout", "60s", "--grace", "10s",
 			"--max-restarts", "10", NULL },
 				  NULL),

@@ -109,6 +109,8 @@ static const char *const *job_argv(const char *name, unsigned slices,
 	argv[n++] = sleep;
 	argv[n++] = "--env";
 	argv[n++] = "PYTHONUNBUFFERED=1";
+	argv[n++] = "--rendezvous-port";
+	argv[n++] = torch_rendezvous_base();
 	argv[n++] = "--hang-timeout";
 	argv[n++] = "20s";
 	argv[n++] = "--grace";
