@@ -349,6 +349,11 @@ int notifier_start(struct notifier **out, const char *run_url,
 	x->lease_s = env_number("SLICE_NOTIFY_LEASE_S", 1, 86400,
 				NOTIFIER_LEASE_S);
 	http_policy_default(&p);
+	/* Full jitter from 2 s: five tries spread over about a minute at
+	 * most, so a receiver that restarts meanwhile still gets it. */
+	p.backoff_base_ms = http_retry_base_ms() ? http_retry_base_ms()
+						 : NOTIFIER_SEND_MS / 30;
+	p.backoff_max_ms = p.backoff_base_ms * 8;
 	p.max_attempts = NOTIFIER_TRIES;
 	p.max_total_ms = NOTIFIER_SEND_MS;
 	p.connect_timeout_ms = x->try_ms;
