@@ -22,6 +22,32 @@ const char *const notice_kind_names[NOTICE_NKINDS] = {
 	"restart", "done", "failed", "budget_low", "quarantine",
 };
 
+/* The authority's port, when it has one, is 1 to 65535 (after any
+ * user:password@, and any [IPv6] host). */
+static int port_check(const char *url, const char *host, struct err *e)
+{
+	const char *end = host + strcspn(host, "/?#"), *from = host, *p;
+	const char *colon = NULL;
+	unsigned long port = 0;
+
+	for (p = host; p < end; p++)
+		if (*p == '@' || *p == ']')
+			from = p + 1;
+	for (p = from; p < end && !colon; p++)
+		if (*p == ':')
+			colon = p;
+	if (!colon)
+		return 0;
+	for (p = colon + 1; p < end && *p >= '0' && *p <= '9' &&
+			    p - colon <= 5; p++)
+		port = port * 10 + (unsigned long)(*p - '0');
+	if (p != end || !port || port > 65535)
+		return err_set(e, COMMON_EINVAL,
+			       "notification URL \"%.80s\" has a bad port",
+			       url);
+	return 0;
+}
+
 int notify_url_check(const char *url, struct err *e)
 {
 	const char *host;
@@ -51,7 +77,7 @@ int notify_url_check(const char *url, struct err *e)
 		return err_set(e, COMMON_EINVAL,
 			       "notification URL \"%.80s\" names no host",
 			       url);
-	return 0;
+	return port_check(url, host, e);
 }
 
 void notify_url_shown(const char *url, char *out, size_t cap)

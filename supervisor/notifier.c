@@ -305,6 +305,12 @@ static void final_passes(struct notifier *x)
 {
 	bool ended = run_ended(x);
 
+	/* Leaving a run that goes on (a notice, a stop): the host may be
+	 * going away, and the next process 0 sends what is left. */
+	pthread_mutex_lock(&x->mu);
+	if (!ended && x->deadline_ms > mono_ms() + NOTIFIER_LEAVE_MS)
+		x->deadline_ms = mono_ms() + NOTIFIER_LEAVE_MS;
+	pthread_mutex_unlock(&x->mu);
 	for (;;) {
 		pass(x);
 		if (x->ended_seen || !ended || cancelled(x))

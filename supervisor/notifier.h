@@ -33,8 +33,10 @@
  * taken over. SLICE_NOTIFY_LEASE_S overrides it. */
 #define NOTIFIER_LEASE_S 150u
 
-/* What the supervisor's exit waits at most for the last notices. */
+/* What the supervisor's exit waits at most for the last notices: when
+ * the run ended, and when it leaves a run that goes on. */
 #define NOTIFIER_DRAIN_MS 20000u
+#define NOTIFIER_LEAVE_MS 5000u
 
 struct notifier;
 
@@ -44,8 +46,9 @@ int notifier_start(struct notifier **out, const char *run_url,
 		   const struct job *j, const char *who, struct err *e);
 /* Reads the history once more and sends what it holds, waiting for the
  * run's own end event when control.json says the run ended, then ends
- * the thread; a send still going at deadline_ms (mono_ms) is cancelled,
- * and its claim left for a later sender. NULL is fine. */
+ * the thread; a send still going at deadline_ms (mono_ms; at most
+ * NOTIFIER_LEAVE_MS from now when the run goes on) is cancelled, and its
+ * claim left for a later sender. NULL is fine. */
 void notifier_stop(struct notifier *x, uint64_t deadline_ms);
 
 #endif

@@ -17,7 +17,8 @@ Test(notify, urls_that_may_receive_notifications)
 	static const char *const good[] = {
 		"https://hooks.slack.com/services/T0/B0/XYZ",
 		"http://127.0.0.1:8080/hook", "HTTPS://example.com",
-		"http://[::1]:9/x?y=1#z",
+		"http://[::1]:9/x?y=1#z", "https://u:p@h:443/x",
+		"http://[fe80::1]/",
 	};
 	static const struct {
 		const char *url, *says;
@@ -31,6 +32,12 @@ Test(notify, urls_that_may_receive_notifications)
 		{ "http://a b/", "space or control character" },
 		{ "http://a/\tb", "space or control character" },
 		{ "http://a/\x7f", "space or control character" },
+		{ "http://127.0.0.1:/h", "bad port" },
+		{ "http://h:0/", "bad port" },
+		{ "http://h:65536", "bad port" },
+		{ "http://h:8x/", "bad port" },
+		{ "http://[::1]:/", "bad port" },
+		{ "http://h:123456/", "bad port" },
 	};
 	char longer[NOTIFY_URL_MAX + 16];
 	struct err e;
