@@ -208,11 +208,11 @@ int notices_of(const struct job *j, const struct event *v, size_t n,
 	*nout = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *k = v[i].kind;
-		int kind = !strcmp(k, "bump")	      ? NOTICE_RESTART
-			   : !strcmp(k, "done")	      ? NOTICE_DONE
-			   : !strcmp(k, "failed")     ? NOTICE_FAILED
-			   : !strcmp(k, "quarantine") ? NOTICE_QUARANTINE
-						      : -1;
+		int kind = !strcmp(k, "bump")		  ? NOTICE_RESTART
+			   : !strcmp(k, "done")		  ? NOTICE_DONE
+			   : !strcmp(k, "failed")	  ? NOTICE_FAILED
+			   : !strcmp(k, EVENT_QUARANTINE) ? NOTICE_QUARANTINE
+							  : -1;
 
 		if (kind < 0)
 			continue;

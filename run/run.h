@@ -424,6 +424,11 @@ int64_t event_ms(const struct event *ev);
  * Slack's {"text": "slicectl run NAME: ..."} with the structured notice
  * beside it as "event".
  */
+/* The event a host taken out of the run is recorded as (cause: why;
+ * details: {"host": H, "why": W, ...}), for the quarantine to record and
+ * the notifier to post. */
+#define EVENT_QUARANTINE "quarantine"
+
 #define NOTIFY_MAX_URLS 8
 #define NOTIFY_URL_MAX 2048
 #define NOTIFY_PREFIX "notify/"
