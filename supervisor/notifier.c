@@ -115,6 +115,7 @@ static enum claim claim_existing(struct notifier *x, const char *name,
 	char *data = NULL;
 	size_t len;
 	json_t *r;
+	const char *state, *by;
 	struct err e;
 	enum claim c = CLAIM_LATER;
 
@@ -125,9 +126,11 @@ static enum claim claim_existing(struct notifier *x, const char *name,
 	}
 	r = json_loadb(data, len, 0, NULL);
 	free(data);
-	if (strcmp(json_string_value(json_object_get(r, "state"))
-			   ? json_string_value(json_object_get(r, "state"))
-			   : "", "sending")) {
+	state = json_string_value(json_object_get(r, "state"));
+	by = json_string_value(json_object_get(r, "by"));
+	/* Sent, given up, or not a record we could read: never posted
+	 * again on a guess. */
+	if (!state || strcmp(state, "sending")) {
 		c = CLAIM_DONE;
 	} else {
 		time_t at = rfc3339_parse(json_string_value(
@@ -139,8 +142,7 @@ static enum claim claim_existing(struct notifier *x, const char *name,
 				&e)) {
 			log_warn("notification %s: taking over %s's claim of "
 				 "%lld s ago (its sender died mid-send?)",
-				 name, json_string_value(json_object_get(
-					       r, "by")),
+				 name, by ? by : "another sender",
 				 (long long)(time(NULL) - at));
 			c = CLAIM_MINE;
 		}
