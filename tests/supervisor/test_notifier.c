@@ -6,7 +6,8 @@
  * or that is down when the first try goes, gets each notice once it
  * answers; a stalling one costs the notifier its tries and nothing else;
  * a dead sender's old claim is taken over while a live one's is left.
- * Then a real slice-supervisor whose run fails posts "failed" once.
+ * Then a real slice-supervisor whose run fails posts its restart, its
+ * spent budget and "failed", each once.
  */
 #include "cloud/cloud.h"
 #include "run/run.h"
@@ -375,9 +376,10 @@ Test(notifier, a_dead_senders_old_claim_is_taken_over_a_live_one_left)
 	free(ev);
 }
 
-/* A real supervisor: a trainer that exits 7 with no restart to spend
- * fails the run, and the notice of it leaves before the supervisor. */
-Test(notifier, a_failing_run_posts_failed_once)
+/* A real supervisor: a trainer that exits 7 spends the one restart the
+ * run has (a restart, and its budget spent), then fails the run; each
+ * notice leaves before the supervisor, once. */
+Test(notifier, a_failing_run_posts_its_restart_spent_budget_and_failure)
 {
 	const char *env[] = { "SLICE_NOTIFY_PERIOD_MS=200", NULL };
 	char job[1024], path[HARNESS_PATH + 32], state[HARNESS_PATH + 16];
@@ -390,7 +392,7 @@ Test(notifier, a_failing_run_posts_failed_once)
 	snprintf(job, sizeof(job),
 		 "{\"name\": \"exp1\", \"command\": \"echo boom; exit 7\", "
 		 "\"num_slices\": 1, \"workers_per_slice\": 1, "
-		 "\"max_restarts\": 0, \"heartbeat_s\": 1, \"grace_s\": 2, "
+		 "\"max_restarts\": 1, \"heartbeat_s\": 1, \"grace_s\": 2, "
 		 "\"notify\": [\"%s\"]}", w.hook);
 	snprintf(path, sizeof(path), "%s/job.json", w.run_dir);
 	write_text(path, job);
@@ -399,22 +401,33 @@ Test(notifier, a_failing_run_posts_failed_once)
 	snprintf(state, sizeof(state), "%s/w0", w.dir);
 	snprintf(log, sizeof(log), "%s/sup0.log", w.dir);
 	w.sup = spawn_supervisor(w.run_url, state, 0, log, env);
-	st = wait_child(&w.sup, 60);
+	st = wait_child(&w.sup, 90);
 	cr_assert_neq(st, -1, "the supervisor did not end");
-	assert_run_control(w.run_dir, 1, "failed", NULL);
+	assert_run_control(w.run_dir, 2, "failed", NULL);
+	cr_expect_eq(delivered("restart"), 1);
+	cr_expect_eq(delivered("budget_low"), 1);
 	cr_expect_eq(delivered("failed"), 1);
-	cr_expect_eq(delivered(NULL), 1);
+	cr_expect_eq(delivered(NULL), 3);
 	v = requests();
 	json_array_foreach(v, i, r) {
-		json_t *c = json_object_get(json_object_get(json_object_get(
-			r, "json"), "event"), "cause");
+		json_t *ev = json_object_get(json_object_get(r, "json"),
+					     "event");
+		json_t *c = json_object_get(ev, "cause");
+		const char *kind = json_string_value(json_object_get(ev,
+								     "kind"));
 
+		if (!strcmp(kind, "budget_low")) {
+			cr_expect_str_eq(json_string_value(json_object_get(
+						 ev, "id")),
+					 "budget-trainer-spent");
+			continue;
+		}
 		cr_expect_str_eq(json_string_value(json_object_get(c,
 								   "class")),
-				 "trainer");
+				 "trainer", "%s", kind);
 		cr_expect_eq(json_integer_value(json_object_get(c,
 								"exit_code")),
-			     7);
+			     7, "%s", kind);
 	}
 	json_decref(v);
 }
