@@ -22,20 +22,40 @@ const char *const notice_kind_names[NOTICE_NKINDS] = {
 	"restart", "done", "failed", "budget_low", "quarantine",
 };
 
-/* The authority's port, when it has one, is 1 to 65535 (after any
- * user:password@, and any [IPv6] host). */
-static int port_check(const char *url, const char *host, struct err *e)
+/* Where the authority's host[:port] begins after any user:password@,
+ * and how long it is (to the path, query or fragment). */
+static const char *host_port(const char *authority, size_t *n)
 {
-	const char *end = host + strcspn(host, "/?#"), *from = host, *p;
-	const char *colon = NULL;
+	const char *at;
+
+	*n = strcspn(authority, "/?#");
+	while ((at = memchr(authority, '@', *n))) {
+		*n -= (size_t)(at + 1 - authority);
+		authority = at + 1;
+	}
+	return authority;
+}
+
+/* The host's length in an authority (0: none, as in "http://:80/"). */
+static size_t n_host(const char *authority)
+{
+	size_t n;
+	const char *h = host_port(authority, &n);
+	size_t k = strcspn(h, ":");
+
+	return *h == '[' || k > n ? n : k;
+}
+
+/* The port, when there is one, is 1 to 65535 (after any [IPv6] host). */
+static int port_check(const char *url, const char *authority, struct err *e)
+{
+	size_t n;
+	const char *from = host_port(authority, &n), *end = from + n;
+	const char *close = memchr(from, ']', n), *colon, *p;
 	unsigned long port = 0;
 
-	for (p = host; p < end; p++)
-		if (*p == '@' || *p == ']')
-			from = p + 1;
-	for (p = from; p < end && !colon; p++)
-		if (*p == ':')
-			colon = p;
+	colon = memchr(close ? close : from, ':',
+		       (size_t)(end - (close ? close : from)));
 	if (!colon)
 		return 0;
 	for (p = colon + 1; p < end && *p >= '0' && *p <= '9' &&
@@ -73,7 +93,7 @@ int notify_url_check(const char *url, struct err *e)
 			return err_set(e, COMMON_EINVAL,
 				       "notification URL \"%.80s\" has a "
 				       "space or control character", url);
-	if (!*host || strchr("/?#@:", *host))
+	if (!n_host(host))
 		return err_set(e, COMMON_EINVAL,
 			       "notification URL \"%.80s\" names no host",
 			       url);
@@ -82,12 +102,13 @@ int notify_url_check(const char *url, struct err *e)
 
 void notify_url_shown(const char *url, char *out, size_t cap)
 {
-	const char *host = strstr(url, "://");
-	size_t n = host ? strcspn(host + 3, "/?#") + 3 + (size_t)(host - url)
-			: 0;
+	const char *sep = strstr(url, "://");
+	size_t n;
+	/* user:password@ is a secret as much as the path is. */
+	const char *host = host_port(sep ? sep + 3 : url, &n);
 
-	snprintf(out, cap, "%.*s%s", (int)n, url,
-		 url[n] ? "/..." : "");
+	snprintf(out, cap, "%.*s%.*s%s", sep ? (int)(sep + 3 - url) : 0, url,
+		 (int)n, host, host[n] ? "/..." : "");
 }
 
 /* FNV-1a: a short, stable name for an event's contents. */

@@ -29,6 +29,8 @@ Test(notify, urls_that_may_receive_notifications)
 		{ "http://", "names no host" },
 		{ "https:///path", "names no host" },
 		{ "http://:80/x", "names no host" },
+		{ "http://u:p@/x", "names no host" },
+		{ "http://u@:80/x", "names no host" },
 		{ "http://a b/", "space or control character" },
 		{ "http://a/\tb", "space or control character" },
 		{ "http://a/\x7f", "space or control character" },
@@ -75,6 +77,8 @@ Test(notify, a_url_in_a_log_line_keeps_its_host_only)
 	cr_expect_str_eq(out, "http://127.0.0.1:9");
 	notify_url_shown("http://h?token=SECRET", out, sizeof(out));
 	cr_expect_str_eq(out, "http://h/...");
+	notify_url_shown("https://user:SECRET@h:8443/x", out, sizeof(out));
+	cr_expect_str_eq(out, "https://h:8443/...");
 }
 
 static const char *const minimal =
