@@ -263,6 +263,11 @@ int mono_cond_init(pthread_cond_t *cv);
  * from mono_cond_init. */
 int mono_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
 			 uint64_t deadline_ms);
+/* A periodic worker's wait between rounds (mu held): until *stop or
+ * mono_ms() reaches *next. false when stopping; else true, with *next
+ * moved period_ms past now for the round after this one. */
+bool mono_cond_tick(pthread_cond_t *cv, pthread_mutex_t *mu,
+		    const bool *stop, uint64_t *next, unsigned period_ms);
 
 /* log.c: leveled logging to stderr, prefixed with the program name. */
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };

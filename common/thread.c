@@ -6,6 +6,7 @@
  * fires a wait early nor stretches it. */
 #include "common.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <time.h>
 
@@ -49,4 +50,15 @@ int mono_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
 	ts.tv_sec = (time_t)(deadline_ms / 1000u);
 	ts.tv_nsec = (long)(deadline_ms % 1000u) * 1000000L;
 	return pthread_cond_timedwait(cv, mu, &ts);
+}
+
+bool mono_cond_tick(pthread_cond_t *cv, pthread_mutex_t *mu,
+		    const bool *stop, uint64_t *next, unsigned period_ms)
+{
+	while (!*stop && mono_cond_wait_until(cv, mu, *next) != ETIMEDOUT)
+		;
+	if (*stop)
+		return false;
+	*next = mono_ms() + period_ms;
+	return true;
 }

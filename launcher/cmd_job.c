@@ -240,6 +240,12 @@ int cmd_job(int argc, char **argv)
 		  .help = "worker 0 writes the run's goodput to Cloud "
 			  "Monitoring every minute, in PROJECT (default: "
 			  "the run's, else gcloud's)" },
+		{ .name = "notify", .kind = OPT_LIST, .value = &r->notify,
+		  .arg = "URL",
+		  .help = "post the run's restarts (with their cause), low "
+			  "budgets, quarantines and its end to URL as JSON "
+			  "(Slack-compatible; http or https; repeatable, at "
+			  "most 8)" },
 		{ .name = "spot", .kind = OPT_FLAG, .value = &r->spot,
 		  .help = "spot capacity: cheaper, may be preempted" },
 		{ .name = "reserved", .kind = OPT_FLAG, .value = &r->reserved,

@@ -34,6 +34,7 @@ void job_request_init(struct job_request *r)
 
 	memset(r, 0, sizeof(*r));
 	strlist_init(&r->env);
+	strlist_init(&r->notify);
 	job_init(&d);
 	r->num_slices = 1;
 	r->max_restarts = d.max_restarts;
@@ -51,8 +52,10 @@ void job_request_release(struct job_request *r)
 	if (!r)
 		return;
 	strlist_release(&r->env);
+	strlist_release(&r->notify);
 	memset(r, 0, sizeof(*r));
 	strlist_init(&r->env);
+	strlist_init(&r->notify);
 }
 
 void prepared_run_release(struct prepared_run *p)
@@ -198,6 +201,18 @@ static int check_request(const struct job_request *r, struct err *e)
 	if (r->grace_s > STARTUP_MAX_GRACE_S)
 		return err_set(e, COMMON_EUSAGE, "--grace is at most %u s",
 			       STARTUP_MAX_GRACE_S);
+	if (r->notify.n > NOTIFY_MAX_URLS)
+		return err_set(e, COMMON_EUSAGE,
+			       "--notify is given %zu times; at most %d URLs",
+			       r->notify.n, NOTIFY_MAX_URLS);
+	for (size_t i = 0; i < r->notify.n; i++) {
+		struct err ue;
+
+		err_init(&ue);
+		if (notify_url_check(r->notify.v[i], &ue))
+			return err_set(e, COMMON_EUSAGE, "--notify: %s",
+				       ue.msg);
+	}
 	return 0;
 }
 
@@ -239,6 +254,9 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 	j->delete_on_finish = r->delete_on_finish;
 	if (job_monitoring_project(r, &j->monitoring_project, e))
 		return e->code;
+	for (size_t i = 0; i < r->notify.n; i++)
+		if (strlist_push(&j->notify, r->notify.v[i]))
+			return err_set(e, COMMON_ENOMEM, "out of memory");
 	if (r->project && r->zone) {
 		j->tpu_project = strdup(r->project);
 		j->tpu_zone = strdup(r->zone);

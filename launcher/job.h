@@ -38,6 +38,7 @@ struct job_request {
 	/* --monitoring: "" the run's project (job_monitoring_project),
 	 * else the project given; NULL: no export. */
 	const char *monitoring;
+	struct strlist notify;        /* --notify URLs, job.json's "notify" */
 	const char *supervisor_bin;   /* NULL: found next to slicectl */
 	/* Prefer slice-supervisor.portable next to slicectl: workers whose
 	 * libraries are not the build machine's (TPU VM images, pods,

@@ -68,7 +68,7 @@ static const char *const all_fields =
 	"max_restarts, hang_timeout_s, grace_s, keep, keep_every, "
 	"heartbeat_s, spool_mb, rendezvous_port, preflight, "
 	"preflight_timeout_s, delete_on_finish, max_infra_restarts, tpu, "
-	"target, monitoring";
+	"target, monitoring, notify";
 
 static unsigned *uint_at(struct job *j, const struct uint_field *f)
 {
@@ -84,6 +84,7 @@ void job_init(struct job *j)
 {
 	memset(j, 0, sizeof(*j));
 	strlist_init(&j->env);
+	strlist_init(&j->notify);
 	j->num_slices = 1;
 	j->workers_per_slice = 1;
 	j->max_restarts = DEFAULT_MAX_RESTARTS;
@@ -112,6 +113,7 @@ void job_release(struct job *j)
 	free(j->tpu_zone);
 	free(j->tpu_name);
 	free(j->monitoring_project);
+	strlist_release(&j->notify);
 	job_target_release(&j->target);
 	job_init(j);
 }
@@ -345,6 +347,18 @@ static int job_check(const struct job *j, struct err *e)
 			       "job.json: \"monitoring\" needs \"project\" as "
 			       "a non-empty string without spaces, '/', '?', "
 			       "'#' or '%%' (or leave \"monitoring\" out)");
+	if (j->notify.n > NOTIFY_MAX_URLS)
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"notify\" lists %zu URLs; at most "
+			       "%d", j->notify.n, NOTIFY_MAX_URLS);
+	for (size_t i = 0; i < j->notify.n; i++) {
+		struct err ue;
+
+		err_init(&ue);
+		if (notify_url_check(j->notify.v[i], &ue))
+			return err_set(e, COMMON_EINVAL, "job.json: \"notify\": "
+				       "%s", ue.msg);
+	}
 	if (j->target.kind && !strcmp(j->target.kind, "slurm") &&
 	    !(nonempty(j->target.partition) && nonempty(j->target.job_id)))
 		return err_set(e, COMMON_EINVAL,
@@ -540,6 +554,28 @@ static int parse_target(const json_t *v, struct job *j, struct err *e)
 	return 0;
 }
 
+/* "notify": a list of URLs (job_check checks each), or null (none). */
+static int parse_notify(const json_t *v, struct strlist *out, struct err *e)
+{
+	const json_t *x;
+	size_t i;
+
+	if (!json_is_array(v))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"notify\" must be a list of URLs "
+			       "or null, not %s", json_type_name(v));
+	json_array_foreach((json_t *)v, i, x) {
+		if (!json_is_string(x))
+			return err_set(e, COMMON_EINVAL,
+				       "job.json: \"notify\" item %zu must be "
+				       "a URL string, not %s", i,
+				       json_type_name(x));
+		if (strlist_push(out, json_string_value(x)))
+			return err_set(e, COMMON_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 /* "monitoring": {"project": P}, or null (off). */
 static int parse_monitoring(const json_t *v, struct job *j, struct err *e)
 {
@@ -577,6 +613,8 @@ static int parse_field(const char *k, const json_t *v, struct job *j,
 		return json_is_null(v) ? 0 : parse_target(v, j, e);
 	if (!strcmp(k, "monitoring"))
 		return json_is_null(v) ? 0 : parse_monitoring(v, j, e);
+	if (!strcmp(k, "notify"))
+		return json_is_null(v) ? 0 : parse_notify(v, &j->notify, e);
 	if (!strcmp(k, "max_infra_restarts")) {
 		/* Absent or null: no limit, as capacity comes and goes. */
 		if (json_is_null(v)) {
@@ -760,6 +798,15 @@ int job_to_json(const struct job *j, char **out, struct err *e)
 		bad |= set_new(root, "monitoring",
 			       json_pack("{s:s}", "project",
 					 j->monitoring_project));
+	/* Only when given, for the supervisors that do not know it. */
+	if (j->notify.n) {
+		json_t *a = json_array();
+
+		for (size_t i = 0; a && i < j->notify.n; i++)
+			bad |= json_array_append_new(
+				a, json_string(j->notify.v[i]));
+		bad |= set_new(root, "notify", a);
+	}
 	if (!bad)
 		text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);

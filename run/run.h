@@ -54,6 +54,9 @@ struct job {
 	 * project ("monitoring": {"project": P}); NULL: no export (and a
 	 * job.json without "monitoring"). */
 	char *monitoring_project;
+	/* Where the run's state changes are posted ("notify", a list of
+	 * http(s) URLs, at most NOTIFY_MAX_URLS; empty: none). */
+	struct strlist notify;
 	/* The queued resource running the job (for delete_on_finish);
 	 * NULL for the local provider. */
 	char *tpu_project;
@@ -412,6 +415,66 @@ size_t events_follower_objects(const struct events_follower *f);
 
 /* An event's time as Unix milliseconds; -1 when it is not RFC 3339. */
 int64_t event_ms(const struct event *ev);
+
+/*
+ * Notifications (notify.c; docs/DESIGN.md "Notifications"): what a run's
+ * history says that people want to hear of at once, each as one notice
+ * with a stable id (the name of its record under notify/, so that it is
+ * sent once whoever reads the history), and the body posted for it:
+ * Slack's {"text": "slicectl run NAME: ..."} with the structured notice
+ * beside it as "event".
+ */
+/* The event a host taken out of the run is recorded as (cause: why;
+ * details: {"host": H, "why": W, ...}), for the quarantine to record and
+ * the notifier to post. */
+#define EVENT_QUARANTINE "quarantine"
+
+#define NOTIFY_MAX_URLS 8
+#define NOTIFY_URL_MAX 2048
+#define NOTIFY_PREFIX "notify/"
+
+/* Whether url may receive notifications: http:// or https://, a host,
+ * no spaces or control characters, at most NOTIFY_URL_MAX bytes. */
+int notify_url_check(const char *url, struct err *e);
+/* url for a log line: its scheme and host only (a Slack webhook's path
+ * is its secret). */
+void notify_url_shown(const char *url, char *out, size_t cap);
+
+enum notice_kind {
+	NOTICE_RESTART,     /* a bump: the group restarted, and why */
+	NOTICE_DONE,
+	NOTICE_FAILED,
+	NOTICE_BUDGET_LOW,  /* a restart budget nearly or wholly spent */
+	NOTICE_QUARANTINE,  /* a host taken out of the run (event kind
+			       "quarantine", details {"host", "why"}) */
+	NOTICE_NKINDS
+};
+
+/* "restart", "done", "failed", "budget_low", "quarantine". */
+extern const char *const notice_kind_names[NOTICE_NKINDS];
+
+struct notice {
+	char id[80];             /* e.g. "restart-000003-1a2b3c4d" */
+	int kind;                /* enum notice_kind */
+	struct event ev;         /* the event it tells of (a budget's: the
+				    bump that spent it) */
+	int budget;              /* budget_low: CAUSE_TRAINER (with hangs
+				    and preflights) or CAUSE_INFRA */
+	int64_t spent, limit;    /* budget_low: restarts spent of limit */
+};
+
+/* A budget is low once at most this share of it, or this many
+ * restarts, is left. */
+#define NOTIFY_LOW_PERCENT 20
+#define NOTIFY_LOW_LEFT 2
+
+/* The notices in the history v[0..n) (time order) of the run j:
+ * *out (malloc'd, *nout of them) in the history's order. */
+int notices_of(const struct job *j, const struct event *v, size_t n,
+	       struct notice **out, size_t *nout, struct err *e);
+/* The JSON body posted for notice n of run `run` (*out malloc'd). */
+int notice_render(const char *run, const struct notice *n, char **out,
+		  struct err *e);
 
 /* ---- what only the supervisors do to the run's shared state: fix the
  * step a generation restores, follow a JobSet's restarts, publish a

@@ -93,17 +93,11 @@ static void *exporter_main(void *arg)
 	uint64_t next = mono_ms() + x->period_ms;
 
 	pthread_mutex_lock(&x->mu);
-	for (;;) {
+	while (mono_cond_tick(&x->cv, &x->mu, &x->stop, &next, x->period_ms)) {
 		struct err e;
 		int rc;
 
-		while (!x->stop &&
-		       mono_cond_wait_until(&x->cv, &x->mu, next) != ETIMEDOUT)
-			;
-		if (x->stop)
-			break;
 		pthread_mutex_unlock(&x->mu);
-		next = mono_ms() + x->period_ms;
 		err_init(&e);
 		rc = export_once(x, &e);
 		pthread_mutex_lock(&x->mu);

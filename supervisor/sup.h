@@ -22,6 +22,7 @@
 struct watch;
 struct deadline_poller;
 struct exporter;
+struct notifier;
 
 struct sup {
 	const struct supervise_options *o;
@@ -43,6 +44,7 @@ struct sup {
 	struct watch *watch;
 	struct deadline_poller *poller; /* worker 0 of a queued resource's */
 	struct exporter *exporter; /* worker 0's, with "monitoring" */
+	struct notifier *notifier; /* process 0's, with "notify" */
 	struct trainer trainer;
 
 	enum sup_phase phase;

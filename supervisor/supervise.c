@@ -16,6 +16,7 @@
 #include "supervisor/sup.h"
 #include "supervisor/deadline.h"
 #include "supervisor/exporter.h"
+#include "supervisor/notifier.h"
 #include "supervisor/launch.h"
 #include "supervisor/watch.h"
 
@@ -511,6 +512,17 @@ static void start_exporter(struct sup *s)
 			 xe.msg);
 }
 
+/* Process 0's notifications (notifier.h); without them the run goes on. */
+static void start_notifier(struct sup *s)
+{
+	struct err ne;
+
+	err_init(&ne);
+	if (notifier_start(&s->notifier, s->o->run_url, &s->job, s->id.name,
+			   &ne))
+		log_warn("not sending the run's notifications: %s", ne.msg);
+}
+
 int sup_setup(struct sup *s, struct err *e)
 {
 	const struct supervise_options *o = s->o;
@@ -621,6 +633,8 @@ int sup_setup(struct sup *s, struct err *e)
 	}
 	if (s->id.process_id == 0 && s->job.monitoring_project)
 		start_exporter(s);
+	if (s->id.process_id == 0 && s->job.notify.n)
+		start_notifier(s);
 	snprintf(s->message, sizeof(s->message), "{\"boot_id\":\"%.40s\"}",
 		 s->boot_id);
 	sup_note(s, "boot", -1, s->orphan ? "restarted" : "started",
@@ -751,6 +765,9 @@ void sup_release(struct sup *s)
 	 * this worker's next start. */
 	events_writer_stop(s->events, mono_ms() + 5000);
 	s->events = NULL;
+	/* After the events writer: its last events (a "done", a "failed")
+	 * are in the history the notifier reads once more. */
+	notifier_stop(s->notifier, mono_ms() + NOTIFIER_DRAIN_MS);
 	if (s->ready)
 		sup_save_state(s);
 	step_watch_close(&s->steps);

@@ -15,6 +15,7 @@
  */
 #include "tests/harness/harness.h"
 #include "tests/launcher/sgd_params.h"
+#include "tests/launcher/target/local/local_summary.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -166,26 +167,6 @@ static const char *const *job_argv(const char *name, const char *steps,
 	return argv;
 }
 
-/* The "summary" line of a --format json local run. */
-static json_t *summary_of(const char *out)
-{
-	const char *line = out;
-
-	while (line && *line) {
-		const char *nl = strchr(line, '\n');
-		json_t *j = json_loadb(line, nl ? (size_t)(nl - line)
-						: strlen(line), 0, NULL);
-		const char *type = json_string_value(json_object_get(j,
-								     "type"));
-
-		if (type && !strcmp(type, "summary"))
-			return j;
-		json_decref(j);
-		line = nl ? nl + 1 : NULL;
-	}
-	return NULL;
-}
-
 Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 {
 	struct run_result r;
@@ -205,7 +186,7 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 				  NULL),
 		     0);
 	cr_assert_eq(r.status, 0, "status %d\n%s\n%s", r.status, r.out, r.err);
-	s = summary_of(r.out);
+	s = local_summary(r.out);
 	cr_assert_not_null(s, "no summary:\n%s", r.out);
 	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
 	cr_assert_eq(json_integer_value(json_object_get(s, "steps_done")), 900,
@@ -233,7 +214,7 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 				  NULL),
 		     0);
 	cr_assert_eq(r.status, 0, "status %d\n%s\n%s", r.status, r.out, r.err);
-	s = summary_of(r.out);
+	s = local_summary(r.out);
 	cr_assert_not_null(s, "no summary:\n%s", r.out);
 	cr_assert_eq(json_integer_value(json_object_get(s, "restarts")), 0,
 		     "%s", r.out);
@@ -461,7 +442,7 @@ Test(demo, status_logs_restart_and_stop_against_a_live_run)
 		char *text = read_file(out, NULL);
 
 		cr_assert_not_null(text);
-		s = summary_of(text);
+		s = local_summary(text);
 		cr_assert_not_null(s, "no summary:\n%s", text);
 		cr_assert_str_eq(json_string_value(json_object_get(s, "end")),
 				 "stopped", "%s", text);

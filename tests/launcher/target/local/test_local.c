@@ -13,6 +13,7 @@
 #include "launcher/target/local/local.h"
 #include "startup/startup.h"
 #include "tests/harness/harness.h"
+#include "tests/launcher/target/local/local_summary.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -212,27 +213,6 @@ static void run_captured(const struct prepared_run *p,
 	cr_assert(c->out && c->err);
 }
 
-static json_t *summary_of(const char *out)
-{
-	const char *line = out;
-
-	while (line && *line) {
-		const char *nl = strchr(line, '\n');
-		json_t *j = json_loadb(line, nl ? (size_t)(nl - line)
-						: strlen(line),
-				       0, NULL);
-
-		if (j && !strcmp(json_string_value(json_object_get(j, "type"))
-					 ? json_string_value(json_object_get(
-						   j, "type"))
-					 : "", "summary"))
-			return j;
-		json_decref(j);
-		line = nl ? nl + 1 : NULL;
-	}
-	return NULL;
-}
-
 /* Calls each(j, arg) for every NDJSON line of out whose "event" is
  * name. */
 static void each_event(const char *out, const char *name,
@@ -307,7 +287,7 @@ static json_t *run_to_summary(struct prepared_run *p, struct local_options *o,
 	run_captured(p, o, c);
 	cr_assert_eq(c->status, 0, "status %d\n%s\n%s", c->status, c->out,
 		     c->err);
-	s = summary_of(c->out);
+	s = local_summary(c->out);
 	cr_assert_not_null(s, "no summary:\n%s", c->out);
 	return s;
 }
@@ -512,7 +492,7 @@ Test(local, survives_the_chaos_matrix_recording_each_cause)
 	cr_assert_str_eq(chaos_params, calm_params);
 	free(chaos_params);
 	free(calm_params);
-	run_done(&calm, &c, summary_of(c.out));
+	run_done(&calm, &c, local_summary(c.out));
 }
 
 /* A trainer that fails the same way at start ends the run at the third
@@ -536,7 +516,7 @@ Test(local, a_deterministic_failure_ends_the_run_at_the_third_generation)
 	o.dir = roots;
 	run_captured(&p, &o, &c);
 	cr_assert_eq(c.status, 1, "%s\n%s", c.out, c.err);
-	s = summary_of(c.out);
+	s = local_summary(c.out);
 	cr_assert_not_null(s, "%s", c.out);
 	cr_assert_str_eq(json_string_value(json_object_get(s, "end")),
 			 "failed");

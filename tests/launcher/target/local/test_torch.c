@@ -13,6 +13,7 @@
  * interpreter that imports torch the tests are skipped, saying so.
  */
 #include "tests/harness/harness.h"
+#include "tests/launcher/target/local/local_summary.h"
 #include "tests/launcher/torch_params.h"
 
 #include <criterion/criterion.h>
@@ -128,31 +129,14 @@ static const char *const *job_argv(const char *name, unsigned slices,
 	return argv;
 }
 
-/* The "summary" line of a --format json local run's output. */
-static json_t *summary_of(const char *out)
-{
-	for (const char *line = out; line && *line;) {
-		const char *nl = strchr(line, '\n');
-		json_t *j = json_loadb(line, nl ? (size_t)(nl - line)
-						: strlen(line), 0, NULL);
-		const char *type = json_string_value(json_object_get(j,
-								     "type"));
-
-		if (type && !strcmp(type, "summary"))
-			return j;
-		json_decref(j);
-		line = nl ? nl + 1 : NULL;
-	}
-	cr_assert_fail("no summary:\n%s", out);
-	return NULL;
-}
-
 /* Asserts the run ended done, restarted at least once for each cause
  * named (NULL-terminated), or not at all when there is none. */
 static void expect_summary(const char *out, const char *const *causes)
 {
-	json_t *s = summary_of(out);
-	json_t *by = json_object_get(s, "restarts_by_cause");
+	json_t *s = local_summary(out), *by;
+
+	cr_assert_not_null(s, "no summary:\n%s", out);
+	by = json_object_get(s, "restarts_by_cause");
 
 	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done",
 			 "%s", out);
