@@ -353,6 +353,10 @@ struct event {
 /* ev zeroed, its time now, kind, generation, step -1 and worker. */
 void event_init(struct event *ev, const char *kind, int64_t generation,
 		const char *worker);
+/* A hang event's forensics object (its details' "forensics": the name
+ * under the run, forensics/gen-G/slice-S-worker-W.txt) into name: true,
+ * or false when ev names none. */
+bool event_forensics(const struct event *ev, char *name, size_t cap);
 
 /*
  * A writer of a run's history: one thread that writes what is queued to
@@ -565,6 +569,10 @@ struct straggler_verdict {
  * running at the run's generation), out[i] each one's verdict. */
 void straggler_judge(const struct step_figure *f, size_t n,
 		     struct straggler_verdict *out);
+/* The same over heartbeats st[i] (NULL: none yet): those running at
+ * generation (0: any) take part. -1 when memory ran out. */
+int straggler_judge_workers(const struct worker_status *const *st, size_t n,
+			    int64_t generation, struct straggler_verdict *out);
 /* step_hist_format of what was seen since the last take, then forgets it
  * (the steps seen go on counting). */
 int step_clock_take(struct step_clock *c, char *out, size_t cap);

@@ -93,3 +93,19 @@ void straggler_judge(const struct step_figure *f, size_t n,
 	}
 	free(v);
 }
+
+int straggler_judge_workers(const struct worker_status *const *st, size_t n,
+			    int64_t generation, struct straggler_verdict *out)
+{
+	struct step_figure *f = calloc(n ? n : 1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (st[i] && !strcmp(st[i]->state, "running") &&
+		    (!generation || st[i]->generation == generation))
+			f[i] = st[i]->recent;
+	straggler_judge(f, n, out);
+	free(f);
+	return 0;
+}
