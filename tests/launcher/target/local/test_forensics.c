@@ -10,7 +10,8 @@
  * - a hung trainer that is no Python (sleep) still leaves /proc's account
  *   and its output's tail;
  * - of four workers, the one whose trainer sleeps longer per step is the
- *   one `slicectl status --format json` flags as a straggler.
+ *   one `slicectl status --format json` flags as a straggler, and the
+ *   report lists.
  *
  * py-spy is not installed here: the tests say so when its part of the
  * object says it was skipped. Every process started here is stopped by
@@ -222,7 +223,8 @@ static const char steps_sh[] =
 
 Test(forensics, the_slow_worker_is_flagged_as_a_straggler)
 {
-	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16];
+	char out[HARNESS_PATH + 16], err[HARNESS_PATH + 16], *text;
+	struct run_result r;
 	long long until;
 	json_t *j = NULL, *w;
 	size_t i;
@@ -265,6 +267,21 @@ Test(forensics, the_slow_worker_is_flagged_as_a_straggler)
 			   "straggler_reason")),
 		   "> peers' median ");
 	json_decref(j);
+	/* The report lists it, while the run goes on. */
+	snprintf(out, sizeof(out), "%s/report.html", dir);
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+					  "report", "slow", "--bucket", bucket,
+					  "--output", out, NULL },
+				  NULL),
+		     0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_release(&r);
+	text = read_file(out, NULL);
+	cr_assert_not_null(text);
+	ASSERT_HAS(text, "<h2>Stragglers</h2>");
+	ASSERT_HAS(text, "data-worker=\"slice-0-worker-2\">");
+	cr_assert_eq(count_substr(text, "class=\"straggler\""), 1);
+	free(text);
 
 	/* SIGTERM: slicectl job stops its workers and returns. */
 	kill(job_pid, SIGTERM);
