@@ -109,6 +109,19 @@ void sup_trainer_cause(const struct sup *s, struct gen_cause *c)
 	}
 }
 
+/* Where generation's forensics of this worker are kept, and their
+ * object's name under the run. */
+static void forensics_names(const struct sup *s, char *dir, size_t dir_cap,
+			    char *path, size_t path_cap, char *name,
+			    size_t name_cap)
+{
+	snprintf(dir, dir_cap, "%s/forensics", s->o->state_dir);
+	snprintf(path, path_cap, "%s/gen-%lld.txt", dir,
+		 (long long)s->generation);
+	snprintf(name, name_cap, "forensics/gen-%lld/%s.txt",
+		 (long long)s->generation, s->id.name);
+}
+
 void sup_hang_forensics(struct sup *s, char *details, size_t cap)
 {
 	struct forensics_request r = { .signal = s->job.hang_signal,
@@ -133,20 +146,25 @@ void sup_hang_forensics(struct sup *s, char *details, size_t cap)
 	buf_init(&b);
 	if (forensics_collect(&r, &s->trainer, &b, &e))
 		log_warn("hang forensics: %s", e.msg);
-	snprintf(dir, sizeof(dir), "%s/forensics", s->o->state_dir);
-	snprintf(path, sizeof(path), "%s/gen-%lld.txt", dir,
-		 (long long)s->generation);
-	snprintf(name, sizeof(name), "forensics/gen-%lld/%s.txt",
-		 (long long)s->generation, s->id.name);
+	forensics_names(s, dir, sizeof(dir), path, sizeof(path), name,
+			sizeof(name));
 	if (fs_mkdir_p(dir, 0755, &e) ||
 	    fs_write_atomic(path, b.data ? b.data : "", b.len, 0644, true,
 			    &e)) {
 		log_warn("hang forensics not kept: %s", e.msg);
 	} else {
 		log_info("hang forensics: %zu bytes, for %s", b.len, name);
-		syncer_upload(s->sync, path, name);
 		snprintf(details, cap, "{\"forensics\":\"%s\",\"bytes\":%zu}",
 			 name, b.len);
 	}
 	buf_release(&b);
+}
+
+void sup_ship_forensics(struct sup *s)
+{
+	char dir[1200], path[1300], name[256];
+
+	forensics_names(s, dir, sizeof(dir), path, sizeof(path), name,
+			sizeof(name));
+	syncer_upload(s->sync, path, name);
 }

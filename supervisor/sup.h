@@ -145,11 +145,13 @@ void sup_trainer_cause(const struct sup *s, struct gen_cause *c);
 /* The kernel's count of OOM kills in this cgroup (else the machine's),
  * -1 when it cannot be read (failure.c). */
 int64_t sup_oom_kills(void);
-/* Before a hung trainer is ended: its forensics (forensics.h) kept and
- * handed to the syncer for the bucket; details gets the hang event's
- * {"forensics": NAME, "bytes": N}, "" when none was kept. The loop waits
- * for it: FORENSICS_BUDGET_MS at most. */
+/* Before a hung trainer is ended: its forensics (forensics.h), kept in
+ * STATE_DIR/forensics/; details gets the hang event's {"forensics": NAME,
+ * "bytes": N}, "" when none was kept. The loop waits for it:
+ * FORENSICS_BUDGET_MS at most. Then, once the group's restart is asked
+ * for, ship hands them to the syncer for the bucket. */
 void sup_hang_forensics(struct sup *s, char *details, size_t cap);
+void sup_ship_forensics(struct sup *s);
 /* The deadline's lead (deadline.h), and the milliseconds to c's deadline
  * when it is within it now, else 0. */
 uint64_t sup_lead_ms(const struct sup *s);

@@ -593,6 +593,8 @@ static enum sup_phase act_hang(struct sup *s, const struct control *c)
 	sup_ask_bump(s, s->generation, -1, &cause,
 		     "its trainer hung (no output and no step for %u s)",
 		     s->job.hang_timeout_s);
+	if (*details)
+		sup_ship_forensics(s);
 	return wait_generation(s, "the trainer hung");
 }
 

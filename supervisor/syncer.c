@@ -468,17 +468,18 @@ static void *thread_main(void *arg)
 			pthread_mutex_lock(&s->mu);
 			continue;
 		}
-		if (s->upload_pending) {
-			pthread_mutex_unlock(&s->mu);
-			upload_file(s);
-			pthread_mutex_lock(&s->mu);
-			continue;
-		}
 		if (s->req_pending && !s->res_ready) {
 			struct syncer_request r = s->req;
 
 			pthread_mutex_unlock(&s->mu);
 			run_task(s, &r);
+			pthread_mutex_lock(&s->mu);
+			continue;
+		}
+		/* After a task: a hang's bump goes before its forensics. */
+		if (s->upload_pending) {
+			pthread_mutex_unlock(&s->mu);
+			upload_file(s);
 			pthread_mutex_lock(&s->mu);
 			continue;
 		}
