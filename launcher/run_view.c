@@ -122,8 +122,9 @@ int run_view_checkpoints(struct view *v, struct ckpt_list *l, time_t now,
 	return 0;
 }
 
-/* The workers running at the run's generation, judged by their recent
- * step times against each other's; -1 out of memory. */
+/* The workers running at the run's generation with a fresh heartbeat,
+ * judged by their recent step times against each other's; -1 out of
+ * memory. */
 static int stragglers(struct row *rows, size_t n, const struct control *c,
 		      unsigned *flagged)
 {
@@ -132,8 +133,9 @@ static int stragglers(struct row *rows, size_t n, const struct control *c,
 	int r = !st || !out ? -1 : 0;
 
 	*flagged = 0;
+	/* A stale heartbeat's figure is old news, not a peer. */
 	for (size_t i = 0; i < n && !r; i++)
-		st[i] = rows[i].st;
+		st[i] = rows[i].flagged[RULE_STALE] ? NULL : rows[i].st;
 	if (!r)
 		r = straggler_judge_workers(st, n, c ? c->generation : 0, out);
 	for (size_t i = 0; i < n && !r; i++) {

@@ -430,14 +430,14 @@ Test(args, bucket_from_the_environment)
 
 /* ---- stragglers ---- */
 
-/* Worker slice/worker running at generation 2 with a recent step
- * figure. */
+/* Worker slice/worker at generation 2 with a recent step figure, its
+ * heartbeat age_s old. */
 static void put_steps(unsigned slice, unsigned worker, const char *state,
-		      double median_ms, unsigned n, double span_s)
+		      double median_ms, unsigned n, double span_s, long age_s)
 {
 	char t[40], name[96];
 
-	ago(t, sizeof(t), 1);
+	ago(t, sizeof(t), age_s);
 	snprintf(name, sizeof(name), "status/slice-%u-worker-%u.json", slice,
 		 worker);
 	put(name, "{\"slice\": %u, \"worker\": %u, \"state\": \"%s\", "
@@ -459,11 +459,11 @@ Test(status, a_straggler_is_flagged_with_its_reason)
 
 	put_job(1, 5, 10, 100);
 	put_control(2, "running", "test", "slicectl", 100);
-	put_steps(0, 0, "running", 100, 40, 12);
-	put_steps(0, 1, "running", 104, 40, 12);
-	put_steps(0, 2, "running", 400, 24, 11);
-	put_steps(0, 3, "running", 96, 40, 12);
-	put_steps(0, 4, "finished", 900, 40, 12);
+	put_steps(0, 0, "running", 100, 40, 12, 1);
+	put_steps(0, 1, "running", 104, 40, 12, 1);
+	put_steps(0, 2, "running", 400, 24, 11, 1);
+	put_steps(0, 3, "running", 96, 40, 12, 1);
+	put_steps(0, 4, "finished", 900, 40, 12, 1);
 	cr_assert_eq(ops(&r, (const char *[]){ "status", "run-1", NULL }), 0,
 		     "%s", r.err);
 	ASSERT_HAS(r.out, "\nstragglers (recent median step time above "
@@ -492,7 +492,7 @@ Test(status, a_straggler_is_flagged_with_its_reason)
 	run_result_release(&r);
 
 	/* Slow for 9 s only: not yet. */
-	put_steps(0, 2, "running", 400, 24, 9);
+	put_steps(0, 2, "running", 400, 24, 9, 1);
 	cr_assert_eq(ops(&r, (const char *[]){ "status", "run-1", "--format",
 					       "json", NULL }), 0);
 	v = parse(r.out);
@@ -501,6 +501,28 @@ Test(status, a_straggler_is_flagged_with_its_reason)
 	cr_assert(json_is_false(json_object_get(w, "straggler")));
 	cr_assert(strstr(json_string_value(json_object_get(
 				 w, "straggler_reason")), "not yet sustained"));
+	json_decref(v);
+	run_result_release(&r);
+
+	/* A stale heartbeat (older than the 40 s window) is old news:
+	 * neither judged nor a peer (with it, the peers' median would be
+	 * 104 ms and their MAD 8). */
+	put_steps(0, 2, "running", 400, 24, 11, 1);
+	put_steps(0, 0, "running", 900, 40, 12, 100);
+	cr_assert_eq(ops(&r, (const char *[]){ "status", "run-1", "--format",
+					       "json", NULL }), 0);
+	v = parse(r.out);
+	cr_assert_eq(json_integer_value(json_object_get(v, "stragglers")), 1);
+	w = json_array_get(json_object_get(v, "workers"), 0);
+	cr_assert(json_is_false(json_object_get(w, "straggler")));
+	cr_assert(json_is_null(json_object_get(w, "straggler_reason")));
+	cr_assert(json_is_true(json_object_get(w, "stuck")));
+	w = json_array_get(json_object_get(v, "workers"), 2);
+	cr_assert(json_is_true(json_object_get(w, "straggler")));
+	cr_assert(strstr(json_string_value(json_object_get(
+				 w, "straggler_reason")),
+			 "peers' median 100.0 ms + 3 x MAD 5.0 ms = 115.0 "
+			 "ms"));
 	json_decref(v);
 	run_result_release(&r);
 }
