@@ -447,6 +447,19 @@ static void put_steps(unsigned slice, unsigned worker, const char *state,
 	    median_ms, n, span_s);
 }
 
+/* `slicectl status run-1 --format json`, parsed (to json_decref). */
+static json_t *status_now(void)
+{
+	struct run_result r;
+	json_t *v;
+
+	cr_assert_eq(ops(&r, (const char *[]){ "status", "run-1", "--format",
+					       "json", NULL }), 0);
+	v = parse(r.out);
+	run_result_release(&r);
+	return v;
+}
+
 /* One of four workers steps at 400 ms against its peers' 100: flagged in
  * the text and the JSON, the others not; one slow for too short a time
  * is a near miss, said but not flagged; a finished worker takes no
@@ -473,9 +486,7 @@ Test(status, a_straggler_is_flagged_with_its_reason)
 			  "100.0 ms + 3 x MAD 5.0 ms = 115.0 ms\n");
 	cr_assert_eq(count_substr(r.out, ": median step "), 1, "%s", r.out);
 	run_result_release(&r);
-	cr_assert_eq(ops(&r, (const char *[]){ "status", "run-1", "--format",
-					       "json", NULL }), 0);
-	v = parse(r.out);
+	v = status_now();
 	cr_assert_eq(json_integer_value(json_object_get(v, "stragglers")), 1);
 	json_array_foreach(json_object_get(v, "workers"), i, w) {
 		cr_assert_eq(json_is_true(json_object_get(w, "straggler")),
@@ -489,29 +500,23 @@ Test(status, a_straggler_is_flagged_with_its_reason)
 				   json_object_get(w, "recent_steps"),
 				   "median_ms")), 400, 1e-9);
 	json_decref(v);
-	run_result_release(&r);
 
 	/* Slow for 9 s only: not yet. */
 	put_steps(0, 2, "running", 400, 24, 9, 1);
-	cr_assert_eq(ops(&r, (const char *[]){ "status", "run-1", "--format",
-					       "json", NULL }), 0);
-	v = parse(r.out);
+	v = status_now();
 	cr_assert_eq(json_integer_value(json_object_get(v, "stragglers")), 0);
 	w = json_array_get(json_object_get(v, "workers"), 2);
 	cr_assert(json_is_false(json_object_get(w, "straggler")));
 	cr_assert(strstr(json_string_value(json_object_get(
 				 w, "straggler_reason")), "not yet sustained"));
 	json_decref(v);
-	run_result_release(&r);
 
 	/* A stale heartbeat (older than the 40 s window) is old news:
 	 * neither judged nor a peer (with it, the peers' median would be
 	 * 104 ms and their MAD 8). */
 	put_steps(0, 2, "running", 400, 24, 11, 1);
 	put_steps(0, 0, "running", 900, 40, 12, 100);
-	cr_assert_eq(ops(&r, (const char *[]){ "status", "run-1", "--format",
-					       "json", NULL }), 0);
-	v = parse(r.out);
+	v = status_now();
 	cr_assert_eq(json_integer_value(json_object_get(v, "stragglers")), 1);
 	w = json_array_get(json_object_get(v, "workers"), 0);
 	cr_assert(json_is_false(json_object_get(w, "straggler")));
@@ -524,5 +529,4 @@ Test(status, a_straggler_is_flagged_with_its_reason)
 			 "peers' median 100.0 ms + 3 x MAD 5.0 ms = 115.0 "
 			 "ms"));
 	json_decref(v);
-	run_result_release(&r);
 }
