@@ -189,6 +189,10 @@ int fs_write_all(int fd, const void *data, size_t len);
 int fs_mkdir_p(const char *path, mode_t mode, struct err *e);
 /* mkdir -p of the folder holding path (everything before its last '/'). */
 int fs_mkdir_parents(const char *path, mode_t mode, struct err *e);
+/* The last max bytes of the file at path, from offset from on,
+ * NUL-terminated (*len, when not NULL, their count; malloc'd), or NULL
+ * when it cannot be read or memory ran out. */
+char *fs_read_tail(const char *path, off_t from, size_t max, size_t *len);
 /* fs_tree.c: removes path and everything below it, at any depth, without
  * following symlinks; read-only directories are made writable first.
  * Returns 0 (also when path is gone already) or an errno. */

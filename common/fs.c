@@ -1,5 +1,5 @@
 /* fs.c: writing files so that a reader (or a crash) never finds half of
- * one, and making the folders they go in. */
+ * one, making the folders they go in, and reading the end of one. */
 #include "common.h"
 
 #include <errno.h>
@@ -193,4 +193,29 @@ int fs_write_atomic(const char *path, const void *data, size_t len,
 	else if (rc)
 		err_errno(e, COMMON_EIO, rc, "%s %s", what, path);
 	return rc;
+}
+
+char *fs_read_tail(const char *path, off_t from, size_t max, size_t *len)
+{
+	struct stat st;
+	char *text;
+	ssize_t n;
+	off_t at;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !(text = malloc(max + 1))) {
+		close(fd);
+		return NULL;
+	}
+	at = st.st_size > (off_t)max ? st.st_size - (off_t)max : 0;
+	if (at < from)
+		at = from;
+	n = pread(fd, text, max, at);
+	close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	if (len)
+		*len = n > 0 ? (size_t)n : 0;
+	return text;
 }

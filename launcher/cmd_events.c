@@ -21,14 +21,26 @@ static const char usage[] =
 	"it to BUCKET/RUN/events/ (within about a second, or late after a\n"
 	"store outage: --follow prints late events when they arrive).\n"
 	"\n"
-	"Text: \"TIME gGENERATION WRITER KIND [step N] CAUSE [by WHO]\";\n"
+	"Text: \"TIME gGENERATION WRITER KIND [step N] CAUSE [by WHO]\n"
+	"[DETAILS]\"; a hang's ends with \"forensics: URL\", the object its\n"
+	"supervisor left (stacks and output, taken before it ended the\n"
+	"trainer; its details' \"forensics\" is the name under the run);\n"
 	"--format json prints one object a line: {time, kind, generation,\n"
 	"worker, cause, step, by, details}.\n"
 	"\n" RUN_USAGE_BUCKET "\n"
 	"Exit status: 0 done; 1 the store failed; 2 bad arguments; 4 no run\n"
 	"RUN under BUCKET (no job.json).";
 
-static void print_event(const struct event *ev, bool json)
+/* A hang's forensics object, where it is. */
+static void print_forensics(struct store *s, const struct event *ev)
+{
+	char name[256];
+
+	if (event_forensics(ev, name, sizeof(name)))
+		printf(" forensics: %s", store_url(s, name));
+}
+
+static void print_event(struct store *s, const struct event *ev, bool json)
 {
 	json_t *o, *d;
 
@@ -43,6 +55,7 @@ static void print_event(const struct event *ev, bool json)
 			printf(" [by %s]", ev->by);
 		if (*ev->details)
 			printf(" %s", ev->details);
+		print_forensics(s, ev);
 		putchar('\n');
 		return;
 	}
@@ -71,7 +84,7 @@ static int print_new(struct run_options *ro, struct events_seen *seen,
 	if (rc)
 		return run_exit_status(rc, &e);
 	for (size_t i = 0; i < n; i++) {
-		print_event(&v[i], ro->format == 1);
+		print_event(ro->store, &v[i], ro->format == 1);
 		if (!strcmp(v[i].kind, "done") ||
 		    !strcmp(v[i].kind, "failed"))
 			*over = true;

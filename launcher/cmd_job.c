@@ -160,7 +160,7 @@ int cmd_job(int argc, char **argv)
 	struct job_flags o = { 0 };
 	struct job_request *r = &o.r;
 	const struct target_ops *t;
-	const char *name = NULL;
+	const char *name = NULL, *hang_signal = NULL;
 	struct strlist pos;
 	unsigned hang_ms, grace_ms, preflight_ms = NOT_GIVEN;
 	int target = -1, status;
@@ -211,6 +211,11 @@ int cmd_job(int argc, char **argv)
 		  .value = &hang_ms, .arg = "S",
 		  .help = "no output and no new step for S: hung (default "
 			  "30m; 0 off)" },
+		{ .name = "hang-signal", .kind = OPT_STRING,
+		  .value = &hang_signal, .arg = "SIG",
+		  .help = "before a hung trainer is ended, sent to its "
+			  "processes that catch it, e.g. SIGUSR1 for "
+			  "Python's faulthandler.register (default: none)" },
 		{ .name = "grace", .kind = OPT_SECONDS, .value = &grace_ms,
 		  .arg = "S", .help = "on preemption, time for a final step "
 		  "(default 25s)" },
@@ -312,6 +317,13 @@ int cmd_job(int argc, char **argv)
 	}
 	r->hang_timeout_s = hang_ms / 1000;
 	r->grace_s = grace_ms / 1000;
+	if (hang_signal && !(r->hang_signal = job_signal_number(hang_signal))) {
+		status = usage_error("--hang-signal takes SIGHUP, SIGINT, "
+				     "SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM or "
+				     "SIGWINCH (or the name without SIG), not "
+				     "'%s'", hang_signal);
+		goto out;
+	}
 	status = preflight_flags(r, preflight_ms);
 	if (status)
 		goto out;

@@ -22,9 +22,13 @@ static const char usage[] =
 	"64 workers, a slice's workers that agree share a lane), every\n"
 	"generation with its cause, the committed checkpoints, the step rate\n"
 	"with the steps computed again after each failure shaded, and a table\n"
-	"of failures (detection, upload, restore and restart times). It reads\n"
-	"only the bucket (job.json, control.json, events/, checkpoints/), so\n"
-	"it works for runs of every target, finished or not.\n"
+	"of failures (detection, upload, restore and restart times), links to\n"
+	"each hang's forensics (the stacks and output its supervisor took\n"
+	"before ending the trainer: forensics/gen-G/slice-S-worker-W.txt),\n"
+	"and the stragglers among the running workers (slicectl status --help\n"
+	"says the rule). It reads only the bucket (job.json, control.json,\n"
+	"events/, checkpoints/, status/), so it works for runs of every\n"
+	"target, finished or not.\n"
 	"\n"
 	"Writes FILE (default RUN-report.html) and prints its path.\n"
 	"\n" RUN_USAGE_BUCKET "\n"
@@ -82,6 +86,7 @@ int cmd_report(int argc, char **argv)
 	struct opt opts[OPT_COUNT(own) + RUN_OPTIONS_COUNT + 1] = { 0 };
 	struct report_input in = { 0 };
 	struct report_commit *cv = NULL;
+	struct worker_status *sv = NULL;
 	struct goodput g = { 0 };
 	struct event *ev = NULL;
 	struct control c;
@@ -102,6 +107,8 @@ int cmd_report(int argc, char **argv)
 		rc = events_list(ro.store, &ev, &in.nev, &e);
 	if (!rc)
 		rc = commits(ro.store, &cv, &in.ncommits, &e);
+	if (!rc)
+		rc = status_list(ro.store, &sv, &in.nstatus, &e);
 	if (rc) {
 		status = run_exit_status(rc, &e);
 		goto done;
@@ -112,6 +119,7 @@ int cmd_report(int argc, char **argv)
 	in.control = &c;
 	in.ev = ev;
 	in.commits = cv;
+	in.status = sv;
 	/* The page stands without it: a history with nothing to measure. */
 	in.goodput = goodput_of_run(ro.store, &ro.job, 0, &g, &e) ? NULL : &g;
 	if (report_render(&in, &b)) {
@@ -130,6 +138,7 @@ done:
 	buf_release(&b);
 	free(ev);
 	free(cv);
+	free(sv);
 	run_options_release(&ro);
 	return status;
 }

@@ -243,6 +243,7 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 	j->max_infra_restarts = r->max_infra_restarts == JOB_NO_LIMIT
 					? -1 : (int64_t)r->max_infra_restarts;
 	j->hang_timeout_s = r->hang_timeout_s;
+	j->hang_signal = r->hang_signal;
 	j->grace_s = r->grace_s;
 	j->keep = r->keep;
 	j->keep_every = r->keep_every;

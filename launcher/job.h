@@ -27,6 +27,7 @@ struct job_request {
 	struct strlist env;           /* "K=V" */
 	unsigned max_restarts, hang_timeout_s, grace_s, keep, keep_every;
 	unsigned max_infra_restarts;  /* JOB_NO_LIMIT: none */
+	int hang_signal;              /* 0: none */
 	unsigned rendezvous_port;     /* 0: job.json's default */
 	/* The launcher chose rendezvous_port (the local target): a run
 	 * resumed keeps the one its job.json has. */

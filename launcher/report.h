@@ -26,10 +26,22 @@ struct report_input {
 	const struct report_commit *commits; /* ascending by step */
 	size_t ncommits;
 	const struct goodput *goodput; /* the headline; NULL none */
+	const struct worker_status *status; /* the heartbeats, for the
+					       stragglers */
+	size_t nstatus;
 };
 
 /* Appends the page to out. COMMON_ENOMEM when memory ran out. */
 int report_render(const struct report_input *in, struct buf *out);
+
+/* Appends s with HTML's special characters escaped. */
+int report_esc(struct buf *b, const char *s);
+
+/* ---- report_workers.c: what the workers' own records say ---- */
+
+/* The hang forensics the history names, as links to their objects, and
+ * the stragglers among the workers running at the run's generation. */
+int report_workers(const struct report_input *in, struct buf *b);
 
 /* "850 ms", "12.3 s", "4 min 5 s", "3 h 20 min", "2 d 4 h". */
 void report_duration(double s, char *out, size_t cap);

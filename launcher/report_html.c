@@ -227,7 +227,7 @@ static int build(struct model *m)
 
 /* ---- text ---- */
 
-static int esc(struct buf *b, const char *s)
+int report_esc(struct buf *b, const char *s)
 {
 	int r = 0;
 
@@ -474,7 +474,7 @@ static int draw_gens(const struct model *m, struct buf *b, int y_label,
 				"\" data-class=\"%s\" data-cause=\"",
 				g->generation, cls);
 		if (!r)
-			r = esc(b, cause);
+			r = report_esc(b, cause);
 		if (!r)
 			r = buf_appendf(b, "\"><line x1=\"%.1f\" y1=\"%d\" "
 					"x2=\"%.1f\" y2=\"%d\"/>", x,
@@ -495,9 +495,9 @@ static int draw_gens(const struct model *m, struct buf *b, int y_label,
 			r = buf_appendf(b, "<title>generation %" PRId64 ": ",
 					g->generation);
 		if (!r)
-			r = esc(b, cause);
+			r = report_esc(b, cause);
 		if (!r && g->ev && *g->ev->by)
-			r = buf_appends(b, " (by ") || esc(b, g->ev->by) ||
+			r = buf_appends(b, " (by ") || report_esc(b, g->ev->by) ||
 			    buf_appends(b, ")");
 		if (!r)
 			r = buf_appends(b, "</title></g>\n");
@@ -737,12 +737,12 @@ static int failures_table(const struct model *m, struct buf *b)
 		if (!r && *cls)
 			r = buf_appendf(b, "%s: ", cls);
 		if (!r)
-			r = esc(b, g->ev->cause);
+			r = report_esc(b, g->ev->cause);
 		if (!r)
 			r = buf_appends(b, "</td><td>");
 		if (!r && first)
-			r = esc(b, first->kind) || buf_appends(b, ": ") ||
-			    esc(b, strcmp(first->worker, "local")
+			r = report_esc(b, first->kind) || buf_appends(b, ": ") ||
+			    report_esc(b, strcmp(first->worker, "local")
 					   ? first->worker
 					   : first->details);
 		if (!r)
@@ -814,11 +814,11 @@ static int header(const struct model *m, struct buf *b,
 
 	report_duration(m->span, span, sizeof(span));
 	if (!r)
-		r = esc(b, in->run);
+		r = report_esc(b, in->run);
 	if (!r)
 		r = buf_appendf(b, "</title>\n%s</head><body>\n<h1>", style);
 	if (!r)
-		r = esc(b, in->run);
+		r = report_esc(b, in->run);
 	if (!r)
 		r = buf_appends(b, "</h1>\n");
 	if (!r && in->goodput) {
@@ -827,7 +827,7 @@ static int header(const struct model *m, struct buf *b,
 		goodput_headline(in->goodput, line, sizeof(line));
 		r = buf_appends(b, "<p class=\"goodput\"><b>");
 		if (!r)
-			r = esc(b, line);
+			r = report_esc(b, line);
 		if (!r)
 			r = buf_appends(b, "</b></p>\n");
 		if (!r)
@@ -836,7 +836,7 @@ static int header(const struct model *m, struct buf *b,
 	if (!r)
 		r = buf_appends(b, "<dl><dt>run</dt><dd>");
 	if (!r)
-		r = esc(b, in->url);
+		r = report_esc(b, in->url);
 	if (!r)
 		r = buf_appendf(b, "</dd><dt>workers</dt><dd>%u (%u slice%s "
 				"of %u)</dd><dt>from</dt><dd>%s</dd><dt>shown"
@@ -922,6 +922,8 @@ int report_render(const struct report_input *in, struct buf *out)
 		r = buf_appends(out, "</svg>\n");
 	if (!r)
 		r = failures_table(&m, out);
+	if (!r)
+		r = report_workers(in, out);
 	if (!r)
 		r = buf_appends(out, "</body></html>\n");
 	buf_release(&svg);

@@ -2,7 +2,8 @@
  * run_view.c: builds the view of run_view.h: reads control.json, the
  * checkpoints, the heartbeats and watch.json, and judges each worker by
  * the rules `slicectl status --help` promises (stale, silent, behind,
- * lagging), only while the run is running.
+ * lagging), only while the run is running, and by their recent step
+ * times against each other's (stragglers).
  */
 #include "launcher/run_view.h"
 
@@ -121,6 +122,31 @@ int run_view_checkpoints(struct view *v, struct ckpt_list *l, time_t now,
 	return 0;
 }
 
+/* The workers running at the run's generation with a fresh heartbeat,
+ * judged by their recent step times against each other's; -1 out of
+ * memory. */
+static int stragglers(struct row *rows, size_t n, const struct control *c,
+		      unsigned *flagged)
+{
+	const struct worker_status **st = calloc(n ? n : 1, sizeof(*st));
+	struct straggler_verdict *out = calloc(n ? n : 1, sizeof(*out));
+	int r = !st || !out ? -1 : 0;
+
+	*flagged = 0;
+	/* A stale heartbeat's figure is old news, not a peer. */
+	for (size_t i = 0; i < n && !r; i++)
+		st[i] = rows[i].flagged[RULE_STALE] ? NULL : rows[i].st;
+	if (!r)
+		r = straggler_judge_workers(st, n, c ? c->generation : 0, out);
+	for (size_t i = 0; i < n && !r; i++) {
+		rows[i].straggler = out[i];
+		*flagged += out[i].flagged;
+	}
+	free(st);
+	free(out);
+	return r;
+}
+
 /* Puts each heartbeat in its worker's row; others (a worker outside the
  * job's shape) are left out. */
 int run_view_rows(struct view *v, const struct worker_status *sv, size_t n,
@@ -154,7 +180,8 @@ int run_view_rows(struct view *v, const struct worker_status *sv, size_t n,
 	}
 	for (size_t i = 0; i < v->nrows; i++)
 		judge(v, &v->rows[i]);
-	return 0;
+	return stragglers(v->rows, v->nrows,
+			  v->have_control ? &v->control : NULL, &v->stragglers);
 }
 
 /* watch.json is a convenience: a run nobody watches has none, and one

@@ -2,8 +2,8 @@
  * run_view.h (private to launcher/): a run's state as `slicectl status`
  * sees it from the bucket alone: control.json, the newest committed
  * checkpoint and the one being saved, one row per worker from its
- * heartbeat, and which workers look stuck by which rule (the rules are in
- * `slicectl status --help`). status_render.c prints it.
+ * heartbeat, which workers look stuck by which rule and which are
+ * stragglers (the rules are in `slicectl status --help`). status_render.c prints it.
  */
 #ifndef SLICECTL_LAUNCHER_RUN_VIEW_H
 #define SLICECTL_LAUNCHER_RUN_VIEW_H
@@ -31,6 +31,7 @@ struct row {
 	bool flagged[N_RULES];
 	char why[N_RULES][200];
 	bool stuck;
+	struct straggler_verdict straggler; /* run/run.h's rule */
 };
 
 /* The newest step not committed yet, newer than every committed one, and
@@ -54,6 +55,7 @@ struct view {
 	struct row *rows;
 	size_t nrows;
 	unsigned stuck;
+	unsigned stragglers;
 	long long window_s;
 	struct watch_state watch;       /* slicectl job --watch's view */
 	bool have_watch;

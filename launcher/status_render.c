@@ -212,6 +212,16 @@ void status_print_text(const struct view *v)
 	       j->workers_per_slice, v->stuck);
 	printf("\n");
 	print_table(v);
+	if (v->stragglers) {
+		printf("\nstragglers (recent median step time above median + "
+		       "%d x MAD of the peers', sustained; see slicectl "
+		       "status --help):\n", STRAGGLER_MADS);
+		for (size_t i = 0; i < v->nrows; i++)
+			if (v->rows[i].straggler.flagged)
+				printf("  %u/%u: %s\n", v->rows[i].slice,
+				       v->rows[i].worker,
+				       v->rows[i].straggler.reason);
+	}
 	if (!v->stuck)
 		return;
 	printf("\nstuck (see slicectl status --help for the rules):\n");
@@ -270,6 +280,19 @@ static json_t *worker_json(const struct row *r)
 							     : NULL));
 	json_object_set_new(o, "stuck", json_boolean(r->stuck));
 	json_object_set_new(o, "stuck_reasons", why);
+	json_object_set_new(o, "recent_steps",
+			    st && st->recent.n
+				    ? json_pack("{s:f, s:i, s:f}", "median_ms",
+						st->recent.median_ms, "n",
+						(json_int_t)st->recent.n,
+						"span_s", st->recent.span_s)
+				    : json_null());
+	json_object_set_new(o, "straggler",
+			    json_boolean(r->straggler.flagged));
+	json_object_set_new(o, "straggler_reason",
+			    run_json_text(*r->straggler.reason
+						  ? r->straggler.reason
+						  : NULL));
 	return o;
 }
 
@@ -371,6 +394,7 @@ void status_print_json(const struct view *v)
 	json_object_set_new(o, "deadline", deadline_json(v));
 	json_object_set_new(o, "queued_resource", watch_json(v));
 	json_object_set_new(o, "stuck", json_integer(v->stuck));
+	json_object_set_new(o, "stragglers", json_integer(v->stragglers));
 	json_object_set_new(o, "workers", workers);
 	if (v->have_target)
 		json_object_set_new(o, "target", target_json(v));

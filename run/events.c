@@ -36,6 +36,21 @@
 #define TICK_MS 1000
 #define RETRY_MAX_MS 30000
 
+bool event_forensics(const struct event *ev, char *name, size_t cap)
+{
+	json_t *d = strcmp(ev->kind, "hang") || !*ev->details
+			    ? NULL
+			    : json_loads(ev->details, 0, NULL);
+	const char *v = json_string_value(json_object_get(d, "forensics"));
+	bool ok = v && !strncmp(v, "forensics/", 10) && !strstr(v, "..") &&
+		  strlen(v) < cap;
+
+	if (ok)
+		snprintf(name, cap, "%s", v);
+	json_decref(d);
+	return ok;
+}
+
 void event_init(struct event *ev, const char *kind, int64_t generation,
 		const char *worker)
 {

@@ -10,6 +10,7 @@
 #include "run/run.h"
 
 #include <jansson.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,39 @@ static const char *const all_fields =
 	"max_restarts, hang_timeout_s, grace_s, keep, keep_every, "
 	"heartbeat_s, spool_mb, rendezvous_port, preflight, "
 	"preflight_timeout_s, delete_on_finish, max_infra_restarts, tpu, "
-	"target, monitoring, notify";
+	"target, monitoring, notify, hang_signal";
+
+/* Signals a trainer may catch to print its stacks, and nothing that
+ * stops, kills or crashes a process by design. */
+static const struct {
+	const char *name;
+	int number;
+} hang_signals[] = {
+	{ "SIGHUP", SIGHUP },   { "SIGINT", SIGINT },   { "SIGQUIT", SIGQUIT },
+	{ "SIGUSR1", SIGUSR1 }, { "SIGUSR2", SIGUSR2 }, { "SIGALRM", SIGALRM },
+	{ "SIGWINCH", SIGWINCH },
+};
+
+#define N_HANG_SIGNALS (sizeof(hang_signals) / sizeof(hang_signals[0]))
+#define HANG_SIGNAL_NAMES \
+	"SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM or SIGWINCH"
+
+int job_signal_number(const char *name)
+{
+	for (size_t i = 0; name && i < N_HANG_SIGNALS; i++)
+		if (!strcmp(name, hang_signals[i].name) ||
+		    !strcmp(name, hang_signals[i].name + 3))
+			return hang_signals[i].number;
+	return 0;
+}
+
+const char *job_signal_name(int sig)
+{
+	for (size_t i = 0; i < N_HANG_SIGNALS; i++)
+		if (hang_signals[i].number == sig)
+			return hang_signals[i].name;
+	return NULL;
+}
 
 static unsigned *uint_at(struct job *j, const struct uint_field *f)
 {
@@ -322,6 +355,10 @@ static int job_check(const struct job *j, struct err *e)
 		if (r)
 			return r;
 	}
+	if (j->hang_signal && !job_signal_name(j->hang_signal))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"hang_signal\" %d is not one of "
+			       HANG_SIGNAL_NAMES, j->hang_signal);
 	if ((uint64_t)j->num_slices * j->workers_per_slice > MAX_WORKERS)
 		return err_set(e, COMMON_EINVAL,
 			       "job.json: \"num_slices\" %u times "
@@ -615,6 +652,20 @@ static int parse_field(const char *k, const json_t *v, struct job *j,
 		return json_is_null(v) ? 0 : parse_monitoring(v, j, e);
 	if (!strcmp(k, "notify"))
 		return json_is_null(v) ? 0 : parse_notify(v, &j->notify, e);
+	if (!strcmp(k, "hang_signal")) {
+		/* Absent or null: none. */
+		if (json_is_null(v))
+			return 0;
+		/* job.json spells it whole, as it writes it. */
+		if (json_is_string(v) &&
+		    !strncmp(json_string_value(v), "SIG", 3))
+			j->hang_signal = job_signal_number(json_string_value(v));
+		if (!j->hang_signal)
+			return err_set(e, COMMON_EINVAL,
+				       "job.json: \"hang_signal\" must be null "
+				       "or one of " HANG_SIGNAL_NAMES);
+		return 0;
+	}
 	if (!strcmp(k, "max_infra_restarts")) {
 		/* Absent or null: no limit, as capacity comes and goes. */
 		if (json_is_null(v)) {
@@ -786,6 +837,11 @@ int job_to_json(const struct job *j, char **out, struct err *e)
 	if (j->max_infra_restarts >= 0)
 		bad |= set_new(root, "max_infra_restarts",
 			       json_integer(j->max_infra_restarts));
+	/* Only when set: older supervisors refuse a field they do not
+	 * know. */
+	if (j->hang_signal)
+		bad |= set_new(root, "hang_signal",
+			       json_string(job_signal_name(j->hang_signal)));
 	if (j->tpu_project)
 		bad |= set_new(root, "tpu",
 			       json_pack("{s:s, s:s, s:s}",

@@ -38,6 +38,10 @@ struct job {
 				       (preemptions, maintenance, resets,
 				       evictions); -1 no limit */
 	unsigned hang_timeout_s; /* no output and no new step: hung; 0 off */
+	int hang_signal;         /* sent to the trainer's processes that catch
+				    it before a hung trainer is ended, so they
+				    print their stacks (faulthandler); 0 none
+				    ("hang_signal": "SIGUSR1" in job.json) */
 	unsigned grace_s;        /* SIGTERM to exit on preemption (25) */
 	unsigned keep;           /* newest committed steps kept (>= 1) */
 	unsigned keep_every;     /* also keep steps divisible by it; 0 no */
@@ -81,6 +85,11 @@ struct job {
 				     unix:/path); NULL: the commands */
 	} target;
 };
+
+/* The signals "hang_signal" may name: "SIGUSR1" (or "USR1") -> SIGUSR1,
+ * 0 for any other; and the name of one, NULL for any other. */
+int job_signal_number(const char *name);
+const char *job_signal_name(int sig);
 
 /* Ports from rendezvous_port on: generation G's rendezvous is on
  * rendezvous_port + G % RUN_RENDEZVOUS_PORTS (docs/DESIGN.md, "Trainer
@@ -297,6 +306,13 @@ struct worker_status {
 	 * "upload_bytes_per_s" only when > 0: older readers ignore it and
 	 * older writers leave it out. */
 	uint64_t upload_bps;
+	/* Its trainer's recent step times (step_recent.c), written as
+	 * "recent_steps": {"median_ms", "n", "span_s"} only when n > 0. */
+	struct step_figure {
+		double median_ms;  /* the median of the steps below */
+		unsigned n;        /* how many; 0 none */
+		double span_s;     /* the time they cover */
+	} recent;
 };
 
 /* Every worker's status, in name order (*out malloc'd). */
@@ -340,6 +356,10 @@ struct event {
 /* ev zeroed, its time now, kind, generation, step -1 and worker. */
 void event_init(struct event *ev, const char *kind, int64_t generation,
 		const char *worker);
+/* A hang event's forensics object (its details' "forensics": the name
+ * under the run, forensics/gen-G/slice-S-worker-W.txt) into name: true,
+ * or false when ev names none. */
+bool event_forensics(const struct event *ev, char *name, size_t cap);
 
 /*
  * A writer of a run's history: one thread that writes what is queued to
@@ -563,7 +583,59 @@ struct step_clock {
 				    in whole ms would be 3% off) */
 };
 void step_clock_start(struct step_clock *c);
-void step_clock_saw(struct step_clock *c, int64_t step, uint64_t now_us);
+/* Returns the time each new step took, in ms; 0 when none was timed. */
+double step_clock_saw(struct step_clock *c, int64_t step, uint64_t now_us);
+
+/*
+ * A worker's recent step times, for its heartbeat (step_recent.c): every
+ * supervisor keeps the times of the last STEP_RECENT_MAX steps its trainer
+ * reported and publishes their figure: the median of those that ended
+ * within the last STEP_RECENT_WINDOW_MS, and at least of the newest
+ * STEP_RECENT_MIN whatever their age. A median, not a mean: one step that
+ * waited for a checkpoint does not move it; more than half must be slow.
+ */
+#define STEP_RECENT_MAX 256
+#define STEP_RECENT_WINDOW_MS 30000
+#define STEP_RECENT_MIN 8
+struct step_recent {
+	float ms[STEP_RECENT_MAX];
+	uint64_t end_ms[STEP_RECENT_MAX]; /* when it ended, monotonic ms */
+	unsigned next, n;
+};
+/* count steps of ms each that ended at end_ms. */
+void step_recent_add(struct step_recent *r, double ms, uint64_t count,
+		     uint64_t end_ms);
+void step_recent_figure(const struct step_recent *r, uint64_t now_ms,
+			struct step_figure *out);
+
+/*
+ * Stragglers (straggler.c; docs/DESIGN.md "Stragglers"): a worker whose
+ * recent median step time is above median + STRAGGLER_MADS x MAD of its
+ * peers' (the MAD at least STRAGGLER_MAD_FLOOR of their median and 1 ms),
+ * sustained: its figure holds at least STEP_RECENT_MIN steps covering at
+ * least STRAGGLER_MIN_SPAN_S (or STEP_RECENT_MAX steps, when they come
+ * faster). Peers are the other workers whose figure holds STEP_RECENT_MIN
+ * steps; with fewer than 2 of them nobody is judged.
+ */
+#define STRAGGLER_MADS 3
+#define STRAGGLER_MAD_FLOOR 0.05
+#define STRAGGLER_MIN_SPAN_S 10
+struct straggler_verdict {
+	bool judged;             /* it had peers enough and steps enough */
+	bool flagged;            /* a straggler */
+	double peers_median_ms;  /* when judged */
+	double threshold_ms;
+	char reason[256];        /* why flagged, or why not judged or not
+				    flagged when that is a near miss; "" */
+};
+/* f[i] for each of n workers (n 0 for one that does not take part: not
+ * running at the run's generation), out[i] each one's verdict. */
+void straggler_judge(const struct step_figure *f, size_t n,
+		     struct straggler_verdict *out);
+/* The same over heartbeats st[i] (NULL: none yet): those running at
+ * generation (0: any) take part. -1 when memory ran out. */
+int straggler_judge_workers(const struct worker_status *const *st, size_t n,
+			    int64_t generation, struct straggler_verdict *out);
 /* step_hist_format of what was seen since the last take, then forgets it
  * (the steps seen go on counting). */
 int step_clock_take(struct step_clock *c, char *out, size_t cap);

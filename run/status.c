@@ -80,6 +80,11 @@ static int status_text(const struct worker_status *st, struct buf *b)
 	if (!r && st->upload_bps)
 		r = buf_appendf(b, ",\n  \"upload_bytes_per_s\": %llu",
 				(unsigned long long)st->upload_bps);
+	if (!r && st->recent.n)
+		r = buf_appendf(b, ",\n  \"recent_steps\": {\"median_ms\": %.3f, "
+				"\"n\": %u, \"span_s\": %.3f}",
+				st->recent.median_ms, st->recent.n,
+				st->recent.span_s);
 	if (!r)
 		r = buf_appends(b, "\n}\n");
 	return r;
@@ -164,6 +169,29 @@ static int member_text(json_t *root, const char *key, bool optional,
 	return 0;
 }
 
+/* "recent_steps": {"median_ms", "n", "span_s"}, optional. */
+static int member_recent(json_t *root, struct step_figure *f)
+{
+	json_t *v = json_object_get(root, "recent_steps"), *med, *n, *span;
+
+	memset(f, 0, sizeof(*f));
+	if (!v || json_is_null(v))
+		return 0;
+	med = json_object_get(v, "median_ms");
+	n = json_object_get(v, "n");
+	span = json_object_get(v, "span_s");
+	if (!json_is_object(v) || !json_is_number(med) ||
+	    !json_is_integer(n) || !json_is_number(span) ||
+	    json_number_value(med) < 0 || json_number_value(span) < 0 ||
+	    json_integer_value(n) < 0 ||
+	    json_integer_value(n) > STEP_RECENT_MAX)
+		return -1;
+	f->median_ms = json_number_value(med);
+	f->n = (unsigned)json_integer_value(n);
+	f->span_s = json_number_value(span);
+	return 0;
+}
+
 static int status_parse(struct store *s, const char *name, const char *data,
 			size_t len, unsigned slice, unsigned worker,
 			struct worker_status *st, struct err *e)
@@ -208,6 +236,9 @@ static int status_parse(struct store *s, const char *name, const char *data,
 	else if (member_int(root, "upload_bytes_per_s", 0, INT64_MAX, true, 0,
 			    &bps))
 		bad = "\"upload_bytes_per_s\" is not an integer >= 0";
+	else if (member_recent(root, &st->recent))
+		bad = "\"recent_steps\" is not {\"median_ms\", \"n\", "
+		      "\"span_s\"} of numbers >= 0";
 	json_decref(root);
 	if (bad)
 		return bad_status(s, name, e, bad);

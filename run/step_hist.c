@@ -128,16 +128,20 @@ void step_clock_start(struct step_clock *c)
 	c->step = -1;
 }
 
-void step_clock_saw(struct step_clock *c, int64_t step, uint64_t now_us)
+double step_clock_saw(struct step_clock *c, int64_t step, uint64_t now_us)
 {
-	if (c->step >= 0 && step > c->step)
-		step_hist_add(&c->h, (double)(now_us - c->at_us) / 1000 /
-					     (double)(step - c->step),
-			      (uint64_t)(step - c->step));
+	double ms = 0;
+
+	if (c->step >= 0 && step > c->step) {
+		ms = (double)(now_us - c->at_us) / 1000 /
+		     (double)(step - c->step);
+		step_hist_add(&c->h, ms, (uint64_t)(step - c->step));
+	}
 	if (step > c->step) {
 		c->step = step;
 		c->at_us = now_us;
 	}
+	return ms;
 }
 
 int step_clock_take(struct step_clock *c, char *out, size_t cap)

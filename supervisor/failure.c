@@ -9,8 +9,13 @@
  * supervisor's cgroup's (memory.events, cgroup v2: the trainer is its
  * child, in a pod the container's), else the machine's (/proc/vmstat),
  * moving on while the trainer ran. No dmesg: it needs privileges.
+ *
+ * A hang's evidence is the forensics taken before the trainer is ended
+ * (forensics.h), kept in STATE_DIR/forensics/ and put in the bucket by
+ * the syncer as forensics/gen-G/slice-S-worker-W.txt.
  */
 #include "supervisor/sup.h"
+#include "supervisor/forensics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,31 +81,6 @@ int64_t sup_oom_kills(void)
 	return counter_in("/proc/vmstat", "oom_kill");
 }
 
-/* The last TAIL_BYTES of path from `from` on, NUL-terminated (*out
- * malloc'd), or NULL. */
-static char *log_tail(const char *path, off_t from)
-{
-	struct stat st;
-	char *text;
-	ssize_t n;
-	off_t at;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) || !(text = malloc(TAIL_BYTES + 1))) {
-		close(fd);
-		return NULL;
-	}
-	at = st.st_size > TAIL_BYTES ? st.st_size - TAIL_BYTES : 0;
-	if (at < from)
-		at = from;
-	n = pread(fd, text, TAIL_BYTES, at);
-	close(fd);
-	text[n > 0 ? n : 0] = '\0';
-	return text;
-}
-
 void sup_trainer_cause(const struct sup *s, struct gen_cause *c)
 {
 	int st = s->trainer.status;
@@ -120,10 +100,71 @@ void sup_trainer_cause(const struct sup *s, struct gen_cause *c)
 		sup_cause(s, c, CAUSE_TRAINER, "exit");
 		c->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	}
-	text = log_tail(s->log_path, s->trainer_log_from);
+	text = fs_read_tail(s->log_path, s->trainer_log_from, TAIL_BYTES,
+			    NULL);
 	if (text) {
 		cause_signature(text, c->signature, sizeof(c->signature));
 		cause_tail(text, TAIL_LINES, c->tail, sizeof(c->tail));
 		free(text);
 	}
+}
+
+/* Where generation's forensics of this worker are kept, and their
+ * object's name under the run. */
+static void forensics_names(const struct sup *s, char *dir, size_t dir_cap,
+			    char *path, size_t path_cap, char *name,
+			    size_t name_cap)
+{
+	snprintf(dir, dir_cap, "%s/forensics", s->o->state_dir);
+	snprintf(path, path_cap, "%s/gen-%lld.txt", dir,
+		 (long long)s->generation);
+	snprintf(name, name_cap, "forensics/gen-%lld/%s.txt",
+		 (long long)s->generation, s->id.name);
+}
+
+void sup_hang_forensics(struct sup *s, char *details, size_t cap)
+{
+	struct forensics_request r = { .signal = s->job.hang_signal,
+				       .log_path = s->log_path,
+				       .log_from = s->trainer_log_from };
+	char header[1024], dir[1200], path[1300], name[256], now[40];
+	struct buf b;
+	struct err e;
+
+	details[0] = '\0';
+	rfc3339_now(now, sizeof(now));
+	snprintf(header, sizeof(header),
+		 "slicectl hang forensics: run %s, %s (process %u of %u), "
+		 "generation %lld, %s\n"
+		 "the trainer (process group %ld) printed nothing and wrote "
+		 "no step for %u s; its step %lld, restored %lld\n",
+		 s->job.name, s->id.name, s->id.process_id,
+		 s->id.num_processes, (long long)s->generation, now,
+		 (long)s->trainer.pid, s->job.hang_timeout_s,
+		 (long long)s->trained, (long long)s->restored);
+	r.header = header;
+	buf_init(&b);
+	if (forensics_collect(&r, &s->trainer, &b, &e))
+		log_warn("hang forensics: %s", e.msg);
+	forensics_names(s, dir, sizeof(dir), path, sizeof(path), name,
+			sizeof(name));
+	if (fs_mkdir_p(dir, 0755, &e) ||
+	    fs_write_atomic(path, b.data ? b.data : "", b.len, 0644, true,
+			    &e)) {
+		log_warn("hang forensics not kept: %s", e.msg);
+	} else {
+		log_info("hang forensics: %zu bytes, for %s", b.len, name);
+		snprintf(details, cap, "{\"forensics\":\"%s\",\"bytes\":%zu}",
+			 name, b.len);
+	}
+	buf_release(&b);
+}
+
+void sup_ship_forensics(struct sup *s)
+{
+	char dir[1200], path[1300], name[256];
+
+	forensics_names(s, dir, sizeof(dir), path, sizeof(path), name,
+			sizeof(name));
+	syncer_upload(s->sync, path, name);
 }

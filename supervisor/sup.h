@@ -67,6 +67,7 @@ struct sup {
 	int64_t trained;           /* SLICE_STEP_FILE's step, -1 none yet */
 	struct step_clock step_clock; /* its step times, for worker 0's
 					 progress events */
+	struct step_recent recent; /* and for every heartbeat's figure */
 	bool task_pending;
 	bool notice;               /* SIGTERM or a metadata notice */
 	bool orphan;               /* an earlier supervisor's trainer ran */
@@ -146,6 +147,13 @@ void sup_trainer_cause(const struct sup *s, struct gen_cause *c);
 /* The kernel's count of OOM kills in this cgroup (else the machine's),
  * -1 when it cannot be read (failure.c). */
 int64_t sup_oom_kills(void);
+/* Before a hung trainer is ended: its forensics (forensics.h), kept in
+ * STATE_DIR/forensics/; details gets the hang event's {"forensics": NAME,
+ * "bytes": N}, "" when none was kept. The loop waits for it:
+ * FORENSICS_BUDGET_MS at most. Then, once the group's restart is asked
+ * for, ship hands them to the syncer for the bucket. */
+void sup_hang_forensics(struct sup *s, char *details, size_t cap);
+void sup_ship_forensics(struct sup *s);
 /* The deadline's lead (deadline.h), and the milliseconds to c's deadline
  * when it is within it now, else 0. */
 uint64_t sup_lead_ms(const struct sup *s);

@@ -121,6 +121,8 @@ void sup_publish_as(struct sup *s, bool now)
 	st.committed_step = ss.newest_committed;
 	st.restarts = s->starts;
 	st.upload_bps = ss.upload_bps;
+	if (s->phase == P_RUN)
+		step_recent_figure(&s->recent, mono_ms(), &st.recent);
 	snprintf(st.message, sizeof(st.message), "%s", s->message);
 	if (ss.last_error[0] && ss.failures)
 		snprintf(st.message, sizeof(st.message),
@@ -375,6 +377,7 @@ enum sup_phase sup_start_trainer(struct sup *s)
 	unlink(s->step_path);
 	s->trained = -1;
 	step_clock_start(&s->step_clock);
+	memset(&s->recent, 0, sizeof(s->recent));
 	s->trainer_log_from = file_size(s->log_path);
 	s->oom_kills_at_start = sup_oom_kills();
 	if (!sup_spawn(s, "trainer", s->job.command, dir))
@@ -430,11 +433,16 @@ static int64_t read_trained(const struct sup *s)
 bool sup_note_trained(struct sup *s)
 {
 	int64_t v = read_trained(s);
+	uint64_t now_us = mono_us();
+	double ms;
 
 	if (v <= s->trained)
 		return false;
+	ms = step_clock_saw(&s->step_clock, v, now_us);
+	if (ms > 0 && s->trained >= 0)
+		step_recent_add(&s->recent, ms, (uint64_t)(v - s->trained),
+				now_us / 1000);
 	s->trained = v;
-	step_clock_saw(&s->step_clock, v, mono_us());
 	return true;
 }
 

@@ -574,11 +574,15 @@ static bool hung(const struct sup *s, uint64_t now)
 static enum sup_phase act_hang(struct sup *s, const struct control *c)
 {
 	struct gen_cause cause;
+	char details[sizeof(((struct event *)0)->details)];
 
 	log_error("the trainer printed nothing and wrote no step for %u s: "
-		  "ending it", s->job.hang_timeout_s);
+		  "taking its forensics, then ending it",
+		  s->job.hang_timeout_s);
+	sup_hang_forensics(s, details, sizeof(details));
 	sup_trainer_gone(s);
-	sup_note(s, "hang", s->trained, "no output and no step", NULL);
+	sup_note(s, "hang", s->trained, "no output and no step",
+		 *details ? details : NULL);
 	/* Silent from its start in a generation the infrastructure began:
 	 * the group waits for hosts that are coming back, no trainer hung. */
 	if (c && c->generation == s->generation &&
@@ -589,6 +593,8 @@ static enum sup_phase act_hang(struct sup *s, const struct control *c)
 	sup_ask_bump(s, s->generation, -1, &cause,
 		     "its trainer hung (no output and no step for %u s)",
 		     s->job.hang_timeout_s);
+	if (*details)
+		sup_ship_forensics(s);
 	return wait_generation(s, "the trainer hung");
 }
 

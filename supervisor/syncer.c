@@ -69,6 +69,8 @@ struct syncer {
 	bool closely;
 	bool progressing;
 	uint64_t next_control_ms;
+	char upload_path[1200], upload_name[256];
+	bool upload_pending;
 
 	/* Set at the start: the periods for this run's size. */
 	unsigned progress_poll_ms; /* control.json while the trainer moves */
@@ -185,6 +187,35 @@ static void publish_status(struct syncer *s)
 	if (status_put(s->store, &st, &e))
 		log_warn("heartbeat: %s", e.msg);
 	publish_log(s, path, log_gen);
+}
+
+/* The file the loop handed over, if any, as its object. */
+static void upload_file(struct syncer *s)
+{
+	char path[sizeof(s->upload_path)], name[sizeof(s->upload_name)];
+	bool pending;
+	size_t len = 0;
+	char *data;
+	struct err e;
+
+	pthread_mutex_lock(&s->mu);
+	pending = s->upload_pending;
+	memcpy(path, s->upload_path, sizeof(path));
+	memcpy(name, s->upload_name, sizeof(name));
+	s->upload_pending = false;
+	pthread_mutex_unlock(&s->mu);
+	if (!pending)
+		return;
+	err_init(&e);
+	data = fs_read_tail(path, 0, SYNCER_UPLOAD_MAX, &len);
+	if (!data)
+		log_warn("cannot read %s to put it as %s", path, name);
+	else if (store_put(s->store, name, data, len, STORE_ANY_GENERATION,
+			   NULL, &e))
+		log_warn("putting %s: %s", name, e.msg);
+	else
+		log_info("put %s (%zu bytes)", name, len);
+	free(data);
 }
 
 /* The committed step before `step`, 0 when none. */
@@ -445,6 +476,13 @@ static void *thread_main(void *arg)
 			pthread_mutex_lock(&s->mu);
 			continue;
 		}
+		/* After a task: a hang's bump goes before its forensics. */
+		if (s->upload_pending) {
+			pthread_mutex_unlock(&s->mu);
+			upload_file(s);
+			pthread_mutex_lock(&s->mu);
+			continue;
+		}
 		if (now >= s->next_control_ms) {
 			s->next_control_ms =
 				now + (s->closely	 ? s->c.close_poll_ms
@@ -561,6 +599,16 @@ void syncer_publish(struct syncer *s, const struct worker_status *st,
 	pthread_mutex_unlock(&s->mu);
 }
 
+void syncer_upload(struct syncer *s, const char *path, const char *name)
+{
+	pthread_mutex_lock(&s->mu);
+	snprintf(s->upload_path, sizeof(s->upload_path), "%s", path);
+	snprintf(s->upload_name, sizeof(s->upload_name), "%s", name);
+	s->upload_pending = true;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
 /* The next control.json read no later than period_ms from now; mu held. */
 static void poll_within(struct syncer *s, unsigned period_ms)
 {
@@ -651,6 +699,7 @@ void syncer_stop(struct syncer *s, uint64_t deadline_ms)
 		if (s->last_status_ms && now < ok && ok < deadline_ms)
 			proc_sleep_ms(ok - now, true);
 		publish_status(s);
+		upload_file(s);
 	}
 	store_close(s->store);
 	pthread_mutex_destroy(&s->mu);

@@ -8,7 +8,7 @@
  * trainer's log; on request it does one longer task at a time (unpack the
  * run's code bundle and restore a step, bump the generation, set the
  * run's state, check whether every worker finished, delete the queued
- * resource). Every change it has for the loop is announced by a byte on
+ * resource), and puts a file the loop hands it as an object. Every change it has for the loop is announced by a byte on
  * notify_fd.
  */
 #ifndef SLICECTL_SUPERVISOR_SYNCER_H
@@ -102,6 +102,11 @@ bool syncer_control(struct syncer *s, struct control *out);
 bool syncer_request(struct syncer *s, const struct syncer_request *r);
 /* The finished task's result, once; false when none is ready. */
 bool syncer_result(struct syncer *s, struct syncer_result *out);
+/* Puts the local file at path (up to SYNCER_UPLOAD_MAX bytes) as the run's
+ * object name, soon and once (a hang's forensics); a second call before
+ * the first went replaces it. syncer_stop puts one still waiting. */
+#define SYNCER_UPLOAD_MAX ((size_t)1 << 20)
+void syncer_upload(struct syncer *s, const char *path, const char *name);
 /* Publishes the last heartbeat and log (bounded by deadline_ms), then
  * stops the thread. */
 void syncer_stop(struct syncer *s, uint64_t deadline_ms);

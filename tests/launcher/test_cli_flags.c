@@ -315,6 +315,33 @@ Test(flags, job_refuses_bad_preflights_naming_the_flag)
 	run_result_release(&r);
 }
 
+Test(flags, job_takes_a_hang_signal_by_name)
+{
+	static const char *const bad[] = { "KILL", "SIGSEGV", "usr1", "10",
+					   "" };
+	static const char *const good[] = { "SIGUSR1", "USR2", "SIGQUIT" };
+	struct run_result r;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		render(&r, (const char *const[]){ "r1", "--hang-signal",
+						  bad[i], NULL },
+		       "--num-slices");
+		cr_assert_eq(r.status, 2, "'%s': exit %d: %s", bad[i],
+			     r.status, r.err);
+		ASSERT_HAS(r.err, "--hang-signal takes SIGHUP, SIGINT, SIGQUIT, "
+				  "SIGUSR1");
+		run_result_release(&r);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		render(&r, (const char *const[]){ "r1", "--hang-signal",
+						  good[i], NULL },
+		       "--num-slices");
+		cr_assert_eq(r.status, 0, "'%s': exit %d: %s", good[i],
+			     r.status, r.err);
+		run_result_release(&r);
+	}
+}
+
 Test(flags, help_fits_80_columns)
 {
 	static const char *const commands[] = { "create", "job" };

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -531,4 +532,45 @@ Test(job, max_infra_restarts)
 	job_release(&j);
 	parse_fails("{\"name\": \"r\", \"command\": \"c\", "
 		    "\"max_infra_restarts\": -1}", "\"max_infra_restarts\"");
+}
+
+Test(job, hang_signal)
+{
+	static const char *const bad[] = { "\"USR1\"", "\"SIGKILL\"",
+					   "\"SIGSEGV\"", "10", "true", "\"\"" };
+	struct job j, k;
+	char *text, json[256];
+	struct err e;
+
+	parse_ok("{\"name\": \"r\", \"command\": \"c\"}", &j);
+	cr_expect_eq(j.hang_signal, 0);
+	cr_assert_eq(job_to_json(&j, &text, &e), 0, "%s", e.msg);
+	cr_expect_null(strstr(text, "hang_signal"), "older supervisors: %s",
+		       text);
+	free(text);
+	j.hang_signal = SIGUSR1;
+	cr_assert_eq(job_to_json(&j, &text, &e), 0, "%s", e.msg);
+	cr_expect_not_null(strstr(text, "\"hang_signal\": \"SIGUSR1\""), "%s",
+			   text);
+	parse_ok(text, &k);
+	cr_expect_eq(k.hang_signal, SIGUSR1);
+	free(text);
+	job_release(&k);
+	j.hang_signal = SIGKILL;
+	cr_expect_eq(job_to_json(&j, &text, &e), COMMON_EINVAL);
+	job_release(&j);
+	parse_ok("{\"name\": \"r\", \"command\": \"c\", \"hang_signal\": null}",
+		 &j);
+	cr_expect_eq(j.hang_signal, 0);
+	job_release(&j);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		snprintf(json, sizeof(json),
+			 "{\"name\": \"r\", \"command\": \"c\", "
+			 "\"hang_signal\": %s}", bad[i]);
+		parse_fails(json, "\"hang_signal\"|SIGUSR1");
+	}
+	cr_expect_eq(job_signal_number("USR2"), SIGUSR2);
+	cr_expect_eq(job_signal_number("SIGQUIT"), SIGQUIT);
+	cr_expect_eq(job_signal_number("SIGTERM"), 0);
+	cr_expect_eq(job_signal_number(NULL), 0);
 }

@@ -235,6 +235,40 @@ Test(status, malformed_objects_are_skipped)
 	store_close(s);
 }
 
+/* The recent step-time figure goes out only when known, reads back,
+ * and a malformed one makes the object malformed. */
+Test(status, recent_steps_round_trip)
+{
+	struct store *s = open_store();
+	struct worker_status a = make_status(0, 0, "running", 1);
+	struct worker_status b = make_status(0, 1, "running", 1);
+	struct worker_status *v;
+	json_t *root;
+	size_t n;
+
+	a.recent = (struct step_figure){ 101.25, 16, 12.5 };
+	put_ok(s, &a);
+	put_ok(s, &b);
+	root = read_json(s, "status/slice-0-worker-1.json");
+	cr_expect_null(json_object_get(root, "recent_steps"));
+	json_decref(root);
+	put_raw(s, "status/slice-0-worker-2.json",
+		"{\"slice\": 0, \"worker\": 2, \"state\": \"running\", "
+		"\"generation\": 1, \"recent_steps\": {\"median_ms\": -1, "
+		"\"n\": 3, \"span_s\": 1}}");
+	put_raw(s, "status/slice-0-worker-3.json",
+		"{\"slice\": 0, \"worker\": 3, \"state\": \"running\", "
+		"\"generation\": 1, \"recent_steps\": [1, 2]}");
+	v = list_ok(s, &n);
+	cr_assert_eq(n, 2);
+	cr_expect_float_eq(v[0].recent.median_ms, 101.25, 1e-9);
+	cr_expect_eq(v[0].recent.n, 16);
+	cr_expect_float_eq(v[0].recent.span_s, 12.5, 1e-9);
+	cr_expect_eq(v[1].recent.n, 0);
+	free(v);
+	store_close(s);
+}
+
 /* Heartbeats of a large run share half the bucket's initial write rate
  * (two writes each: status and a log segment). */
 Test(status, period_grows_with_the_run_beyond_its_share)
