@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #define LEASE_MAX ((size_t)1 << 20)
-/* Past its expiry by the holder's clock, a lease is taken over this much
- * later, and its holder stops this long before: room for clocks that
- * disagree a little. */
+/* A holder stops acting this long before its lease expires by its own
+ * clock, and a waiter takes the lease over at that expiry by its clock:
+ * room for clocks that disagree a little. */
 #define SKEW_MS(lease) ((lease) / 6)
 
 struct watch_lease {
@@ -273,8 +273,7 @@ static int look(struct watch_lease *l, struct waiting *w, unsigned *sleep_ms,
 		memset(&r, 0, sizeof(r));
 	} else {
 		now = lease_wall_ms();
-		if (strcmp(r.holder, l->holder) &&
-		    now < r.expires_ms + SKEW_MS(l->lease_ms)) {
+		if (strcmp(r.holder, l->holder) && now < r.expires_ms) {
 			lease_time_text(r.expires_ms, expires, sizeof(expires));
 			if (strcmp(w->said, r.holder))
 				job_say(l->start_ms, "the run is watched by %s "
@@ -283,11 +282,8 @@ static int look(struct watch_lease *l, struct waiting *w, unsigned *sleep_ms,
 					r.holder, r.acquired, expires,
 					(r.expires_ms - now) / 1000.0);
 			snprintf(w->said, sizeof(w->said), "%s", r.holder);
-			if (r.expires_ms + SKEW_MS(l->lease_ms) - now <
-			    *sleep_ms)
-				*sleep_ms = (unsigned)(r.expires_ms +
-						       SKEW_MS(l->lease_ms) -
-						       now + 20);
+			if (r.expires_ms - now < *sleep_ms)
+				*sleep_ms = (unsigned)(r.expires_ms - now + 20);
 			lease_note_release(&r.note);
 			return -1;
 		}
