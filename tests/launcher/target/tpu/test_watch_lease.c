@@ -413,3 +413,89 @@ Test(lease, watch_refuses_what_it_cannot_watch)
 			"watch", "l4", "--bucket", bucket, NULL });
 	cr_assert_not(lease_exists("l4"));
 }
+
+/* The create body of the n-th create (from 0), as the fake recorded it. */
+static json_t *create_body(size_t n)
+{
+	json_t *all = fake_tpu_requests(&tpu), *q, *found = NULL;
+	size_t i;
+
+	json_array_foreach(all, i, q) {
+		const char *p = json_string_value(json_object_get(q, "path"));
+		const char *m = json_string_value(json_object_get(q, "method"));
+
+		if (p && m && !strcmp(m, "POST") && strstr(p, "queuedResources") &&
+		    !strstr(p, ":") && !n--) {
+			found = json_incref(json_object_get(q, "body"));
+			break;
+		}
+	}
+	json_decref(all);
+	cr_assert_not_null(found, "no such create");
+	return found;
+}
+
+/* slicectl watch alone asks again for what the queued resource says it
+ * is: job.json does not keep its shape. */
+Test(lease, slicectl_watch_recreates_the_qr_as_it_was)
+{
+	struct watcher b;
+	json_t *first, *again;
+
+	plain_job("l6");
+	watch(&b, 1, "b", "l6");
+	wait_text(b.out, "holding the watch lease", 20000);
+	fake_tpu_suspend(&tpu, "l6");
+	fake_tpu_wait_changes(&tpu, "POST DELETE POST");
+	wait_qr_state("l6", "ACTIVE");
+	first = create_body(0);
+	again = create_body(1);
+	cr_assert(json_equal(json_object_get(first, "tpu"),
+			     json_object_get(again, "tpu")),
+		  "asked for %s\nthen %s", json_dumps(first, 0),
+		  json_dumps(again, 0));
+	cr_assert(json_equal(json_object_get(first, "spot"),
+			     json_object_get(again, "spot")));
+	json_decref(first);
+	json_decref(again);
+	cr_assert_eq(generation("l6"), 2);
+	set_done("l6");
+	exits(&b, 1, 0);
+}
+
+/* A holder whose lease another wrote over stops acting at once, says so,
+ * and waits for that lease to expire before it acts again. */
+Test(lease, a_holder_that_loses_its_lease_stops_acting_and_waits)
+{
+	struct watcher b;
+	struct timespec ts;
+	char text[512], *o;
+
+	plain_job("l7");
+	watch(&b, 1, "b", "l7");
+	wait_text(b.out, "holding the watch lease", 20000);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(text, sizeof(text),
+		 "{\"holder\": \"thief:2:beef\", \"acquired\": "
+		 "\"2026-01-01T00:00:00Z\", \"expires_ms\": %lld, "
+		 "\"lease_ms\": 30000, \"recreating\": null}",
+		 (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 4000);
+	put_lease("l7", text);
+	wait_text(b.out, "lost the watch lease (another watcher wrote it", 5000);
+	wait_text(b.out, "the run is watched by thief:2:beef", 5000);
+	fake_tpu_suspend(&tpu, "l7");
+	wait_qr_state("l7", "SUSPENDED");
+	/* The thief's lease still runs: nothing is done meanwhile. */
+	sleep_ms(1500);
+	assert_changes("POST");
+	cr_assert_eq(generation("l7"), 1);
+	wait_text(b.out, "the lease of thief:2:beef has expired", 10000);
+	fake_tpu_wait_changes(&tpu, "POST DELETE POST");
+	wait_qr_state("l7", "ACTIVE");
+	cr_assert_eq(generation("l7"), 2);
+	set_done("l7");
+	exits(&b, 1, 0);
+	o = show(b.out);
+	cr_assert_eq(count_substr(o, "holding the watch lease"), 2, "%s", o);
+	free(o);
+}
