@@ -297,6 +297,21 @@ static void put_lease(const char *run, const char *text)
 	store_close(s);
 }
 
+/* Another host's lease on run, expiring in ms. */
+static void put_foreign(const char *run, const char *holder, long long ms)
+{
+	struct timespec ts;
+	char text[512];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(text, sizeof(text),
+		 "{\"holder\": \"%s\", \"acquired\": "
+		 "\"2026-01-01T00:00:00Z\", \"expires_ms\": %lld, "
+		 "\"lease_ms\": 30000, \"recreating\": null}", holder,
+		 (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + ms);
+	put_lease(run, text);
+}
+
 static bool lease_exists(const char *run)
 {
 	struct store *s = run_store(run);
@@ -324,18 +339,11 @@ static void plain_job(const char *run)
 Test(lease, a_foreign_holder_and_bad_json_are_said_and_waited_out)
 {
 	struct watcher b, c;
-	struct timespec ts;
-	char text[512], *o;
+	char *o;
 	long long took;
 
 	plain_job("l3");
-	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(text, sizeof(text),
-		 "{\"holder\": \"elsewhere:1:cafe\", \"acquired\": "
-		 "\"2026-01-01T00:00:00Z\", \"expires_ms\": %lld, "
-		 "\"lease_ms\": 30000, \"recreating\": null}",
-		 (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 2500);
-	put_lease("l3", text);
+	put_foreign("l3", "elsewhere:1:cafe", 2500);
 	watch(&b, 1, "b", "l3");
 	wait_text(b.out, "the run is watched by elsewhere:1:cafe", 10000);
 	took = wait_text(b.out, "the lease of elsewhere:1:cafe has expired: "
@@ -468,19 +476,12 @@ Test(lease, slicectl_watch_recreates_the_qr_as_it_was)
 Test(lease, a_holder_that_loses_its_lease_stops_acting_and_waits)
 {
 	struct watcher b;
-	struct timespec ts;
-	char text[512], *o;
+	char *o;
 
 	plain_job("l7");
 	watch(&b, 1, "b", "l7");
 	wait_text(b.out, "holding the watch lease", 20000);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(text, sizeof(text),
-		 "{\"holder\": \"thief:2:beef\", \"acquired\": "
-		 "\"2026-01-01T00:00:00Z\", \"expires_ms\": %lld, "
-		 "\"lease_ms\": 30000, \"recreating\": null}",
-		 (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 4000);
-	put_lease("l7", text);
+	put_foreign("l7", "thief:2:beef", 4000);
 	wait_text(b.out, "lost the watch lease (another watcher wrote it", 5000);
 	wait_text(b.out, "the run is watched by thief:2:beef", 5000);
 	fake_tpu_suspend(&tpu, "l7");
