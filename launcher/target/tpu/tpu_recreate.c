@@ -189,7 +189,8 @@ static int bump(struct tpu_watch *w, const struct control *seen,
 		log_error("the run failed: %s", after.reason);
 		return 1;
 	}
-	return 0;
+	/* Done or stopping meanwhile: the next look ends the watch. */
+	return strcmp(after.state, "running") ? -1 : 0;
 }
 
 static int delete_then_wait(struct tpu_watch *w)

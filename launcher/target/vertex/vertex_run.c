@@ -413,6 +413,9 @@ static int recreate(struct watch *w, const struct control *seen,
 		log_error("the run failed: %s", after.reason);
 		return 1;
 	}
+	/* Done or stopping meanwhile: the next look ends the watch. */
+	if (strcmp(after.state, "running"))
+		return -1;
 	if (watch_lease_act(w->lease, NULL, &e))
 		return lost(w, "resubmitting", &e);
 	if (submit_again(w->c, job, name, sizeof(name), &e)) {
