@@ -11,6 +11,7 @@
 #include "launcher/watch_lease.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_RECREATE_BUDGET 10
@@ -64,6 +65,9 @@ int cmd_watch(int argc, char **argv)
 
 	memcpy(opts, own, sizeof(own));
 	run_qr_table(&q, opt_end(opts), 0);
+	/* RUN is a run wherever the bucket comes from: never a queued
+	 * resource's own name, as it may be for reset and delete. */
+	q.ro.bucket = getenv("SLICECTL_BUCKET");
 	status = run_qr_start(opts, argc, argv, usage, &q);
 	if (status >= 0)
 		goto out;
@@ -75,11 +79,11 @@ int cmd_watch(int argc, char **argv)
 		status = EXIT_USAGE;
 		goto out;
 	}
+	/* With a bucket, a RUN without job.json has ended above (4). */
 	if (!q.is_run) {
-		log_error("no run %s under %s (no job.json): slicectl watch "
-			  "takes a run", q.name,
-			  q.ro.bucket ? q.ro.bucket : "$SLICECTL_BUCKET");
-		status = EXIT_NOT_FOUND;
+		log_error("slicectl watch needs the run's bucket: give --bucket "
+			  "or set $SLICECTL_BUCKET");
+		status = EXIT_USAGE;
 		goto out;
 	}
 	t = run_qr_target(&q);

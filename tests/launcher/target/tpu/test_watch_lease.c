@@ -370,7 +370,8 @@ static void refused(int want, const char *needle, const char *const *argv)
 {
 	struct run_result r;
 
-	cr_assert_eq(run_slicectl(&r, argv, NULL), 0);
+	cr_assert_eq(run_slicectl(&r, argv, (const char *const[]){
+					  "SLICECTL_BUCKET=", NULL }), 0);
 	cr_assert_eq(r.status, want, "exit %d\n%s%s", r.status, r.out, r.err);
 	ASSERT_HAS(r.err, needle);
 	run_result_release(&r);
@@ -406,6 +407,11 @@ Test(lease, watch_refuses_what_it_cannot_watch)
 	plain_job("l4");
 	refused(4, "no run nope under", (const char *const[]){
 			"watch", "nope", "--bucket", bucket, NULL });
+	refused(2, "needs the run's bucket", (const char *const[]){
+			"watch", "l4", NULL });
+	refused(2, "progress lines only", (const char *const[]){
+			"watch", "l4", "--bucket", bucket, "--format", "json",
+			NULL });
 	refused(2, "--lease takes from 0.3 s to 1 h", (const char *const[]){
 			"watch", "l4", "--bucket", bucket, "--lease", "0.1",
 			NULL });
