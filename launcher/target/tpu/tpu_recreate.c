@@ -193,15 +193,15 @@ static int bump(struct tpu_watch *w, const struct control *seen,
 	return strcmp(after.state, "running") ? -1 : 0;
 }
 
-static int delete_then_wait(struct tpu_watch *w)
+static int delete_then_wait(struct tpu_watch *w, const char *why)
 {
 	unsigned wait_ms = backoff_next_ms(&w->bo);
 	struct err e;
 
 	if (watch_lease_act(w->lease, NULL, &e))
 		return lost(w, "deleting it", &e);
-	job_say(w->start_ms, "%s: deleting it, then asking again in %.1f s "
-		"(recreation %u of at most %u)", w->id, wait_ms / 1000.0,
+	job_say(w->start_ms, "%s: %s; deleting it, then asking again in %.1f "
+		"s (recreation %u of at most %u)", w->id, why, wait_ms / 1000.0,
 		w->recreated + 1, w->budget);
 	if (tpu_qr_delete(w->c, w->id, true, true, 0, tpu_print_progress, NULL,
 			  &e) &&
@@ -249,7 +249,7 @@ int tpu_recreate(struct tpu_watch *w, const struct control *seen,
 	if (!rc)
 		rc = bump(w, seen, &n);
 	if (!rc && q)
-		rc = delete_then_wait(w);
+		rc = delete_then_wait(w, n.why);
 	if (!rc)
 		rc = create(w, &n);
 	if (!rc)
