@@ -303,6 +303,10 @@ typedef void (*tpu_progress_fn)(void *ud, const struct tpu_qr *q,
  * create operation is done), not when it is ACTIVE. */
 int tpu_qr_create(struct tpu_client *c, const struct tpu_qr_spec *s,
 		  struct err *e);
+/* tpu_qr_create with a body made already (tpu_qr_body's, or one kept
+ * from an earlier create): queued resource id under the client's parent. */
+int tpu_qr_post(struct tpu_client *c, const char *id, const char *body,
+		struct err *e);
 int tpu_qr_get(struct tpu_client *c, const char *id, struct tpu_qr *out,
 	       struct err *e);
 /* Every queued resource in the zone, all pages, in the API's order. */

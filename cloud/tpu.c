@@ -670,28 +670,34 @@ int tpu_qr_list(struct tpu_client *c, struct tpu_qr **out, size_t *n,
 int tpu_qr_create(struct tpu_client *c, const struct tpu_qr_spec *s,
 		  struct err *e)
 {
+	char *body = NULL;
+	int rc = tpu_qr_body(s, c->parent, &body, e);
+
+	if (!rc)
+		rc = tpu_qr_post(c, s->id, body, e);
+	free(body);
+	return rc;
+}
+
+int tpu_qr_post(struct tpu_client *c, const char *id, const char *body,
+		struct err *e)
+{
 	struct http_response resp;
 	struct poller p;
 	struct buf url, what;
-	char *body = NULL;
 	char rid[37];
 	int rc;
 
-	rc = tpu_qr_body(s, c->parent, &body, e);
+	rc = uuid4(rid, e);
 	if (rc)
 		return rc;
-	rc = uuid4(rid, e);
-	if (rc) {
-		free(body);
-		return rc;
-	}
 	http_response_init(&resp);
 	buf_init(&url);
 	buf_init(&what);
 	if (url_for(c, &url, "queuedResources", NULL, NULL) ||
-	    http_query_append(&url, "queuedResourceId", s->id) ||
+	    http_query_append(&url, "queuedResourceId", id) ||
 	    http_query_append(&url, "requestId", rid) ||
-	    buf_appendf(&what, "creating queued resource %s", s->id)) {
+	    buf_appendf(&what, "creating queued resource %s", id)) {
 		rc = nomem(e);
 		goto out;
 	}
@@ -702,7 +708,6 @@ int tpu_qr_create(struct tpu_client *c, const struct tpu_qr_spec *s,
 	poller_init(&p, c, mono_ms(), CREATE_OP_LIMIT_MS);
 	rc = op_wait(c, &resp, what.data, &p, e);
 out:
-	free(body);
 	buf_release(&url);
 	buf_release(&what);
 	http_response_release(&resp);

@@ -9,6 +9,7 @@
 #include "launcher/job.h"
 #include "launcher/launcher.h"
 #include "launcher/target/target.h"
+#include "launcher/watch_lease.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -58,7 +59,12 @@ static const char usage[] =
 	"resource SUSPENDED (or it FAILED) it bumps the run's generation,\n"
 	"deletes and recreates it (at most --recreate-budget times, with\n"
 	"exponential backoff from 30 s), so the run resumes from its last\n"
-	"committed step. It ends when the run is done or failed.\n"
+	"committed step. It ends when the run is done or failed. It acts only\n"
+	"while it holds the run's watch lease (BUCKET/RUN/watch.lease, renewed\n"
+	"every --lease/3): a second watcher of the run (another --watch, or\n"
+	"slicectl watch RUN) waits and takes over within --lease once the\n"
+	"first is gone. --target vertex's --watch submits a CustomJob that\n"
+	"capacity ended again, the same way.\n"
 	"\n"
 	"--provisioning-model flex-start --max-run-duration D asks for\n"
 	"flex-start capacity (as slicectl create does): each window lasts D\n"
@@ -155,6 +161,22 @@ static int preflight_flags(struct job_request *r, unsigned timeout_ms)
 	return 0;
 }
 
+/* --lease: only with --watch, within its bounds. */
+static int lease_flag(struct job_flags *o)
+{
+	const char *bad;
+
+	if (o->lease_ms == NOT_GIVEN) {
+		o->lease_ms = WATCH_LEASE_DEFAULT_MS;
+		return 0;
+	}
+	if (!o->watch)
+		return usage_error("--lease is the lease of --watch, which is "
+				   "not given");
+	bad = watch_lease_bad_ms(o->lease_ms);
+	return bad ? usage_error("%s", bad) : 0;
+}
+
 int cmd_job(int argc, char **argv)
 {
 	struct job_flags o = { 0 };
@@ -167,6 +189,7 @@ int cmd_job(int argc, char **argv)
 
 	job_request_init(r);
 	o.recreate_budget = DEFAULT_RECREATE_BUDGET;
+	o.lease_ms = NOT_GIVEN;
 	hang_ms = r->hang_timeout_s * 1000u;
 	grace_ms = r->grace_s * 1000u;
 	const struct opt own[] = {
@@ -269,6 +292,9 @@ int cmd_job(int argc, char **argv)
 		{ .name = "recreate-budget", .kind = OPT_UINT,
 		  .value = &o.recreate_budget, .arg = "N", .max = 1000000,
 		  .help = "recreations --watch may make (default 10)" },
+		{ .name = "lease", .kind = OPT_SECONDS, .value = &o.lease_ms,
+		  .arg = "S", .help = "--watch: the watch lease's length; "
+		  "another watcher takes over within it (default 30s)" },
 		{ .name = "supervisor-bin", .kind = OPT_STRING,
 		  .value = &r->supervisor_bin, .arg = "PATH",
 		  .help = "the slice-supervisor to upload (default: "
@@ -325,6 +351,9 @@ int cmd_job(int argc, char **argv)
 		goto out;
 	}
 	status = preflight_flags(r, preflight_ms);
+	if (status)
+		goto out;
+	status = lease_flag(&o);
 	if (status)
 		goto out;
 	if (!r->bucket || !*r->bucket)

@@ -7,6 +7,7 @@
  * first: bundle, supervisor, job.json, control.json.
  */
 #include "launcher/job.h"
+#include "launcher/watch_lease.h"
 #include "launcher/launcher.h"
 #include "launcher/accelerator.h"
 #include "checkpoint/checkpoint.h"
@@ -114,12 +115,20 @@ int job_run_over(uint64_t start_ms, const struct control *c)
 }
 
 int job_watch_loop(int (*once)(void *ud, unsigned *errors), void *ud,
-		   unsigned max_errors, uint64_t poll_ms)
+		   unsigned max_errors, uint64_t poll_ms,
+		   struct watch_lease *lease)
 {
 	unsigned errors = 0;
+	struct err e;
 
 	for (;;) {
-		int status = once(ud, &errors);
+		int status;
+
+		if (!watch_lease_held(lease) && watch_lease_take(lease, &e)) {
+			log_error("taking the watch lease: %s", e.msg);
+			return 1;
+		}
+		status = once(ud, &errors);
 
 		if (status >= 0)
 			return status;

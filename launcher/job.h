@@ -104,10 +104,14 @@ int job_follow_control(struct store *s, uint64_t start_ms, char *state,
  * goes on. */
 int job_run_over(uint64_t start_ms, const struct control *c);
 /* A watch's loop: once every poll_ms until it returns an exit status
- * (>= 0); it counts the looks that failed in a row in *errors, and
- * max_errors of them end the watch (status 1; the run goes on). */
+ * (>= 0), each time only while the run's watch lease is held
+ * (watch_lease.h): without it, it waits to take it first. It counts the
+ * looks that failed in a row in *errors, and max_errors of them end the
+ * watch (status 1; the run goes on). */
+struct watch_lease;
 int job_watch_loop(int (*once)(void *ud, unsigned *errors), void *ud,
-		   unsigned max_errors, uint64_t poll_ms);
+		   unsigned max_errors, uint64_t poll_ms,
+		   struct watch_lease *lease);
 
 /* The runtime version a TPU type needs by default
  * ("tpu-ubuntu2204-base", "v2-alpha-tpuv5-lite", ...). */

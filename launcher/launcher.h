@@ -54,5 +54,8 @@ int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Google's announced maintenance of a run's (or queued resource's)
  * nodes, now, optionally right after a committed step. */
 int cmd_maintenance(int argc, char **argv);
+/* What `slicectl job --watch` does after submitting, for a run already
+ * there, while holding the run's watch lease (watch_lease.h). */
+int cmd_watch(int argc, char **argv);
 
 #endif

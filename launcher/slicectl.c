@@ -36,6 +36,8 @@ static const struct command commands[] = {
 	{ "wait", cmd_wait, "wait until a queued resource is ACTIVE" },
 	{ "reset", cmd_reset, "restart every worker of a queued resource" },
 	{ "delete", cmd_delete, "delete a queued resource" },
+	{ "watch", cmd_watch, "stay with a run, recreating what preemption "
+	  "took" },
 	{ "status", cmd_status, "show a run's state and its workers' heartbeats" },
 	{ "logs", cmd_logs, "print (or follow) a worker's trainer output" },
 	{ "restart", cmd_restart, "restart every worker of a run together" },

@@ -47,6 +47,7 @@ struct job_flags {
 	const char *provisioning_model;
 	bool watch;
 	unsigned recreate_budget;
+	unsigned lease_ms;               /* --lease (watch_lease.h) */
 	/* local's own, besides r.workers_per_slice */
 	const char *local_dir, *chaos, *seed;
 	bool quiet;
@@ -101,6 +102,13 @@ struct target_words {
 
 struct run_qr;
 
+/* What a watcher of a run is told (`slicectl job --watch`, `slicectl
+ * watch`): how many recreations it may make, and its lease. */
+struct watch_flags {
+	unsigned recreate_budget;
+	unsigned lease_ms;
+};
+
 struct target_ops {
 	/* --target NAME, and what messages and `status --format json`
 	 * call it. Never NULL. */
@@ -138,6 +146,12 @@ struct target_ops {
 	 * out for a stuck run; with wait, returns once they run again.
 	 * Returns the exit status. NULL: no such thing. */
 	int (*reset)(struct run_qr *q, bool wait);
+	/* `slicectl watch`: stays with the run q (its job.json read) as
+	 * `slicectl job --watch` does after submitting, until the run
+	 * ends. Returns the exit status. NULL: nothing to watch, and
+	 * no_watch says why. */
+	int (*watch)(struct run_qr *q, const struct watch_flags *f);
+	const char *no_watch;
 	/* What `slicectl job` made for j, for messages ("JobSet NS/NAME",
 	 * "Slurm job ID"). NULL: j's queued resource, or nothing. */
 	void (*what)(const struct job *j, char *out, size_t len);

@@ -75,6 +75,15 @@ size_t fake_tpu_count(struct fake_tpu *f, const char *method,
 /* "DELETE POST ..." of the recorded requests on queued resources, in
  * order, GETs left out (cut at cap). */
 void fake_tpu_qr_changes(struct fake_tpu *f, char *out, size_t cap);
+/* A spot queued resource's preemption (/_fake/suspend): it goes
+ * SUSPENDED. */
+void fake_tpu_suspend(struct fake_tpu *f, const char *qr);
+/* Waits up to 30 s until fake_tpu_qr_changes reads want. */
+void fake_tpu_wait_changes(struct fake_tpu *f, const char *want);
+/* Waits up to 30 s until the queued resource at path (the API's, from
+ * "/v2alpha1/") is in state want. */
+void fake_tpu_wait_qr_state(struct fake_tpu *f, const char *path,
+			    const char *want);
 /* The fake's resource at path (to json_decref), or NULL when it has none
  * (any answer but 200). */
 json_t *fake_tpu_get(struct fake_tpu *f, const char *path);

@@ -209,3 +209,17 @@ Test(target, local_with_another_target_is_refused)
 	refused_with("slurm", "not for --target slurm");
 	refused_with("gke", "not for --target gke");
 }
+
+/* slicectl watch: each row watches, or says why it has nothing to. */
+Test(target, every_row_watches_or_says_why_not)
+{
+	for (size_t i = 0; i < TARGET_LAST; i++) {
+		const struct target_ops *t = targets[i];
+
+		cr_assert(!t->watch != !t->no_watch, "%s: watch %s, no_watch %s",
+			  t->name, t->watch ? "set" : "NULL",
+			  t->no_watch ? t->no_watch : "NULL");
+	}
+	cr_assert_not_null(target_find("tpu-vm")->watch);
+	cr_assert_not_null(target_find("vertex")->watch);
+}

@@ -345,6 +345,9 @@ const struct target_ops target_gke = {
 	.status = gke_describe,
 	.delete = delete_jobset,
 	.reset = reset_pods,
+	.no_watch = "JobSet restarts its pods itself (within maxRestarts) "
+		    "and Kueue admits them again: nothing is left for a "
+		    "watcher to recreate",
 	.what = what,
 	.words = &words,
 };

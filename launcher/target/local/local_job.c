@@ -72,4 +72,7 @@ const struct target_ops target_local = {
 	.name = "local",
 	.check = check,
 	.submit = submit,
+	.no_watch = "slicectl job --target local runs the workers itself and "
+		    "stays with them until the run ends: there is nothing "
+		    "else to watch",
 };

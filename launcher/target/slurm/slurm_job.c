@@ -266,6 +266,8 @@ const struct target_ops target_slurm = {
 	.status = slurm_describe,
 	.delete = delete_job,
 	.reset = reset_job,
+	.no_watch = "the batch job requeues itself (sbatch --requeue): "
+		    "nothing is left for a watcher to recreate",
 	.what = what,
 	.words = &words,
 };

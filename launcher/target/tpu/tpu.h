@@ -18,10 +18,54 @@ size_t tpu_job_options(struct job_flags *f, struct opt *opts);
 int tpu_job_check(const struct job_flags *f);
 int tpu_job_submit(struct job_flags *f);
 
-/* --watch: stays with the queued resource spec of run until the run is
- * done or failed (or the recreate budget is spent). Returns the exit
- * status. */
-int tpu_watch(struct tpu_client *c, const struct tpu_qr_spec *spec,
-	      const struct job_flags *f, const struct prepared_run *run);
+struct watch_flags;
+struct watch_lease;
+
+/* --watch, and `slicectl watch` of a run on a queued resource: stays
+ * with queued resource id of the run at run_url (j its job.json) until
+ * the run is done or failed (or the recreate budget is spent), acting
+ * only while it holds the run's watch lease. spec is what `slicectl job`
+ * asked for; NULL: a recreation asks again for what the queued resource
+ * itself says it is. Returns the exit status. */
+int tpu_watch(struct tpu_client *c, const char *id,
+	      const struct tpu_qr_spec *spec, const char *run_url,
+	      const struct job *j, const struct watch_flags *f);
+
+/* What tpu_watch.c's loop and tpu_recreate.c share. */
+struct tpu_watch {
+	struct tpu_client *c;
+	const char *id;
+	const struct tpu_qr_spec *spec;  /* NULL: from the resource */
+	struct store *s;
+	struct watch_lease *lease;
+	struct job budget_of;    /* the run's restart budgets alone */
+	unsigned budget, recreated;
+	uint64_t start_ms, unit_ms;
+	struct backoff bo;
+	char qr_state[64], run_state[64];
+	char window_end[40];     /* the flex-start window's, "" none */
+	int64_t generation;
+};
+
+/* RUN/watch.json for slicectl status (watch_state.h), q NULL when the
+ * queued resource was just asked for again. */
+struct tpu_qr;
+void tpu_watch_publish(struct tpu_watch *w, const struct tpu_qr *q);
+
+/* Recreates the queued resource, now SUSPENDED or FAILED (q), or gone
+ * (q NULL) while a recreation is under way, seen the control.json read
+ * before: the run's generation bumped, the queued resource deleted and
+ * asked for again, each step only while the lease is held and the whole
+ * kept in the lease record first, so that a watcher taking over finishes
+ * it rather than starting another. Returns -1 to go on watching, or an
+ * exit status. */
+int tpu_recreate(struct tpu_watch *w, const struct control *seen,
+		 const struct tpu_qr *q, const char *why);
+/* A recreation under way whose queued resource exists again (the holder
+ * before died after asking for it): counted, recorded and cleared.
+ * Whether one was under way. */
+bool tpu_recreate_landed(struct tpu_watch *w, const struct tpu_qr *q);
+/* Whether a recreation of the queued resource is under way. */
+bool tpu_recreate_pending(struct tpu_watch *w);
 
 #endif

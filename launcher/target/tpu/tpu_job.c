@@ -171,7 +171,12 @@ int tpu_job_submit(struct job_flags *o)
 		goto out_run;
 	}
 	print_follow(o, &run);
-	status = o->watch ? tpu_watch(c, &spec, o, &run) : 0;
+	if (o->watch)
+		status = tpu_watch(c, spec.id, &spec, run.run_url, &run.job,
+				   &(struct watch_flags){ o->recreate_budget,
+							  o->lease_ms });
+	else
+		status = 0;
 out_run:
 	prepared_run_release(&run);
 out:

@@ -72,6 +72,19 @@ out:
 	return status;
 }
 
+/* `slicectl watch` of a run: its queued resource asked for again as the
+ * API describes it, since job.json does not keep its shape. */
+static int watch_qr(struct run_qr *q, const struct watch_flags *f)
+{
+	struct tpu_client *c = NULL;
+	int status = open_qr(q, "watching", &c);
+
+	if (!status)
+		status = tpu_watch(c, q->qr, NULL, q->ro.url, &q->ro.job, f);
+	tpu_close(c);
+	return status;
+}
+
 /* job.json has no "target" object here but a "tpu" one (project, zone,
  * name): the supervisor's worker 0 reads it to delete the queued
  * resource once the run is done. */
@@ -82,4 +95,5 @@ const struct target_ops target_tpu_vm = {
 	.submit = tpu_job_submit,
 	.delete = delete_qr,
 	.reset = reset_qr,
+	.watch = watch_qr,
 };

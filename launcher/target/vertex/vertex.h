@@ -89,7 +89,10 @@ int vertex_reset(const struct job *j, bool wait, unsigned timeout_ms,
 /* --watch: follows the run at run_url (j its job.json) until it is done,
  * submitting its CustomJob again when one ended through capacity (the
  * run's generation bumped first, as tpu-vm's --watch does), at most
- * budget times. Returns the exit status. */
-int vertex_watch(const char *run_url, const struct job *j, unsigned budget);
+ * f's budget times, acting only while it holds the run's watch lease
+ * (watch_lease.h). Returns the exit status. */
+struct watch_flags;
+int vertex_watch(const char *run_url, const struct job *j,
+		 const struct watch_flags *f);
 
 #endif

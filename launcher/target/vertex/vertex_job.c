@@ -9,6 +9,7 @@
 #include "cloud/cloud.h"
 #include "launcher/job.h"
 #include "launcher/launcher.h"
+#include "launcher/run_qr.h"
 #include "launcher/target/target.h"
 
 #include <stdio.h>
@@ -206,7 +207,9 @@ static int submit(struct job_flags *f)
 		status = post(f, body, run.run_url);
 		if (!status && f->watch)
 			status = vertex_watch(run.run_url, &run.job,
-					      f->recreate_budget);
+					      &(struct watch_flags){
+						      f->recreate_budget,
+						      f->lease_ms });
 	}
 	json_decref(body);
 	prepared_run_release(&run);
@@ -239,6 +242,11 @@ static int reset_job(struct run_qr *q, bool wait)
 	return target_reset_run(q, wait, vertex_reset);
 }
 
+static int watch_jobs(struct run_qr *q, const struct watch_flags *f)
+{
+	return vertex_watch(q->ro.url, &q->ro.job, f);
+}
+
 const struct target_ops target_vertex = {
 	.name = "vertex",
 	.kind = "vertex",
@@ -248,6 +256,7 @@ const struct target_ops target_vertex = {
 	.status = vertex_describe,
 	.delete = delete_jobs,
 	.reset = reset_job,
+	.watch = watch_jobs,
 	.what = what,
 	.words = &words,
 };

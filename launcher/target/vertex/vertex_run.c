@@ -1,13 +1,15 @@
 /*
  * vertex_run.c: a Vertex run's CustomJobs after `slicectl job` (see
  * vertex.h): found by the run's label, shown, cancelled and deleted,
- * submitted again by reset and by --watch.
+ * submitted again by reset and by --watch (only while it holds the run's
+ * watch lease, watch_lease.h).
  */
 #include "launcher/target/vertex/vertex.h"
 #include "cloud/cloud.h"
 #include "launcher/job.h"
 #include "launcher/launcher.h"
 #include "launcher/target/target.h"
+#include "launcher/watch_lease.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -311,6 +313,7 @@ struct watch {
 	struct vertex_client *c;
 	const struct job *j;
 	struct store *s;
+	struct watch_lease *lease;
 	unsigned budget, recreated;
 	uint64_t start_ms, unit_ms;
 	char job_state[64], run_state[64];
@@ -324,32 +327,84 @@ static int watch_run(struct watch *w, struct control *c)
 				  sizeof(w->run_state), &w->generation, c);
 }
 
-/* A job that ended through capacity while the run goes on: the
- * generation moves on and a new CustomJob is posted. Returns -1 to go on
- * watching, or an exit status. */
-static int recreate(struct watch *w, const struct control *seen,
-		    const json_t *job)
+/* The lease is lost mid-recreation: the next holder finishes it. */
+static int lost(struct watch *w, const char *step, const struct err *e)
 {
-	struct control after;
-	char name[512], reason[160];
-	struct gen_cause cause;
+	job_say(w->start_ms, "not %s: %s", step, e->msg);
+	return -1;
+}
+
+/* Starts replacing job: the budget checked, the recreation written into
+ * the lease record. 0, 1 (an exit status) or -1: the lease is lost. */
+static int begin(struct watch *w, const struct control *seen,
+		 const json_t *job, struct lease_note *n)
+{
 	struct err e;
 
 	if (w->recreated >= w->budget) {
 		log_error("CustomJob %s ended (%s) and the recreate budget "
-			  "(%u) is spent: run slicectl job again with --watch "
-			  "and a larger --recreate-budget", str(job, "name"),
-			  str(job, "state"), w->budget);
+			  "(%u) is spent: run slicectl watch %s again with a "
+			  "larger --recreate-budget", str(job, "name"),
+			  str(job, "state"), w->budget, w->j->name);
 		return 1;
 	}
-	err_init(&e);
+	snprintf(n->about, sizeof(n->about), "%s", str(job, "name"));
+	snprintf(n->why, sizeof(n->why), "%.150s",
+		 str(json_object_get(job, "error"), "message"));
+	n->from_generation = seen->generation;
+	return watch_lease_act(w->lease, n, &e) ? lost(w, "resubmitting", &e)
+						: 0;
+}
+
+/* A recreation done (or found done after a takeover): counted, and
+ * cleared from the lease record. */
+static void done(struct watch *w)
+{
+	const struct lease_note none = { .about = "" };
+	struct err e;
+
+	w->recreated++;
+	w->job_state[0] = '\0';
+	if (watch_lease_act(w->lease, &none, &e))
+		log_warn("clearing the recreation from the lease: %s", e.msg);
+}
+
+/* A job that ended through capacity while the run goes on: the
+ * generation moves on and a new CustomJob is posted, each step only
+ * right after the lease was renewed; a recreation of the same job that
+ * a watcher before began is finished, not made again. Returns -1 to go
+ * on watching, or an exit status. */
+static int recreate(struct watch *w, const struct control *seen,
+		    const json_t *job)
+{
+	struct control from = *seen, after;
+	char name[512], reason[160];
+	struct gen_cause cause;
+	struct lease_note n;
+	struct err e;
+	int rc = 0;
+
+	watch_lease_note(w->lease, &n);
+	if (strcmp(n.about, str(job, "name")))
+		rc = begin(w, seen, job, &n);
+	else
+		job_say(w->start_ms, "finishing the resubmission of %s under "
+			"way", n.about);
+	/* From the generation the recreation began at: a takeover bumps
+	 * once. */
+	from.generation = n.from_generation;
+	lease_note_release(&n);
+	if (rc)
+		return rc;
+	if (watch_lease_act(w->lease, NULL, &e))
+		return lost(w, "bumping the run's generation", &e);
 	snprintf(reason, sizeof(reason), "CustomJob submitted again after "
 		 "%.100s", str(json_object_get(job, "error"), "message"));
 	/* Capacity ended the job: the infrastructure's budget pays, as
-	 * for a recreated queued resource (tpu_watch.c). */
+	 * for a recreated queued resource (tpu_recreate.c). */
 	gen_cause_init(&cause, CAUSE_INFRA, "recreated", "slicectl");
 	cause_set_tail(&cause, str(json_object_get(job, "error"), "message"));
-	if (control_bump_cause(w->s, NULL, seen, w->j, &cause, reason,
+	if (control_bump_cause(w->s, NULL, &from, w->j, &cause, reason,
 			       "slicectl", -1, &after, &e)) {
 		log_error("bumping the run's generation: %s", e.msg);
 		return 1;
@@ -358,15 +413,35 @@ static int recreate(struct watch *w, const struct control *seen,
 		log_error("the run failed: %s", after.reason);
 		return 1;
 	}
+	/* Done or stopping meanwhile: the next look ends the watch. */
+	if (strcmp(after.state, "running"))
+		return -1;
+	if (watch_lease_act(w->lease, NULL, &e))
+		return lost(w, "resubmitting", &e);
 	if (submit_again(w->c, job, name, sizeof(name), &e)) {
 		log_error("submitting the CustomJob again: %s", e.msg);
 		return 1;
 	}
-	w->recreated++;
-	w->job_state[0] = '\0';
+	done(w);
 	job_say(w->start_ms, "CustomJob %s submitted (recreation %u of at most "
 		"%u)", name, w->recreated, w->budget);
 	return -1;
+}
+
+/* A resubmission a watcher before began whose new CustomJob is there
+ * (newest, not the one it replaced): counted and cleared. */
+static void landed(struct watch *w, const json_t *job)
+{
+	struct lease_note n;
+
+	watch_lease_note(w->lease, &n);
+	if (*n.about && strcmp(n.about, str(job, "name"))) {
+		job_say(w->start_ms, "the resubmission of %s under way had "
+			"posted %s already: following it", n.about,
+			str(job, "name"));
+		done(w);
+	}
+	lease_note_release(&n);
 }
 
 static int watch_once(void *ud, unsigned *errors)
@@ -405,7 +480,7 @@ static int watch_once(void *ud, unsigned *errors)
 	}
 	rc = -1;
 	if (!ended(str(job, "state")))
-		rc = -1;
+		landed(w, job);
 	else if (!strcmp(c.state, "stopping") ||
 		 !strcmp(str(job, "state"), "JOB_STATE_SUCCEEDED"))
 		rc = 0;
@@ -420,25 +495,28 @@ static int watch_once(void *ud, unsigned *errors)
 	return rc;
 }
 
-int vertex_watch(const char *run_url, const struct job *j, unsigned budget)
+int vertex_watch(const char *run_url, const struct job *j,
+		 const struct watch_flags *f)
 {
-	struct watch w = { .j = j, .budget = budget };
+	struct watch w = { .j = j, .budget = f->recreate_budget };
 	struct err e;
 	int status = -1;
 
 	err_init(&e);
-	if (store_open(&w.s, run_url, &e) || open_client(j, &w.c, &e)) {
+	w.start_ms = mono_ms();
+	if (store_open(&w.s, run_url, &e) || open_client(j, &w.c, &e) ||
+	    watch_lease_open(run_url, f->lease_ms, w.start_ms, &w.lease, &e)) {
 		log_error("%s", e.msg);
-		if (w.s)
-			store_close(w.s);
+		vertex_close(w.c);
+		store_close(w.s);
 		return 1;
 	}
-	w.start_ms = mono_ms();
 	w.unit_ms = job_env_ms("SLICECTL_VERTEX_POLL_MS", 1000);
 	job_say(w.start_ms, "watching run %s's CustomJobs (recreate budget "
-		"%u)", j->name, budget);
+		"%u)", j->name, w.budget);
 	status = job_watch_loop(watch_once, &w, MAX_ERRORS,
-				POLL_UNITS * w.unit_ms);
+				POLL_UNITS * w.unit_ms, w.lease);
+	watch_lease_close(w.lease);
 	vertex_close(w.c);
 	store_close(w.s);
 	return status;

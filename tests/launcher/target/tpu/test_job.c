@@ -134,16 +134,10 @@ static char *node_state(const char *name)
 
 static void wait_qr_state(const char *name, const char *want)
 {
-	for (int i = 0; i < 1500; i++) {
-		char *st = qr_state(name);
-		bool done = !strcmp(st, want);
+	char path[256];
 
-		free(st);
-		if (done)
-			return;
-		sleep_ms(20);
-	}
-	cr_assert_fail("%s never became %s", name, want);
+	snprintf(path, sizeof(path), QR_PATH "%s", name);
+	fake_tpu_wait_qr_state(&tpu, path, want);
 }
 
 static char *sha256_of(const char *path)
@@ -415,29 +409,6 @@ static pid_t spawn_watch(const char *name, const char *budget,
 	return pid;
 }
 
-static void suspend(const char *name)
-{
-	char body[128];
-
-	snprintf(body, sizeof(body), "{\"name\": \"%s\"}", name);
-	cr_assert_eq(fake_tpu_call(&tpu, "POST", "/_fake/suspend", body, NULL),
-		     200);
-}
-
-/* Waits until the request log's creates and deletes read so. */
-static void wait_changes(const char *want)
-{
-	char got[512];
-
-	for (int i = 0; i < 1500; i++) {
-		fake_tpu_qr_changes(&tpu, got, sizeof(got));
-		if (!strcmp(got, want))
-			return;
-		sleep_ms(20);
-	}
-	cr_assert_fail("queued resource changes: '%s', not '%s'", got, want);
-}
-
 static char *show(const char *path)
 {
 	char *t = read_file(path, NULL);
@@ -457,8 +428,8 @@ Test(job, watch_recreates_a_suspended_qr_until_the_run_is_done)
 
 	pid = spawn_watch("w1", "3", out_path, err_path, sizeof(out_path));
 	wait_qr_state("w1", "ACTIVE");
-	suspend("w1");
-	wait_changes("POST DELETE POST");
+	fake_tpu_suspend(&tpu, "w1");
+	fake_tpu_wait_changes(&tpu, "POST DELETE POST");
 	wait_qr_state("w1", "ACTIVE");
 
 	snprintf(url, sizeof(url), "%s/w1", bucket);
@@ -491,10 +462,10 @@ Test(job, watch_gives_up_when_the_recreate_budget_is_spent)
 
 	pid = spawn_watch("w2", "1", out_path, err_path, sizeof(out_path));
 	wait_qr_state("w2", "ACTIVE");
-	suspend("w2");
-	wait_changes("POST DELETE POST");
+	fake_tpu_suspend(&tpu, "w2");
+	fake_tpu_wait_changes(&tpu, "POST DELETE POST");
 	wait_qr_state("w2", "ACTIVE");
-	suspend("w2");
+	fake_tpu_suspend(&tpu, "w2");
 	status = wait_exit(pid, 60);
 	o = show(out_path);
 	er = show(err_path);
