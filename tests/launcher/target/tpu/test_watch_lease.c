@@ -281,8 +281,12 @@ Test(lease, the_holder_killed_mid_recreation_is_taken_over_within_the_lease)
 
 	set_done("l2");
 	exits(&b, 1, 0);
+	/* It followed the deletion under way, or (when it looked after the
+	 * deletion ended, as under ASan) asked for the queued resource
+	 * again itself: either way once, as the changes above show. */
 	o = show(b.out);
-	ASSERT_HAS(o, "following it");
+	cr_assert(strstr(o, "following it") || strstr(o, ": asked for again"),
+		  "%s", o);
 	free(o);
 }
 
