@@ -123,9 +123,12 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 	      const struct ckpt_save_options *o, struct ckpt_save_result *r,
 	      struct err *e);
 
-/* Creates COMMIT when all parts_expected parts of step are present.
- * *committed tells whether the step is committed afterwards (by this call
- * or an earlier one); missing parts are not an error. */
+/* Creates COMMIT when all parts_expected parts of step are present,
+ * leaving out versions of parts a newer generation marked abandoned
+ * (ckpt_discard_newer), and withdraws it when such a mark appears while
+ * it is written. *committed tells whether the step is committed
+ * afterwards (by this call or an earlier one); missing parts are not an
+ * error. */
 int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 		bool *committed, struct err *e);
 
@@ -234,10 +237,12 @@ int ckpt_prune(struct store *s, const struct ckpt_prune_options *o,
  * host's parts of uncommitted steps newer than that were written by an
  * earlier generation and must not join a later COMMIT of the same step
  * number, mixed with other hosts' new parts. Deletes each at its listed
- * generation (part names "PART.tar.zst"); *n tells how many went. Call it
- * before this host's trainer starts: its peers cannot complete a newer
- * step without it, so no new part of this host's is deleted and no peer
- * commits the old one meanwhile.
+ * generation (part names "PART.tar.zst"), after marking that version
+ * abandoned so that no COMMIT may name it (a committer of the earlier
+ * generation may still be at work: see ckpt_discard.c); keeps it when the
+ * step turns out committed. *n tells how many went. Call it before this
+ * host's trainer starts: its peers cannot complete a newer step without
+ * it, so no new part of this host's is deleted.
  */
 int ckpt_discard_newer(struct store *s, const char *part, uint64_t after,
 		       size_t *n, struct err *e);

@@ -1,11 +1,47 @@
 /*
  * checkpoint/ckpt_discard.c: a host's parts left by an earlier
  * generation in steps that were never committed; see checkpoint.h.
+ *
+ * A committer of the earlier generation may still be at work (a worker
+ * leaving with its last save, worker 0's commit pass), so each part is
+ * first marked abandoned (ckpt_internal.h), then deleted only if the
+ * step is still uncommitted: a COMMIT written before the mark is seen
+ * here and the part kept; one written after it is withdrawn by its
+ * committer, who looks for marks once it has written.
  */
 #include "checkpoint/ckpt_internal.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* Marks version o of leaf in step abandoned; then 1 when the step turns
+ * out committed (o stays), 0 when o may go, or an error. */
+static int abandon(struct store *s, uint64_t step, const char *leaf,
+		   const struct store_object *o, struct err *e)
+{
+	char mark[CKPT_UNPACKED_LEAF_MAX], name[CKPT_NAME_MAX + 64];
+	struct store_object c;
+	int rc;
+
+	ckpt_abandoned_leaf(mark, sizeof(mark), leaf, o->generation);
+	ckpt_object_name(name, sizeof(name), step, mark);
+	rc = store_put(s, name, "", 0, STORE_CREATE_ONLY, NULL, e);
+	if (rc && rc != CLOUD_EPRECONDITION)
+		return rc;
+	err_init(e);
+	ckpt_object_name(name, sizeof(name), step, CKPT_COMMIT);
+	rc = store_stat(s, name, &c, e);
+	if (rc == CLOUD_ENOTFOUND) {
+		err_init(e);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	store_object_release(&c);
+	log_info("step %llu was committed meanwhile: %s kept",
+		 (unsigned long long)step, leaf);
+	return 1;
+}
 
 int ckpt_discard_newer(struct store *s, const char *part, uint64_t after,
 		       size_t *n, struct err *e)
@@ -34,7 +70,13 @@ int ckpt_discard_newer(struct store *s, const char *part, uint64_t after,
 
 			if (!name || strcmp(name + 1, leaf))
 				continue;
-			rc = store_delete(s, o->name, o->generation, e);
+			rc = abandon(s, st->step, leaf, o, e);
+			if (rc == 1) {
+				rc = 0;
+				continue;
+			}
+			if (!rc)
+				rc = store_delete(s, o->name, o->generation, e);
 			if (rc == CLOUD_ENOTFOUND || rc == CLOUD_EPRECONDITION) {
 				/* Gone, or written again: not ours to
 				 * judge now. */

@@ -31,6 +31,16 @@ void ckpt_unpacked_leaf(char *out, size_t cap, const char *part_leaf,
  * p (its name, CRC32C and size); leaves it alone when none does. */
 void ckpt_find_unpacked(struct ckpt_part *p, char *const *leaves, size_t n);
 
+/* The empty object a new generation writes before it deletes its part of
+ * an uncommitted step (ckpt_discard.c): that version of the part
+ * (its object generation) may never be named by a COMMIT. A committer
+ * leaves such a part out, and withdraws a COMMIT it wrote when it finds
+ * one afterwards, so a discard and a commit racing never leave a COMMIT
+ * naming a deleted part: each writes first and looks second. */
+#define CKPT_ABANDONED_TAG ".abandoned-"
+void ckpt_abandoned_leaf(char *out, size_t cap, const char *part_leaf,
+			 int64_t generation);
+
 /* The objects of one step's folder as listed. */
 struct ckpt_scan_step {
 	uint64_t step;

@@ -25,6 +25,13 @@ bool ckpt_is_part_leaf(const char *leaf)
 	       !strcmp(leaf + n - sl, CKPT_PART_SUFFIX);
 }
 
+void ckpt_abandoned_leaf(char *out, size_t cap, const char *part_leaf,
+			 int64_t generation)
+{
+	snprintf(out, cap, "%s" CKPT_ABANDONED_TAG "%lld", part_leaf,
+		 (long long)generation);
+}
+
 void ckpt_unpacked_leaf(char *out, size_t cap, const char *part_leaf,
 			uint32_t crc32c, uint64_t size, uint64_t unpacked)
 {

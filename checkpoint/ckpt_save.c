@@ -213,20 +213,23 @@ struct part_list {
 	size_t n, cap;
 	char **tags;        /* leaves of the parts' unpacked-size objects */
 	size_t ntags;
+	char **marks;       /* leaves of abandoned-part markers */
+	size_t nmarks;
 	struct err *e;
 };
 
-static int add_tag(struct part_list *l, const char *leaf)
+static int add_leaf(struct part_list *l, char ***v, size_t *n,
+		    const char *leaf)
 {
-	char **nv = realloc(l->tags, (l->ntags + 1) * sizeof(*nv));
+	char **nv = realloc(*v, (*n + 1) * sizeof(*nv));
 
 	if (!nv)
 		return err_set(l->e, CKPT_ENOMEM, "out of memory");
-	l->tags = nv;
-	nv[l->ntags] = strdup(leaf);
-	if (!nv[l->ntags])
+	*v = nv;
+	nv[*n] = strdup(leaf);
+	if (!nv[*n])
 		return err_set(l->e, CKPT_ENOMEM, "out of memory");
-	l->ntags++;
+	(*n)++;
 	return 0;
 }
 
@@ -239,7 +242,9 @@ static int part_cb(void *ud, const struct store_object *o, bool is_prefix)
 	if (is_prefix || !leaf)
 		return 0;
 	if (strstr(leaf + 1, CKPT_PART_SUFFIX CKPT_UNPACKED_TAG))
-		return add_tag(l, leaf + 1);
+		return add_leaf(l, &l->tags, &l->ntags, leaf + 1);
+	if (strstr(leaf + 1, CKPT_PART_SUFFIX CKPT_ABANDONED_TAG))
+		return add_leaf(l, &l->marks, &l->nmarks, leaf + 1);
 	if (!ckpt_is_part_leaf(leaf + 1))
 		return 0;
 	if (l->n == l->cap) {
@@ -260,6 +265,94 @@ static int part_cb(void *ud, const struct store_object *o, bool is_prefix)
 	p->generation = o->generation;
 	p->unpacked = 0;
 	l->n++;
+	return 0;
+}
+
+static void free_leaves(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void part_list_release(struct part_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	free_leaves(l->tags, l->ntags);
+	free_leaves(l->marks, l->nmarks);
+}
+
+/* Whether a marker in marks voids this version of part p. */
+static bool abandoned(const struct ckpt_part *p, char *const *marks,
+		      size_t n)
+{
+	char leaf[CKPT_UNPACKED_LEAF_MAX];
+
+	ckpt_abandoned_leaf(leaf, sizeof(leaf), p->name, p->generation);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(marks[i], leaf))
+			return true;
+	return false;
+}
+
+/* Leaves out of l the parts a newer generation abandoned. */
+static void drop_abandoned(struct part_list *l, uint64_t step)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		if (abandoned(&l->v[i], l->marks, l->nmarks)) {
+			log_info("step %llu: %s (generation %lld) was "
+				 "abandoned by a newer generation; it is not "
+				 "committed", (unsigned long long)step,
+				 l->v[i].name, (long long)l->v[i].generation);
+			free(l->v[i].name);
+			continue;
+		}
+		l->v[k++] = l->v[i];
+	}
+	l->n = k;
+}
+
+/* After COMMIT (made) is written: a part it names that a newer
+ * generation abandoned meanwhile may be deleted already, so COMMIT is
+ * withdrawn. *committed tells what stands. A failed look keeps COMMIT:
+ * a restore that finds a part missing falls back to the step before. */
+static int confirm_commit(struct store *s, uint64_t step, const char *dir,
+			  const char *commit, const struct store_object *made,
+			  const struct part_list *named, bool *committed)
+{
+	struct part_list now = { NULL, 0, 0, NULL, 0, NULL, 0, NULL };
+	const char *lost = NULL;
+	struct err e;
+	int r;
+
+	*committed = true;
+	err_init(&e);
+	now.e = &e;
+	r = store_list(s, dir, "/", part_cb, &now, &e);
+	if (r) {
+		log_warn("step %llu: committed, but its parts could not be "
+			 "listed again: %s", (unsigned long long)step, e.msg);
+		part_list_release(&now);
+		return 0;
+	}
+	for (size_t i = 0; !lost && i < named->n; i++)
+		if (abandoned(&named->v[i], now.marks, now.nmarks))
+			lost = named->v[i].name;
+	if (lost) {
+		log_warn("step %llu: %s was abandoned by a newer generation "
+			 "while the step was committed; COMMIT withdrawn",
+			 (unsigned long long)step, lost);
+		r = store_delete(s, commit, made->generation, &e);
+		if (r && r != CLOUD_ENOTFOUND && r != CLOUD_EPRECONDITION)
+			log_warn("withdrawing %s: %s", store_url(s, commit),
+				 e.msg);
+		*committed = false;
+	}
+	part_list_release(&now);
 	return 0;
 }
 
@@ -290,6 +383,8 @@ int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 		return r;
 	err_init(e);
 	r = store_list(s, dir, "/", part_cb, &parts, e);
+	if (!r)
+		drop_abandoned(&parts, step);
 	if (!r && parts.n < parts_expected) {
 		log_info("step %llu has %zu of %u parts; it is committed "
 			 "once all are saved", (unsigned long long)step,
@@ -303,21 +398,20 @@ int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 			r = err_set(e, CKPT_ENOMEM, "out of memory");
 		} else {
 			r = store_put(s, commit, json, strlen(json),
-				      STORE_CREATE_ONLY, NULL, e);
+				      STORE_CREATE_ONLY, &o, e);
 			free(json);
 		}
-		/* Another host committed first: the same outcome. */
-		if (r == CLOUD_EPRECONDITION) {
+		if (!r) {
+			r = confirm_commit(s, step, dir, commit, &o, &parts,
+					   committed);
+			store_object_release(&o);
+		} else if (r == CLOUD_EPRECONDITION) {
+			/* Another host committed first: the same outcome. */
 			err_init(e);
 			r = 0;
+			*committed = true;
 		}
-		*committed = !r;
 	}
-	for (size_t i = 0; i < parts.n; i++)
-		free(parts.v[i].name);
-	free(parts.v);
-	for (size_t i = 0; i < parts.ntags; i++)
-		free(parts.tags[i]);
-	free(parts.tags);
+	part_list_release(&parts);
 	return r;
 }

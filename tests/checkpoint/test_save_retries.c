@@ -2,15 +2,16 @@
  * tests/checkpoint/test_save_retries.c: a save against the GCS fake
  * survives one fault in any request it makes. Each kind of request (the
  * stats, the upload session and its chunk, the unpacked-size object, the
- * step's listing, COMMIT; for a large part its pieces, their compose and
- * their deletion) gets in turn a 503 and a dropped connection, before the
- * request takes effect and after (the answer lost: the create-only writes
- * then meet their own first attempt, a 412). Every save must succeed and
- * commit a step that verifies, recording what the part unpacks to.
+ * step's listing, COMMIT, the listing after it; for a large part its
+ * pieces, their compose and their deletion) gets in turn a 503 and a
+ * dropped connection, before the request takes effect and after (the
+ * answer lost: the create-only writes then meet their own first attempt,
+ * a 412). Every save must succeed and commit a step that verifies,
+ * recording what the part unpacks to.
  */
 #include "checkpoint/checkpoint.h"
 #include "tests/checkpoint/ckpt_check.h"
-#include "tests/cloud/fake_gcs.h"
+#include "tests/checkpoint/ckpt_gcs.h"
 #include "tests/harness/harness.h"
 
 #include <criterion/criterion.h>
@@ -19,24 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct fake_gcs fake;
-
-static void setup(void)
-{
-	ckpt_setup();
-	cr_assert_eq(fake_gcs_start(&fake, NULL), 0, "GCS fake did not start");
-	setenv("STORAGE_EMULATOR_HOST", fake.base, 1);
-	setenv("SLICECTL_HTTP_RETRY_BASE_MS", "5", 1);
-}
-
-static void teardown(void)
-{
-	if (fake.proc.pid > 0)
-		fake_gcs_stop(&fake);
-	ckpt_teardown();
-}
-
-TestSuite(retries, .init = setup, .fini = teardown, .timeout = 600);
+TestSuite(retries, .init = ckpt_gcs_setup, .fini = ckpt_gcs_teardown,
+	  .timeout = 600);
 
 /* One kind of request a save makes: method, a regex on path?query, and
  * how many matching requests to let through first. */
@@ -63,26 +48,16 @@ static const struct fault faults[] = {
 	  "\"action\": \"reset\", \"processed\": true", true },
 };
 
-static struct store *open_gs(void)
-{
-	struct store *s;
-	struct err e;
-
-	cr_assert_eq(store_open(&s, "gs://bkt/runs/retry", &e), 0, "%s",
-		     e.msg);
-	return s;
-}
-
 static void add_fault(const struct kind *k, const struct fault *f)
 {
 	char rule[512];
 
-	cr_assert_eq(fake_gcs_call(&fake, "POST", "/_fake/reset", "", NULL),
-		     200);
+	cr_assert_eq(fake_gcs_call(&ckpt_fake, "POST", "/_fake/reset", "",
+				   NULL), 200);
 	snprintf(rule, sizeof(rule),
 		 "{\"method\": \"%s\", \"path\": \"%s\", \"skip\": %u, %s}",
 		 k->method, k->path, k->skip, f->rule);
-	cr_assert_eq(fake_gcs_faults(&fake, rule), 0, "%s", rule);
+	cr_assert_eq(fake_gcs_faults(&ckpt_fake, rule), 0, "%s", rule);
 }
 
 /* Every piece a parallel upload made is gone. */
@@ -100,7 +75,7 @@ static int count_pieces(void *ud, const struct store_object *o,
 static void save_under_fault(const char *src, uint64_t step,
 			     const struct kind *k, const struct fault *f)
 {
-	struct store *s = open_gs();
+	struct store *s = ckpt_gcs_open("retry");
 	struct ckpt_save_options o;
 	struct ckpt_save_result r;
 	struct ckpt_verify_result v;
@@ -114,11 +89,11 @@ static void save_under_fault(const char *src, uint64_t step,
 	cr_assert_eq(ckpt_save(s, src, step, &o, &r, &e), 0,
 		     "%s, %s: %s", k->what, f->what, e.msg);
 	cr_assert(r.committed, "%s, %s: not committed", k->what, f->what);
-	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/faults", NULL,
+	cr_assert_eq(fake_gcs_call(&ckpt_fake, "GET", "/_fake/faults", NULL,
 				   &rules), 200);
 	cr_assert(strstr(rules, "\"times\": 0"), "%s, %s: never met: %s",
 		  k->what, f->what, rules);
-	cr_assert_eq(fake_gcs_call(&fake, "GET", "/_fake/requests", NULL,
+	cr_assert_eq(fake_gcs_call(&ckpt_fake, "GET", "/_fake/requests", NULL,
 				   &log), 200);
 	if (k->create_only && f->processed)
 		cr_assert(strstr(log, "\"status\": 412"),
@@ -170,6 +145,8 @@ Test(retries, every_request_of_a_small_save)
 		{ "stat of COMMIT before committing", "GET", "%2FCOMMIT$", 1,
 		  false },
 		{ "listing of the step", "GET", "/o\\\\?", 0, false },
+		{ "listing of the step after COMMIT", "GET", "/o\\\\?", 1,
+		  false },
 		{ "COMMIT", "POST", "uploadType=media&name=[^&]*COMMIT", 0,
 		  true },
 	};
