@@ -8,9 +8,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char usage[] =
 	"usage: slicectl restart RUN [--reason TEXT] [--bucket URL] "
@@ -63,20 +61,6 @@ static int not_running(const struct run_options *ro, const struct control *c,
 	return 1;
 }
 
-/* An operator's restart: who asked (USER@HOST) and why. */
-static void operator_cause(struct gen_cause *c, const char *why)
-{
-	const char *user = getenv("USER");
-	char host[128], who[64];
-
-	if (gethostname(host, sizeof(host)))
-		snprintf(host, sizeof(host), "?");
-	host[sizeof(host) - 1] = '\0';
-	snprintf(who, sizeof(who), "%.30s@%.30s", user ? user : "?", host);
-	gen_cause_init(c, CAUSE_OPERATOR, "restart", who);
-	cause_set_tail(c, why);
-}
-
 int cmd_restart(int argc, char **argv)
 {
 	struct run_options ro = { 0 };
@@ -91,7 +75,7 @@ int cmd_restart(int argc, char **argv)
 	if (status >= 0)
 		goto done;
 	status = 1;
-	operator_cause(&cause, reason);
+	run_operator_cause(&cause, "restart", reason);
 	for (int t = 0; t < RESTART_TRIES; t++) {
 		rc = control_load(ro.store, &seen, &e);
 		if (!rc && strcmp(seen.state, "running")) {

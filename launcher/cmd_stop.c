@@ -17,7 +17,9 @@ static const char usage[] =
 	"Stops the run: sets control.json's state to \"stopping\". Every\n"
 	"supervisor then sends its trainer SIGTERM, waits up to the job's\n"
 	"grace_s for a final checkpoint step, uploads it, and leaves. Nothing\n"
-	"restarts the run afterwards.\n"
+	"restarts the run afterwards. The stop is recorded as an operator's\n"
+	"(control.json's cause, and its event in `slicectl events`) with who\n"
+	"asked (USER@HOST) and why.\n"
 	"\n"
 	"Prints \"RUN: OLD -> stopping (REASON)\"; --format json prints\n"
 	"{\"run\", \"url\", \"previous_state\", \"state\", \"generation\",\n"
@@ -62,6 +64,7 @@ int cmd_stop(int argc, char **argv)
 	struct run_options ro = { 0 };
 	char reason[256];
 	struct control seen, out;
+	struct gen_cause cause;
 	struct err e;
 	int rc, status;
 
@@ -83,8 +86,9 @@ int cmd_stop(int argc, char **argv)
 		status = over(&ro, &seen);
 		goto done;
 	}
-	rc = control_set_state(ro.store, NULL, "stopping", reason, "slicectl",
-			       &out, &e);
+	run_operator_cause(&cause, "stop", reason);
+	rc = control_set_state_cause(ro.store, NULL, "stopping", reason,
+				     "slicectl", &cause, &out, &e);
 	if (rc) {
 		status = run_exit_status(rc, &e);
 		goto done;

@@ -249,7 +249,8 @@ static int reason_problem(const char *s)
 	return 0;
 }
 
-void run_default_reason(char *out, size_t cap, const char *what)
+/* USER@HOST of whoever runs this slicectl, each part cut to fit. */
+static void operator_name(char *out, size_t cap)
 {
 	char host[256] = "";
 	const char *user = getenv("USER");
@@ -261,14 +262,32 @@ void run_default_reason(char *out, size_t cap, const char *what)
 	}
 	if (gethostname(host, sizeof(host) - 1) != 0 || !*host)
 		snprintf(host, sizeof(host), "?");
+	snprintf(out, cap, "%.30s@%.30s", user, host);
+}
+
+void run_default_reason(char *out, size_t cap, const char *what)
+{
+	char who[64];
+
+	operator_name(who, sizeof(who));
 	if (cap > RUN_REASON_MAX + 1)
 		cap = RUN_REASON_MAX + 1;
-	snprintf(out, cap, "%s by %s@%s (slicectl, pid %ld)", what, user,
-		 host, (long)getpid());
+	snprintf(out, cap, "%s by %s (slicectl, pid %ld)", what, who,
+		 (long)getpid());
 	/* What control.json keeps must read back as written. */
 	if (reason_problem(out))
 		snprintf(out, cap, "%s (slicectl, pid %ld)", what,
 			 (long)getpid());
+}
+
+void run_operator_cause(struct gen_cause *c, const char *kind,
+			const char *why)
+{
+	char who[64];
+
+	operator_name(who, sizeof(who));
+	gen_cause_init(c, CAUSE_OPERATOR, kind, who);
+	cause_set_tail(c, why);
 }
 
 /* Checks a --reason: valid UTF-8, at most 200 bytes, no control

@@ -73,6 +73,10 @@ void run_default_reason(char *out, size_t cap, const char *what);
 int run_change_start(int argc, char **argv, const char *usage,
 		     const char *what, struct run_options *ro, char *reason,
 		     size_t cap);
+/* An operator's cause of kind ("restart", "stop"): who asked
+ * (USER@HOST) and why. */
+void run_operator_cause(struct gen_cause *c, const char *kind,
+			const char *why);
 
 /* A JSON string for any bytes (invalid UTF-8 becomes U+FFFD); json_null
  * for NULL. Never NULL unless memory ran out. */

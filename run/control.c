@@ -428,9 +428,13 @@ static void note_change(struct store *s, struct events_writer *events,
 	spec_copy_text(ev.by, sizeof(ev.by), c->updated_by);
 	if (c->restore_step >= 0)
 		ev.step = c->restore_step;
-	/* A bump, or a run failed for a cause, says why in its details. */
-	if (c->cause.cls >= 0 && (!strcmp(ev.kind, "bump") ||
-				  !strcmp(ev.kind, "failed")))
+	/* A bump, a run failed for a cause, or an operator's stop says why
+	 * in its details. */
+	if (c->cause.cls >= 0 &&
+	    (!strcmp(ev.kind, "bump") || !strcmp(ev.kind, "failed") ||
+	     (!strcmp(ev.kind, "stopping") &&
+	      c->cause.cls == CAUSE_OPERATOR &&
+	      !strcmp(c->cause.kind, "stop"))))
 		cause_details(&c->cause, ev.details, sizeof(ev.details));
 	if (event_record(events, s, &ev, &e))
 		log_warn("event not recorded: %s", e.msg);
@@ -707,6 +711,7 @@ int control_join_restart(struct store *s, struct events_writer *events,
 
 struct set_state {
 	const char *state, *reason, *by;
+	const struct gen_cause *cause; /* NULL: the cause stays */
 };
 
 static int decide_state(int attempt, const struct control *cur,
@@ -723,6 +728,10 @@ static int decide_state(int attempt, const struct control *cur,
 	spec_copy_text(next->state, sizeof(next->state), a->state);
 	spec_copy_text(next->reason, sizeof(next->reason), a->reason);
 	spec_copy_text(next->updated_by, sizeof(next->updated_by), a->by);
+	if (a->cause) {
+		next->cause = *a->cause;
+		next->same_way = 0;
+	}
 	return 0;
 }
 
@@ -730,7 +739,16 @@ int control_set_state(struct store *s, struct events_writer *events,
 		      const char *state, const char *reason, const char *by,
 		      struct control *out, struct err *e)
 {
-	struct set_state a = { state, reason, by };
+	return control_set_state_cause(s, events, state, reason, by, NULL,
+				       out, e);
+}
+
+int control_set_state_cause(struct store *s, struct events_writer *events,
+			    const char *state, const char *reason,
+			    const char *by, const struct gen_cause *cause,
+			    struct control *out, struct err *e)
+{
+	struct set_state a = { state, reason, by, cause };
 	int r;
 
 	err_init(e);

@@ -150,7 +150,8 @@ struct gen_cause {
 				    "hang"; "preflight"; infrastructure:
 				    "preemption", "maintenance", "reset",
 				    "pod-restart", "pod-replaced",
-				    "host-gone", "recreated"; "restart" */
+				    "host-gone", "recreated"; operator:
+				    "restart", "stop" */
 	int exit_code;           /* "exit": its status; else -1 */
 	int signal;              /* "signal", "oom": its number; else 0 */
 	int64_t step;            /* the trainer's newest step, -1 none */
@@ -284,6 +285,12 @@ int control_bump_cause(struct store *s, struct events_writer *events,
 int control_set_state(struct store *s, struct events_writer *events,
 		      const char *state, const char *reason, const char *by,
 		      struct control *out, struct err *e);
+/* The same, recording cause as control.json's cause (an operator's stop:
+ * who asked and why), which the history's event then carries. */
+int control_set_state_cause(struct store *s, struct events_writer *events,
+			    const char *state, const char *reason,
+			    const char *by, const struct gen_cause *cause,
+			    struct control *out, struct err *e);
 
 /* status/slice-S-worker-W.json: a worker's heartbeat. */
 struct worker_status {

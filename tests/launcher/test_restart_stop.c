@@ -171,6 +171,10 @@ Test(stop, sets_stopping)
 	cr_assert_eq(c.generation, 4);
 	cr_assert_str_eq(c.updated_by, "slicectl");
 	cr_assert_str_eq(c.reason, "budget");
+	/* An operator's stop, with who asked. */
+	cr_assert_str_eq(cause_class_names[c.cause.cls], "operator");
+	cr_assert_str_eq(c.cause.kind, "stop");
+	cr_assert(strchr(c.cause.worker, '@'), "%s", c.cause.worker);
 
 	/* Again: nothing to change, and no error. */
 	cr_assert_eq(ops(&r, (const char *[]){ "stop", "run-1", "--format",
@@ -190,6 +194,12 @@ Test(stop, sets_stopping)
 	cr_assert_eq(ops(&r, (const char *[]){ "status", "run-1", NULL }), 0);
 	ASSERT_HAS(r.out, "state:      stopping, generation 4\n"
 			  "reason:     budget\n");
+	ASSERT_HAS(r.out, "cause:      operator, ");
+	run_result_release(&r);
+	/* And the run's history. */
+	cr_assert_eq(ops(&r, (const char *[]){ "events", "run-1", NULL }), 0);
+	ASSERT_HAS(r.out, " stopping ");
+	ASSERT_HAS(r.out, "{\"class\":\"operator\",\"kind\":\"stop\"");
 	run_result_release(&r);
 }
 
