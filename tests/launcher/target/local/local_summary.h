@@ -13,4 +13,9 @@
  * json_decref); NULL when there is none. */
 json_t *local_summary(const char *out);
 
+/* The run as a reader wants it in a failed assertion: one line per event
+ * of out ("ELAPSED s  MESSAGE"), then the summary as compact JSON
+ * (malloc'd; never NULL). */
+char *local_story(const char *out);
+
 #endif

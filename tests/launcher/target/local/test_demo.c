@@ -171,7 +171,7 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 {
 	struct run_result r;
 	json_t *s, *by;
-	char *chaos_params, *calm_params;
+	char *chaos_params, *calm_params, *story;
 
 	setup_dir();
 	/* 900 steps at about 25 ms: over 20 s of training, well past the
@@ -185,26 +185,31 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 					       "reset@12s"),
 				  NULL),
 		     0);
-	cr_assert_eq(r.status, 0, "status %d\n%s\n%s", r.status, r.out, r.err);
+	/* A failure below says what the run went through, event by
+	 * event. */
+	story = local_story(r.out);
+	cr_assert_eq(r.status, 0, "status %d\n%s\n%s", r.status, story, r.err);
 	s = local_summary(r.out);
-	cr_assert_not_null(s, "no summary:\n%s", r.out);
-	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
+	cr_assert_not_null(s, "no summary:\n%s", story);
+	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done",
+			 "%s", story);
 	cr_assert_eq(json_integer_value(json_object_get(s, "steps_done")), 900,
-		     "%s", r.out);
+		     "%s", story);
 	/* Every event landed while the run went on, and restarted it. */
-	cr_assert_null(strstr(r.out, "skipped"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "skipped"), "%s", story);
 	by = json_object_get(s, "restarts_by_cause");
 	cr_assert_geq(json_integer_value(json_object_get(by, "crash")), 1,
-		      "%s", r.out);
+		      "%s", story);
 	cr_assert_geq(json_integer_value(json_object_get(by, "hang")), 1,
-		      "%s", r.out);
+		      "%s", story);
 	cr_assert_geq(json_integer_value(json_object_get(by, "preemption")),
-		      1, "%s", r.out);
+		      1, "%s", story);
 	cr_assert_geq(json_integer_value(json_object_get(by, "reset")), 1,
-		      "%s", r.out);
+		      "%s", story);
 	cr_assert_eq(json_integer_value(json_object_get(s, "failures")), 4,
-		     "%s", r.out);
+		     "%s", story);
 	json_decref(s);
+	free(story);
 	run_result_release(&r);
 	cr_assert_eq(processes_mentioning(dir), 0);
 
@@ -213,12 +218,14 @@ Test(demo, chaos_run_ends_with_the_parameters_of_an_uninterrupted_run)
 	cr_assert_eq(run_slicectl(&r, job_argv("calm", "900", "0", NULL),
 				  NULL),
 		     0);
-	cr_assert_eq(r.status, 0, "status %d\n%s\n%s", r.status, r.out, r.err);
+	story = local_story(r.out);
+	cr_assert_eq(r.status, 0, "status %d\n%s\n%s", r.status, story, r.err);
 	s = local_summary(r.out);
-	cr_assert_not_null(s, "no summary:\n%s", r.out);
+	cr_assert_not_null(s, "no summary:\n%s", story);
 	cr_assert_eq(json_integer_value(json_object_get(s, "restarts")), 0,
-		     "%s", r.out);
+		     "%s", story);
 	json_decref(s);
+	free(story);
 	run_result_release(&r);
 
 	chaos_params = sgd_checkpoint_params(bucket, dir, "chaos", 900);
