@@ -49,12 +49,15 @@ static struct shipper *shipper_new(const struct shipper_config *c)
 	s->spool_dir = dup_or_null(c->spool_dir, &ok);
 	s->part = dup_or_null(c->part ? c->part : CKPT_DEFAULT_PART, &ok);
 	s->parts_expected = c->parts_expected ? c->parts_expected : 1;
+	s->rank = c->rank;
 	s->prune = c->prune;
 	s->keep = c->keep;
 	s->keep_every = c->keep_every;
 	s->spool_bytes = c->spool_bytes;
 	s->notify_fd = c->notify_fd;
 	s->poll_ms = c->poll_ms ? c->poll_ms : DEFAULT_POLL_MS;
+	s->takeover_ms = c->takeover_ms ? c->takeover_ms
+					: SHIPPER_TAKEOVER_POLLS * s->poll_ms;
 	s->st.newest_done = s->st.newest_uploaded = -1;
 	s->st.newest_committed = -1;
 	s->published = s->st;
@@ -198,9 +201,9 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 		shipper_stop(s);
 		return rc;
 	}
-	log_debug("checkpoint shipper: %s -> %s via %s, part %s of %u",
-		  s->ckpt_dir, s->run_url, s->spool_dir, s->part,
-		  s->parts_expected);
+	log_debug("checkpoint shipper: %s -> %s via %s, part %s of %u, "
+		  "rank %u", s->ckpt_dir, s->run_url, s->spool_dir, s->part,
+		  s->parts_expected, s->rank);
 	*out = s;
 	return 0;
 }
