@@ -54,16 +54,19 @@ static void prune(struct shipper *s, struct store *store)
 }
 
 /* Under mu: how long until the next commit pass over the newest
- * uploaded step. The committer backs off from poll_ms to its cap; a
- * deputy's turns come rank x takeover_ms apart, so that whatever the
- * number of workers about one deputy a takeover_ms lists the step. */
+ * uploaded step. The committer backs off from poll_ms to its cap, but
+ * after a flush (a deadline: the group resumes once the final step is
+ * committed) it keeps to poll_ms; a deputy's turns come rank x
+ * takeover_ms apart, so that N workers' deputies list an uncommitted
+ * step about ln(N) times a takeover_ms, not N times. */
 static uint64_t pass_wait(struct shipper *s, bool first)
 {
 	uint64_t cap = (uint64_t)SHIPPER_COMMIT_POLLS * s->poll_ms;
 
 	if (s->rank)
 		return (uint64_t)s->rank * s->takeover_ms;
-	s->pass_wait_ms = first ? s->poll_ms : 2 * s->pass_wait_ms;
+	s->pass_wait_ms = first || s->draining ? s->poll_ms
+					       : 2 * s->pass_wait_ms;
 	if (s->pass_wait_ms > cap)
 		s->pass_wait_ms = cap;
 	return s->pass_wait_ms;
