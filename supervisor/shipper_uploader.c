@@ -224,6 +224,24 @@ static void failed(struct shipper *s, size_t at, uint64_t seq, int rc,
 	s->retry_at_ms = mono_ms() + delay;
 }
 
+/* A flush came while a non-committer's upload of step ran: the worker
+ * leaves once it is up and may hold the last part, so it commits if it
+ * can before the flush sees the step uploaded. Returns whether step is
+ * committed. Called and returns with mu held, dropped meanwhile. */
+static bool commit_late(struct shipper *s, struct store *store,
+			uint64_t step)
+{
+	bool committed = false;
+	struct err e;
+
+	pthread_mutex_unlock(&s->mu);
+	if (ckpt_commit(store, step, s->parts_expected, &committed, &e))
+		log_debug("committing step %llu: %s",
+			  (unsigned long long)step, e.msg);
+	pthread_mutex_lock(&s->mu);
+	return committed;
+}
+
 /* One upload attempt of the newest waiting step. Called and returns
  * with mu held. */
 static void upload_newest(struct shipper *s, struct store *store)
@@ -247,6 +265,8 @@ static void upload_newest(struct shipper *s, struct store *store)
 	rc = save(s, store, step, commit, &res, &us, &e);
 	committed = rc == CKPT_ECOMMITTED || (!rc && res.committed);
 	pthread_mutex_lock(&s->mu);
+	if (!rc && !commit && s->draining && epoch == s->epoch)
+		committed = commit_late(s, store, step);
 	at = spool_find(s, step);
 	if (at < 0) /* cannot happen: in-flight entries stay */
 		return;

@@ -5,7 +5,8 @@
  * step whatever N, counted in the fake's request log, where N savers
  * that each commit (as every worker did before) list N times; with the
  * committer gone, the first deputy commits after its takeover bound and
- * not before; with a part missing, nobody commits.
+ * not before; with a part missing, nobody commits; a worker flushed
+ * while its upload runs commits on its way out.
  */
 
 #include "tests/supervisor/shipper_check.h"
@@ -278,4 +279,33 @@ Test(shipper, a_missing_part_is_never_committed)
 	 * deputy: one a half second. */
 	cr_expect_leq(n.lists, 14, "%u listings in 3 s", n.lists);
 	expect_steps(URL, "6:u:2");
+}
+
+/* A non-committer's upload of the only missing part is under way when a
+ * flush comes (the worker is leaving, and the committer may be gone):
+ * the flush returns with the step committed. */
+Test(shipper, a_flush_during_a_non_committers_upload_commits)
+{
+	struct shipper_config c;
+	struct shipper_state st;
+	struct shipper *s;
+	struct err e;
+
+	start_fake();
+	faults("{\"action\": \"stall\", \"seconds\": 1.5, \"method\": "
+	       "\"POST\", \"path\": \"uploadType=resumable\", "
+	       "\"times\": 1}");
+	config_init(&c, URL);
+	c.rank = 1;
+	c.takeover_ms = 60000;
+	s = start(&c);
+	make_step(ckpt_dir, 9, 20 * KiB);
+	wait_state(s, done_is, 9, 5000, "taken");
+	sleep_ms(300);
+	cr_assert_eq(shipper_flush(s, mono_ms() + 10000, &e), 0, "%s", e.msg);
+	shipper_get(s, &st);
+	cr_expect_eq(st.newest_uploaded, 9);
+	cr_expect_eq(st.newest_committed, 9);
+	shipper_stop(s);
+	expect_steps(URL, "9:c:1");
 }
