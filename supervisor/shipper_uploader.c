@@ -84,11 +84,12 @@ static void commit_pass(struct shipper *s, struct store *store)
 	int rc;
 
 	pthread_mutex_unlock(&s->mu);
+	/* Not info: in the normal case the deputy's stat finds COMMIT. */
 	if (s->rank)
-		log_info("step %llu: not seen committed %llu ms after this "
-			 "part went up; committing it if it is complete",
-			 (unsigned long long)step,
-			 (unsigned long long)s->rank * s->takeover_ms);
+		log_debug("step %llu: not seen committed %llu ms after this "
+			  "part went up; committing it if it is complete",
+			  (unsigned long long)step,
+			  (unsigned long long)s->rank * s->takeover_ms);
 	rc = ckpt_commit(store, step, s->parts_expected, &committed, &e);
 	pthread_mutex_lock(&s->mu);
 	s->next_pass_ms = mono_ms() + pass_wait(s, false);
