@@ -302,6 +302,25 @@ static int flush_wait(struct shipper *s, uint64_t deadline_ms,
 	return rc;
 }
 
+/* Under mu, once the flush's step is up: the worker is about to leave
+ * and may hold the step's last part, with nobody left to commit it (the
+ * committer may be leaving too, or gone), so whoever it is it makes one
+ * commit pass over its newest uploaded step, as every worker used to
+ * after its upload, unless it saw that step committed. Of the leaving
+ * workers the one whose part landed last sees every part. */
+static void commit_before_leaving(struct shipper *s, uint64_t deadline_ms)
+{
+	unsigned epoch = s->epoch, passes = s->passes;
+
+	if (s->pending_commit < 0)
+		return;
+	s->pass_now = true;
+	pthread_cond_broadcast(&s->cv);
+	while (s->passes == passes && s->pending_commit >= 0 && !s->stop &&
+	       s->epoch == epoch && mono_ms() < deadline_ms)
+		mono_cond_wait_until(&s->cv, &s->mu, deadline_ms);
+}
+
 int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e)
 {
 	int64_t failed_step;
@@ -326,6 +345,8 @@ int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e)
 	} else {
 		rc = flush_wait(s, deadline_ms, e);
 	}
+	if (!rc)
+		commit_before_leaving(s, deadline_ms);
 	s->flushers--;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
@@ -394,6 +415,7 @@ void shipper_reset(struct shipper *s)
 	s->st.newest_uploaded = -1;
 	s->st.failures = 0;
 	s->pending_commit = -1;
+	s->pass_now = false;
 	s->error_step = -1;
 	s->error_seq = 0;
 	s->draining = false;

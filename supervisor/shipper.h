@@ -10,8 +10,8 @@
  * committer (rank 0) then lists the step, with a bounded backoff, until
  * every part is there and commits it, while the others list nothing
  * unless the committer seems gone (a takeover, see shipper_config) or
- * they are leaving (after a flush: each commits if it can, as no one may
- * be left to). So steps keep leaving
+ * they are leaving (a flush ends with one commit pass, whoever flushes,
+ * as no one may be left to commit). So steps keep leaving
  * the trainer's directory while an upload is slow or failing. "Newest"
  * means the step whose .done marker appeared last, whatever its number.
  * When steps come faster than uploads, only the newest waiting step is

@@ -71,6 +71,8 @@ struct shipper {
 	int64_t pending_commit;  /* uploaded, not seen committed */
 	uint64_t next_pass_ms;   /* of a commit pass over pending_commit */
 	uint64_t pass_wait_ms;   /* the committer's backoff between passes */
+	bool pass_now;           /* a flush wants a commit pass at once */
+	unsigned passes;         /* commit passes made */
 	uint64_t retry_at_ms;    /* no upload attempt before this */
 	struct backoff backoff;
 	bool preempted;          /* a flush cancelled the upload in flight */

@@ -93,6 +93,8 @@ static void commit_pass(struct shipper *s, struct store *store)
 	rc = ckpt_commit(store, step, s->parts_expected, &committed, &e);
 	pthread_mutex_lock(&s->mu);
 	s->next_pass_ms = mono_ms() + pass_wait(s, false);
+	s->pass_now = false;
+	s->passes++;
 	if (epoch != s->epoch)
 		return;
 	if (rc)
@@ -225,24 +227,6 @@ static void failed(struct shipper *s, size_t at, uint64_t seq, int rc,
 	s->retry_at_ms = mono_ms() + delay;
 }
 
-/* A flush came while a non-committer's upload of step ran: the worker
- * leaves once it is up and may hold the last part, so it commits if it
- * can before the flush sees the step uploaded. Returns whether step is
- * committed. Called and returns with mu held, dropped meanwhile. */
-static bool commit_late(struct shipper *s, struct store *store,
-			uint64_t step)
-{
-	bool committed = false;
-	struct err e;
-
-	pthread_mutex_unlock(&s->mu);
-	if (ckpt_commit(store, step, s->parts_expected, &committed, &e))
-		log_debug("committing step %llu: %s",
-			  (unsigned long long)step, e.msg);
-	pthread_mutex_lock(&s->mu);
-	return committed;
-}
-
 /* One upload attempt of the newest waiting step. Called and returns
  * with mu held. */
 static void upload_newest(struct shipper *s, struct store *store)
@@ -251,9 +235,6 @@ static void upload_newest(struct shipper *s, struct store *store)
 	uint64_t step = ent->step, seq = ent->seq, us;
 	unsigned epoch = s->epoch;
 	struct ckpt_save_result res;
-	/* A worker leaving (after a flush) may be the last one up: it
-	 * commits if it can, whoever it is. */
-	bool commit = !s->rank || s->draining;
 	bool committed, do_prune = false;
 	struct err e;
 	ssize_t at;
@@ -263,11 +244,9 @@ static void upload_newest(struct shipper *s, struct store *store)
 	s->preempted = false;
 	atomic_store(&s->cancel, s->stop ? 1 : 0);
 	pthread_mutex_unlock(&s->mu);
-	rc = save(s, store, step, commit, &res, &us, &e);
+	rc = save(s, store, step, !s->rank, &res, &us, &e);
 	committed = rc == CKPT_ECOMMITTED || (!rc && res.committed);
 	pthread_mutex_lock(&s->mu);
-	if (!rc && !commit && s->draining && epoch == s->epoch)
-		committed = commit_late(s, store, step);
 	at = spool_find(s, step);
 	if (at < 0) /* cannot happen: in-flight entries stay */
 		return;
@@ -315,8 +294,10 @@ void *shipper_uploader_main(void *arg)
 			upload_newest(s, store);
 			continue;
 		}
-		/* A commit pass, unless a flush is in a hurry. */
-		if (pass_due && now >= s->next_pass_ms && !s->flushers) {
+		/* A commit pass when a flush asks for one, else when due
+		 * unless a flush is in a hurry. */
+		if (pass_due && (s->pass_now ||
+				 (now >= s->next_pass_ms && !s->flushers))) {
 			commit_pass(s, store);
 			continue;
 		}

@@ -281,10 +281,10 @@ Test(shipper, a_missing_part_is_never_committed)
 	expect_steps(URL, "6:u:2");
 }
 
-/* A non-committer's upload of the only missing part is under way when a
- * flush comes (the worker is leaving, and the committer may be gone):
- * the flush returns with the step committed. */
-Test(shipper, a_flush_during_a_non_committers_upload_commits)
+/* A non-committer holds the only missing part, uploaded before a flush
+ * or under way when it comes (the worker is leaving, and the committer
+ * may be gone): the flush returns with the step committed. */
+Test(shipper, a_flush_commits_a_non_committers_last_part)
 {
 	struct shipper_config c;
 	struct shipper_state st;
@@ -306,6 +306,14 @@ Test(shipper, a_flush_during_a_non_committers_upload_commits)
 	shipper_get(s, &st);
 	cr_expect_eq(st.newest_uploaded, 9);
 	cr_expect_eq(st.newest_committed, 9);
+
+	make_step(ckpt_dir, 10, 20 * KiB);
+	shipper_kick(s);
+	st = wait_state(s, uploaded_is, 10, 10000, "step 10 uploaded");
+	cr_expect_eq(st.newest_committed, 9, "a non-committer committed");
+	cr_assert_eq(shipper_flush(s, mono_ms() + 10000, &e), 0, "%s", e.msg);
+	shipper_get(s, &st);
+	cr_expect_eq(st.newest_committed, 10);
 	shipper_stop(s);
-	expect_steps(URL, "9:c:1");
+	expect_steps(URL, "9:c:1 10:c:1");
 }
