@@ -192,7 +192,9 @@ bool exists(const char *rel)
 	return access(path, F_OK) == 0;
 }
 
-json_t *status_json(const char *run)
+/* status_json, or NULL while the run is not there yet (exit status 4)
+ * when that is allowed. */
+static json_t *status_of(const char *run, bool may_be_missing)
 {
 	struct run_result r;
 	json_t *j;
@@ -202,11 +204,20 @@ json_t *status_json(const char *run)
 					  "--format", "json", NULL },
 				  NULL),
 		     0);
+	if (may_be_missing && r.status == 4) {
+		run_result_release(&r);
+		return NULL;
+	}
 	cr_assert_eq(r.status, 0, "status: %s%s", r.out, r.err);
 	j = json_loads(r.out, 0, NULL);
 	cr_assert_not_null(j, "status printed no JSON: %s", r.out);
 	run_result_release(&r);
 	return j;
+}
+
+json_t *status_json(const char *run)
+{
+	return status_of(run, false);
 }
 
 /* The run's history (`slicectl events RUN`), for a failed wait's message:
@@ -266,11 +277,13 @@ json_t *wait_running(const char *run, size_t n, long long gen,
 
 	for (;;) {
 		json_decref(j);
-		j = status_json(run);
+		/* A job started in the background may not be there yet. */
+		j = status_of(run, true);
 		if (all_running(j, n, gen, min_step))
 			return j;
 		if (now_ms() >= until) {
-			char *text = json_dumps(j, JSON_COMPACT);
+			char *text = j ? json_dumps(j, JSON_COMPACT)
+				 : strdup("(no run yet)");
 
 			cr_assert_fail("%s: workers not running at generation "
 				       ">= %lld, step %lld:\n%s\nhistory:\n%s",
@@ -288,11 +301,13 @@ json_t *wait_state(const char *run, const char *state, long ms)
 
 	for (;;) {
 		json_decref(j);
-		j = status_json(run);
+		/* A job started in the background may not be there yet. */
+		j = status_of(run, true);
 		if (jstr(j, "state") && !strcmp(jstr(j, "state"), state))
 			return j;
 		if (now_ms() >= until) {
-			char *text = json_dumps(j, JSON_COMPACT);
+			char *text = j ? json_dumps(j, JSON_COMPACT)
+				 : strdup("(no run yet)");
 
 			cr_assert_fail("%s never got %s:\n%s\nhistory:\n%s",
 				       run, state, text, history_of(run));
