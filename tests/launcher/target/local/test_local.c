@@ -376,17 +376,25 @@ struct causes {
 static void add_cause(json_t *j, void *arg)
 {
 	struct causes *c = arg;
+	const char *kind = json_string_value(json_object_get(j, "kind"));
 
+	/* A peer's wait for hosts coming back lands wherever the machine's
+	 * load puts it: after the preemption it follows, or after the next
+	 * event when the two meet (CI, launcher-local at 3137bea: the
+	 * slice-0 trainers' wait for slice 1 timed out as the reset came).
+	 * Its class is the infrastructure's either way, which the counts
+	 * by class below check. */
+	if (kind && !strcmp(kind, "waiting-for-hosts"))
+		return;
 	if (c->o < c->cap)
 		c->o += (size_t)snprintf(
 			c->seq + c->o, c->cap - c->o, "%s%s/%s",
 			c->o ? " " : "",
-			json_string_value(json_object_get(j, "class")),
-			json_string_value(json_object_get(j, "kind")));
+			json_string_value(json_object_get(j, "class")), kind);
 }
 
-/* The recorded class and kind of every new generation, in order, as
- * "class/kind" joined by spaces. */
+/* The recorded class and kind of every new generation but the waits for
+ * hosts, in order, as "class/kind" joined by spaces. */
 static void generation_causes(const char *out, char *seq, size_t cap)
 {
 	struct causes c = { seq, 0, cap };
@@ -447,10 +455,9 @@ Test(local, survives_the_chaos_matrix_recording_each_cause)
 	cr_assert_eq(json_integer_value(json_object_get(s, "steps_done")), 120,
 		     "%s", c.out);
 	generation_causes(c.out, seq, sizeof(seq));
-	/* A preemption may take two generations: the notice's, and its
-	 * peers' wait for the slice coming back. And the last two (a second
-	 * apart) are one generation when the second lands while the group
-	 * still restarts from the first, as on a loaded machine. */
+	/* The last two (a second apart) are one generation when the second
+	 * lands while the group still restarts from the first, as on a
+	 * loaded machine. */
 	cr_assert(!strncmp(seq, "trainer/signal hang/hang "
 				"infrastructure/preemption ", 50) &&
 		  strstr(seq, " infrastructure/reset infrastructure/"
@@ -462,6 +469,9 @@ Test(local, survives_the_chaos_matrix_recording_each_cause)
 		     "%s", seq);
 	cr_assert_eq(json_integer_value(json_object_get(by, "hang")), 1,
 		     "%s", seq);
+	cr_assert_eq(json_integer_value(json_object_get(by, "infrastructure")),
+		     json_integer_value(json_object_get(s, "restarts")) - 2,
+		     "%s", c.out);
 	by = json_object_get(s, "restarts_by_cause");
 	cr_assert_eq(json_integer_value(json_object_get(by, "crash")), 1,
 		     "%s", c.out);
