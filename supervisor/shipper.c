@@ -389,6 +389,7 @@ void shipper_reset(struct shipper *s)
 			 dropped);
 	s->st.newest_done = -1;
 	s->st.newest_uploaded = -1;
+	s->nsent = 0;
 	s->st.failures = 0;
 	s->pending_commit = -1;
 	s->error_step = -1;

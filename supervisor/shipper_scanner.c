@@ -161,10 +161,12 @@ static bool has_step_dir(const char *src, const char *done)
 	return false;
 }
 
-/* Makes room in the spool for step: false while an upload of the same
- * step is in flight (the new one is taken once it is over); a waiting
- * copy is replaced. */
-static bool make_room(struct shipper *s, uint64_t step)
+/* Makes room in the spool for step (src, marked by done): false while
+ * an upload of the same step is in flight (the new one is looked at once
+ * it is over), or when the step was uploaded already (the new one goes);
+ * a waiting copy is replaced. */
+static bool make_room(struct shipper *s, uint64_t step, const char *src,
+		      const char *done)
 {
 	ssize_t at;
 	bool ok = true;
@@ -172,6 +174,14 @@ static bool make_room(struct shipper *s, uint64_t step)
 	pthread_mutex_lock(&s->mu);
 	at = spool_find(s, step);
 	if (at >= 0 && s->w[at].in_flight) {
+		ok = false;
+	} else if (spool_was_sent(s, step)) {
+		log_info("step %llu was written again after its upload; the "
+			 "uploaded one stands", (unsigned long long)step);
+		spool_trash(s, src);
+		if (unlink(done) != 0 && errno != ENOENT)
+			log_warn("cannot remove %s: %s", done,
+				 strerror(errno));
 		ok = false;
 	} else if (at >= 0) {
 		log_info("step %llu was written again; the new one "
@@ -230,7 +240,7 @@ static int take(struct shipper *s, const struct spool_marker *m,
 	if (!spool_step_path(src, s->ckpt_dir, m->step, "") ||
 	    !spool_step_path(done, s->ckpt_dir, m->step, DONE_SUFFIX) ||
 	    !spool_step_path(dst, s->spool_dir, m->step, "") ||
-	    !has_step_dir(src, done) || !make_room(s, m->step))
+	    !has_step_dir(src, done) || !make_room(s, m->step, src, done))
 		return -1;
 	r = move_into_spool(s, src, dst);
 	if (r)

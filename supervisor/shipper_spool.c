@@ -97,6 +97,24 @@ bool spool_flush_waits(const struct shipper *s, const struct spool_entry *t)
 	return false;
 }
 
+bool spool_was_sent(const struct shipper *s, uint64_t step)
+{
+	for (unsigned i = 0; i < s->nsent; i++)
+		if (s->sent[i] == step)
+			return true;
+	return false;
+}
+
+void spool_sent(struct shipper *s, uint64_t step)
+{
+	if (spool_was_sent(s, step))
+		return;
+	s->sent[s->sent_next] = step;
+	s->sent_next = (s->sent_next + 1) % SPOOL_SENT;
+	if (s->nsent < SPOOL_SENT)
+		s->nsent++;
+}
+
 int spool_insert(struct shipper *s, uint64_t step,
 			const struct timespec *made, uint64_t bytes)
 {

@@ -25,6 +25,8 @@
 #define SPOOL_PATH 4096
 #define DONE_SUFFIX ".done"
 #define TRASH_PREFIX ".trash-"
+/* Trainers write again their newest steps only: a few suffice. */
+#define SPOOL_SENT 16
 
 /* Steps are ordered by when their .done marker appeared (seq), not by
  * number: a trainer told to stop may save a step older than one it
@@ -62,6 +64,10 @@ struct shipper {
 	uint64_t uploaded_seq;   /* of the newest arrival uploaded */
 	uint64_t error_seq;      /* of the last step dropped for an error
 				    (error_step, error_code); 0 none */
+	/* The last SPOOL_SENT steps uploaded in this generation, a ring:
+	 * one written again is not uploaded again (spool_was_sent). */
+	uint64_t sent[SPOOL_SENT];
+	unsigned nsent, sent_next;
 	struct strlist trash;    /* spool paths to delete */
 	unsigned long long trash_seq;
 
@@ -116,6 +122,13 @@ bool spool_same_time(const struct timespec *a, const struct timespec *b);
 /* Whether a flush for the newest arrival t must wait still: t, or a step
  * whose marker was made in the same tick before it, is not uploaded. */
 bool spool_flush_waits(const struct shipper *s, const struct spool_entry *t);
+/* Whether step was uploaded in this generation: a trainer that saves
+ * its current step again when told to stop writes a step it wrote
+ * before, and a second upload would replace a part that a COMMIT written
+ * meanwhile names (the next generation would then find the step bad).
+ * The step's state is the same either way, so the upload made stands. */
+bool spool_was_sent(const struct shipper *s, uint64_t step);
+void spool_sent(struct shipper *s, uint64_t step);
 /* Appends step as the newest arrival. Returns 0 or ENOMEM. */
 int spool_insert(struct shipper *s, uint64_t step,
 		 const struct timespec *made, uint64_t bytes);

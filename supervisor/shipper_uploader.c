@@ -144,6 +144,7 @@ static bool uploaded(struct shipper *s, size_t at, uint64_t seq, int rc,
 	log_info("step %llu uploaded as %s%s", (unsigned long long)step,
 		 s->part, rc == CKPT_ECOMMITTED ? " (it was already committed)"
 			  : committed ? "; committed" : "");
+	spool_sent(s, step);
 	if (seq > s->uploaded_seq) {
 		s->uploaded_seq = seq;
 		s->st.newest_uploaded = (int64_t)step;

@@ -1,7 +1,7 @@
 /*
  * The checkpoint shipper's flush (a final step uploaded within a deadline:
- * newest first, in flight, during an outage); the fixture and helpers are
- * shipper_check.c's.
+ * newest first, in flight, during an outage; a step written again once
+ * uploaded); the fixture and helpers are shipper_check.c's.
  */
 
 #include "tests/supervisor/shipper_check.h"
@@ -151,4 +151,57 @@ Test(shipper, flush_times_out_during_an_outage)
 	cr_assert(strstr(e.msg, "step 1"), "%s", e.msg);
 	cr_assert(strstr(e.msg, "503"), "%s", e.msg);
 	stop_within(s, 1000);
+}
+
+/* The generation of worker 1's part of step in the store at url. */
+static int64_t part_generation(const char *url, uint64_t step)
+{
+	struct store *st = open_store(url);
+	struct store_object o;
+	char name[256];
+	struct err e;
+	int64_t g;
+
+	snprintf(name, sizeof(name),
+		 "checkpoints/step-%010llu/slice-0-worker-1.tar.zst",
+		 (unsigned long long)step);
+	cr_assert_eq(store_stat(st, name, &o, &e), 0, "%s", e.msg);
+	g = o.generation;
+	store_object_release(&o);
+	store_close(st);
+	return g;
+}
+
+/* A trainer told to stop saves its current step again, one the shipper
+ * uploaded already: a second upload would replace the part a COMMIT may
+ * name by then (supervisor-pod under ASan, s-commit), so the uploaded
+ * one stands and the new copy goes. In a new generation the step is
+ * uploaded again: its old part may have been discarded. */
+Test(shipper, a_step_written_again_after_its_upload_is_not_uploaded_again)
+{
+	struct shipper_config c;
+	struct shipper *s;
+	struct err e;
+	int64_t first;
+
+	config_init(&c, file_url);
+	c.part = "slice-0-worker-1";
+	c.parts_expected = 2;
+	s = start(&c);
+	make_step(ckpt_dir, 15, 20 * KiB);
+	wait_state(s, uploaded_is, 15, 10000, "step 15 uploaded");
+	first = part_generation(file_url, 15);
+
+	make_step(ckpt_dir, 15, 20 * KiB);
+	cr_assert_eq(shipper_flush(s, mono_ms() + 15000, &e), 0, "%s", e.msg);
+	cr_assert_eq(part_generation(file_url, 15), first);
+	cr_assert_eq(count_entries(ckpt_dir), 0,
+		     "the copy written again is still there");
+
+	shipper_reset(s);
+	make_step(ckpt_dir, 15, 20 * KiB);
+	wait_state(s, uploaded_is, 15, 10000, "step 15 uploaded again");
+	cr_assert_gt(part_generation(file_url, 15), first);
+	expect_steps(file_url, "15:u:1");
+	shipper_stop(s);
 }
