@@ -100,6 +100,12 @@ struct ckpt_save_options {
 	struct pack_options pack;
 	const char *part;        /* default CKPT_DEFAULT_PART */
 	unsigned parts_expected; /* parts the step needs before COMMIT; 1 */
+	/* Whether this save is a committer (the default): after its upload
+	 * it lists the step once and creates COMMIT if all parts_expected
+	 * parts are there (ckpt_commit). false: it uploads its part and the
+	 * part's unpacked-size object and neither lists nor commits; the
+	 * step's one committer does (docs/DESIGN.md, "Commit protocol"). */
+	bool commit;
 	/* NULL, or a flag another thread may set non-zero to stop the save:
 	 * it returns CLOUD_EABORTED before the next store call or chunk of
 	 * the stream, and never commits. (A request already sent to the
@@ -117,8 +123,9 @@ struct ckpt_save_result {
 void ckpt_save_options_init(struct ckpt_save_options *o);
 
 /* Streams dir as tar+zstd straight to the store as this host's part of
- * step (no temporary file), then commits the step if every expected part
- * is there. A save killed at any moment never yields a committed step. */
+ * step (no temporary file), then, when o->commit, commits the step if
+ * every expected part is there. A save killed at any moment never yields
+ * a committed step. */
 int ckpt_save(struct store *s, const char *dir, uint64_t step,
 	      const struct ckpt_save_options *o, struct ckpt_save_result *r,
 	      struct err *e);

@@ -3,7 +3,8 @@
  * (pack_tree straight into a store upload, nothing staged on disk), and
  * the commit protocol: COMMIT is written last, create-only, once every
  * expected part is listed, so a step is either committed whole or not at
- * all, whatever is killed when.
+ * all, whatever is killed when. Only a committing save lists the step:
+ * the others upload their part and leave the commit to the committer.
  */
 #include "checkpoint/ckpt_internal.h"
 
@@ -18,6 +19,7 @@ void ckpt_save_options_init(struct ckpt_save_options *o)
 	pack_options_init(&o->pack);
 	o->part = NULL;
 	o->parts_expected = 1;
+	o->commit = true;
 	o->cancel = NULL;
 }
 
@@ -203,7 +205,7 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 	store_object_release(&done);
 	log_debug("saved %s: %llu bytes", store_url(s, obj),
 		  (unsigned long long)r->bytes);
-	if (cancelled(o, e, &rc))
+	if (cancelled(o, e, &rc) || !o->commit)
 		return rc;
 	return ckpt_commit(s, step, o->parts_expected, &r->committed, e);
 }

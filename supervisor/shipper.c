@@ -49,12 +49,15 @@ static struct shipper *shipper_new(const struct shipper_config *c)
 	s->spool_dir = dup_or_null(c->spool_dir, &ok);
 	s->part = dup_or_null(c->part ? c->part : CKPT_DEFAULT_PART, &ok);
 	s->parts_expected = c->parts_expected ? c->parts_expected : 1;
+	s->rank = c->rank;
 	s->prune = c->prune;
 	s->keep = c->keep;
 	s->keep_every = c->keep_every;
 	s->spool_bytes = c->spool_bytes;
 	s->notify_fd = c->notify_fd;
 	s->poll_ms = c->poll_ms ? c->poll_ms : DEFAULT_POLL_MS;
+	s->takeover_ms = c->takeover_ms ? c->takeover_ms
+					: SHIPPER_TAKEOVER_POLLS * s->poll_ms;
 	s->st.newest_done = s->st.newest_uploaded = -1;
 	s->st.newest_committed = -1;
 	s->published = s->st;
@@ -198,9 +201,9 @@ int shipper_start(struct shipper **out, const struct shipper_config *c,
 		shipper_stop(s);
 		return rc;
 	}
-	log_debug("checkpoint shipper: %s -> %s via %s, part %s of %u",
-		  s->ckpt_dir, s->run_url, s->spool_dir, s->part,
-		  s->parts_expected);
+	log_debug("checkpoint shipper: %s -> %s via %s, part %s of %u, "
+		  "rank %u", s->ckpt_dir, s->run_url, s->spool_dir, s->part,
+		  s->parts_expected, s->rank);
 	*out = s;
 	return 0;
 }
@@ -299,6 +302,25 @@ static int flush_wait(struct shipper *s, uint64_t deadline_ms,
 	return rc;
 }
 
+/* Under mu, once the flush's step is up: the worker is about to leave
+ * and may hold the step's last part, with nobody left to commit it (the
+ * committer may be leaving too, or gone), so whoever it is it makes one
+ * commit pass over its newest uploaded step, as every worker used to
+ * after its upload, unless it saw that step committed. Of the leaving
+ * workers the one whose part landed last sees every part. */
+static void commit_before_leaving(struct shipper *s, uint64_t deadline_ms)
+{
+	unsigned epoch = s->epoch, passes = s->passes;
+
+	if (s->pending_commit < 0)
+		return;
+	s->pass_now = true;
+	pthread_cond_broadcast(&s->cv);
+	while (s->passes == passes && s->pending_commit >= 0 && !s->stop &&
+	       s->epoch == epoch && mono_ms() < deadline_ms)
+		mono_cond_wait_until(&s->cv, &s->mu, deadline_ms);
+}
+
 int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e)
 {
 	int64_t failed_step;
@@ -323,6 +345,8 @@ int shipper_flush(struct shipper *s, uint64_t deadline_ms, struct err *e)
 	} else {
 		rc = flush_wait(s, deadline_ms, e);
 	}
+	if (!rc)
+		commit_before_leaving(s, deadline_ms);
 	s->flushers--;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
@@ -392,6 +416,7 @@ void shipper_reset(struct shipper *s)
 	s->nsent = 0;
 	s->st.failures = 0;
 	s->pending_commit = -1;
+	s->pass_now = false;
 	s->error_step = -1;
 	s->error_seq = 0;
 	s->draining = false;

@@ -6,8 +6,12 @@
  * watches the checkpoint directory for step-N.done and moves step-N/ into
  * a spool directory at once (a rename: the trainer's directory only ever
  * holds steps in progress); the uploader, with its own store handle,
- * packs and uploads it as this worker's part of step N (ckpt_save),
- * committing the step when every part is there. So steps keep leaving
+ * packs and uploads it as this worker's part of step N (ckpt_save); the
+ * committer (rank 0) then lists the step, with a bounded backoff, until
+ * every part is there and commits it, while the others list nothing
+ * unless the committer seems gone (a takeover, see shipper_config) or
+ * they are leaving (a flush ends with one commit pass, whoever flushes,
+ * as no one may be left to commit). So steps keep leaving
  * the trainer's directory while an upload is slow or failing. "Newest"
  * means the step whose .done marker appeared last, whatever its number.
  * When steps come faster than uploads, only the newest waiting step is
@@ -26,12 +30,26 @@
 
 struct shipper;
 
+/* The committer lists a step first right after its upload, then after
+ * poll_ms, doubling to SHIPPER_COMMIT_POLLS x poll_ms (5 s in the
+ * supervisor, whose poll_ms is 200). A takeover waits
+ * SHIPPER_TAKEOVER_POLLS x poll_ms (30 s there): six of the committer's
+ * longest waits, so a live committer has listed several times after the
+ * last part landed before a deputy lists at all. */
+#define SHIPPER_COMMIT_POLLS 25u
+#define SHIPPER_TAKEOVER_POLLS 150u
+
 struct shipper_config {
 	const char *run_url;      /* store_open'd by the uploader itself */
 	const char *ckpt_dir;     /* $SLICE_CHECKPOINT_DIR */
 	const char *spool_dir;    /* same filesystem as ckpt_dir */
 	const char *part;         /* "slice-S-worker-W" */
 	unsigned parts_expected;  /* every worker of the run */
+	/* This worker's index in the run. 0 is the step's committer; the
+	 * others only upload, and worker R takes over a step it sees
+	 * uncommitted R x takeover_ms after its own part went up. */
+	unsigned rank;
+	unsigned takeover_ms;     /* 0: SHIPPER_TAKEOVER_POLLS x poll_ms */
 	bool prune;               /* worker 0 */
 	unsigned keep, keep_every;
 	uint64_t spool_bytes;     /* bound on the spool */

@@ -45,6 +45,7 @@ struct shipper {
 	/* The configuration, owned copies. */
 	char *run_url, *ckpt_dir, *spool_dir, *part;
 	unsigned parts_expected;
+	unsigned rank, takeover_ms;
 	bool prune;
 	unsigned keep, keep_every;
 	uint64_t spool_bytes;
@@ -73,8 +74,11 @@ struct shipper {
 
 	unsigned epoch;          /* bumped by shipper_reset */
 	bool stop, kick;
-	int64_t pending_commit;  /* worker 0: uploaded, not seen committed */
-	uint64_t next_pass_ms;
+	int64_t pending_commit;  /* uploaded, not seen committed */
+	uint64_t next_pass_ms;   /* of a commit pass over pending_commit */
+	uint64_t pass_wait_ms;   /* the committer's backoff between passes */
+	bool pass_now;           /* a flush wants a commit pass at once */
+	unsigned passes;         /* commit passes made */
 	uint64_t retry_at_ms;    /* no upload attempt before this */
 	struct backoff backoff;
 	bool preempted;          /* a flush cancelled the upload in flight */

@@ -1,7 +1,8 @@
 /*
  * shipper_uploader.c: the checkpoint shipper's uploader thread. It owns
  * the store: it uploads the newest waiting step (ckpt_save), retries
- * failures with backoff, and, on worker 0, commits and prunes.
+ * failures with backoff, commits as the step's committer or a deputy
+ * (shipper.h), and on worker 0 prunes.
  */
 #include "supervisor/shipper_spool.h"
 
@@ -52,9 +53,28 @@ static void prune(struct shipper *s, struct store *store)
 	pthread_mutex_lock(&s->mu);
 }
 
-/* Worker 0's pass: commits its newest uploaded step if every part is
- * there now (the writer of the last part may have died before it could
- * commit). Called and returns with mu held. */
+/* Under mu: how long until the next commit pass over the newest
+ * uploaded step. The committer backs off from poll_ms to its cap, but
+ * after a flush (a deadline: the group resumes once the final step is
+ * committed) it keeps to poll_ms; a deputy's turns come rank x
+ * takeover_ms apart, so that N workers' deputies list an uncommitted
+ * step about ln(N) times a takeover_ms, not N times. */
+static uint64_t pass_wait(struct shipper *s, bool first)
+{
+	uint64_t cap = (uint64_t)SHIPPER_COMMIT_POLLS * s->poll_ms;
+
+	if (s->rank)
+		return (uint64_t)s->rank * s->takeover_ms;
+	s->pass_wait_ms = first || s->draining ? s->poll_ms
+					       : 2 * s->pass_wait_ms;
+	if (s->pass_wait_ms > cap)
+		s->pass_wait_ms = cap;
+	return s->pass_wait_ms;
+}
+
+/* A pass over the newest uploaded step: commits it if every part is
+ * there now. The committer's own, or a deputy's takeover (the committer
+ * may have died). Called and returns with mu held. */
 static void commit_pass(struct shipper *s, struct store *store)
 {
 	uint64_t step = (uint64_t)s->pending_commit;
@@ -64,9 +84,17 @@ static void commit_pass(struct shipper *s, struct store *store)
 	int rc;
 
 	pthread_mutex_unlock(&s->mu);
+	/* Not info: in the normal case the deputy's stat finds COMMIT. */
+	if (s->rank)
+		log_debug("step %llu: not seen committed %llu ms after this "
+			  "part went up; committing it if it is complete",
+			  (unsigned long long)step,
+			  (unsigned long long)s->rank * s->takeover_ms);
 	rc = ckpt_commit(store, step, s->parts_expected, &committed, &e);
 	pthread_mutex_lock(&s->mu);
-	s->next_pass_ms = mono_ms() + s->poll_ms;
+	s->next_pass_ms = mono_ms() + pass_wait(s, false);
+	s->pass_now = false;
+	s->passes++;
 	if (epoch != s->epoch)
 		return;
 	if (rc)
@@ -80,9 +108,10 @@ static void commit_pass(struct shipper *s, struct store *store)
 }
 
 /* The unlocked part of an attempt: ckpt_save of the spool's step, its
- * time in *us. */
+ * time in *us; commit: whether the save commits after its upload. */
 static int save(struct shipper *s, struct store *store, uint64_t step,
-		struct ckpt_save_result *res, uint64_t *us, struct err *e)
+		bool commit, struct ckpt_save_result *res, uint64_t *us,
+		struct err *e)
 {
 	struct ckpt_save_options o;
 	char path[SPOOL_PATH];
@@ -91,6 +120,7 @@ static int save(struct shipper *s, struct store *store, uint64_t step,
 	ckpt_save_options_init(&o);
 	o.part = s->part;
 	o.parts_expected = s->parts_expected;
+	o.commit = commit;
 	o.cancel = &s->cancel;
 	*us = mono_us();
 	if (!spool_step_path(path, s->spool_dir, step, ""))
@@ -156,9 +186,9 @@ static bool uploaded(struct shipper *s, size_t at, uint64_t seq, int rc,
 	s->retry_at_ms = 0;
 	if (committed)
 		return saw_commit(s, step);
-	if (s->prune && seq == s->uploaded_seq) {
+	if (seq == s->uploaded_seq) {
 		s->pending_commit = (int64_t)step;
-		s->next_pass_ms = mono_ms() + s->poll_ms;
+		s->next_pass_ms = mono_ms() + pass_wait(s, true);
 	}
 	return false;
 }
@@ -215,7 +245,7 @@ static void upload_newest(struct shipper *s, struct store *store)
 	s->preempted = false;
 	atomic_store(&s->cancel, s->stop ? 1 : 0);
 	pthread_mutex_unlock(&s->mu);
-	rc = save(s, store, step, &res, &us, &e);
+	rc = save(s, store, step, !s->rank, &res, &us, &e);
 	committed = rc == CKPT_ECOMMITTED || (!rc && res.committed);
 	pthread_mutex_lock(&s->mu);
 	at = spool_find(s, step);
@@ -259,14 +289,16 @@ void *shipper_uploader_main(void *arg)
 	pthread_cond_broadcast(&s->cv);
 	while (!rc && !s->stop) {
 		uint64_t now = mono_ms(), until = UINT64_MAX;
-		bool pass_due = s->prune && s->pending_commit >= 0;
+		bool pass_due = s->pending_commit >= 0;
 
 		if (s->nw && now >= s->retry_at_ms) {
 			upload_newest(s, store);
 			continue;
 		}
-		/* Worker 0's commit pass, unless a flush is in a hurry. */
-		if (pass_due && now >= s->next_pass_ms && !s->flushers) {
+		/* A commit pass when a flush asks for one, else when due
+		 * unless a flush is in a hurry. */
+		if (pass_due && (s->pass_now ||
+				 (now >= s->next_pass_ms && !s->flushers))) {
 			commit_pass(s, store);
 			continue;
 		}

@@ -606,6 +606,7 @@ int sup_setup(struct sup *s, struct err *e)
 	sc.spool_dir = s->spool_dir;
 	sc.part = s->id.name;
 	sc.parts_expected = s->id.num_processes;
+	sc.rank = s->id.process_id;
 	sc.prune = s->id.process_id == 0;
 	sc.keep = s->job.keep;
 	sc.keep_every = s->job.keep_every;

@@ -176,6 +176,43 @@ Test(ckpt, multiple_parts_commit_when_all_present)
 	store_close(s);
 }
 
+/* A save that is not the step's committer uploads its part and leaves
+ * the commit to the committer, even when its part completes the step. */
+Test(ckpt, a_non_committing_save_leaves_the_commit)
+{
+	char a[PATHLEN], commit[PATHLEN * 2];
+	struct store *s = open_store();
+	struct ckpt_save_options o;
+	struct ckpt_save_result r;
+	struct ckpt_list l;
+	struct stat st;
+	struct err e;
+	bool committed;
+
+	path_of(a, "a");
+	make_tree(a, "host a\n");
+	save_ok(s, a, 4, "slice-0-worker-0", 2, false);
+	ckpt_save_options_init(&o);
+	cr_expect(o.commit, "a save commits by default");
+	o.part = "slice-0-worker-1";
+	o.parts_expected = 2;
+	o.commit = false;
+	cr_assert_eq(ckpt_save(s, a, 4, &o, &r, &e), 0, "%s", e.msg);
+	cr_expect(!r.committed);
+	store_file_path(commit, 4, "COMMIT");
+	cr_expect_neq(stat(commit, &st), 0, "a non-committer committed");
+	cr_assert_eq(ckpt_commit(s, 4, 2, &committed, &e), 0, "%s", e.msg);
+	cr_expect(committed);
+	cr_assert_eq(ckpt_list(s, &l, &e), 0);
+	cr_expect(l.v[0].committed);
+	cr_expect_eq(l.v[0].nparts, 2);
+	for (size_t i = 0; i < l.v[0].nparts; i++)
+		cr_expect_gt(l.v[0].parts[i].unpacked, 0, "%s",
+			     l.v[0].parts[i].name);
+	ckpt_list_release(&l);
+	store_close(s);
+}
+
 /* A new generation from step 5: worker 1's parts of steps 7 and 9 (never
  * committed) go; the committed step, an older uncommitted one and
  * worker 0's parts stay. */

@@ -117,6 +117,8 @@ Test(shipper, two_workers_commit_once_both_parts_are_up)
 	c1.ckpt_dir = dir1;
 	c1.spool_dir = sp1;
 	c1.part = "slice-0-worker-1";
+	c1.rank = 1;
+	c1.takeover_ms = 500;
 	c1.prune = false;
 	s0 = start(&c0);
 	s1 = start(&c1);
@@ -129,9 +131,10 @@ Test(shipper, two_workers_commit_once_both_parts_are_up)
 	expect_steps(file_url, "10:u:1");
 
 	make_step(dir1, 10, 120 * KiB);
-	wait_state(s1, committed_is, 10, 10000, "worker 1 committed");
-	/* Worker 0 sees it on its next pass. */
-	wait_state(s0, committed_is, 10, 10000, "worker 0 saw the commit");
+	/* Worker 0, the committer, commits on its next pass; worker 1
+	 * only uploads, and sees the commit on its takeover turn. */
+	wait_state(s0, committed_is, 10, 10000, "worker 0 committed");
+	wait_state(s1, committed_is, 10, 10000, "worker 1 saw the commit");
 	expect_steps(file_url, "10:c:2");
 	shipper_stop(s1);
 	shipper_stop(s0);
