@@ -10,6 +10,7 @@ JSON_FILE holds a v1 List (or one object); YAML_FILE, when given, must
 hold the same objects as YAML (checks slicectl's YAML emitter).
 Exit 0 valid, 1 invalid (each error on stderr), 2 cannot run.
 """
+import functools
 import json
 import os
 import sys
@@ -50,7 +51,15 @@ def strict(schema):
     return schema
 
 
+# libyaml's loader when PyYAML has it: the JobSet CRD is large, and the
+# pure-Python loader takes seconds over it.
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.lru_cache(maxsize=None)
 def schema_for(api_version, kind):
+    """The strict schema of api_version's kind, loaded once: a List holds
+    dozens of objects of the same kind."""
     group, _, version = api_version.rpartition("/")
     name = CRDS.get((group, kind))
     if not name:
@@ -60,11 +69,16 @@ def schema_for(api_version, kind):
         raise SystemExit(f"gke_validate: {path} is missing (k8s/ holds "
                          "the CRDs in-tree)")
     with open(path) as f:
-        crd = yaml.safe_load(f)
+        crd = yaml.load(f, Loader=LOADER)
     for v in crd["spec"]["versions"]:
         if v["name"] == version:
             return strict(v["schema"]["openAPIV3Schema"])
     raise SystemExit(f"gke_validate: {name} has no version {version}")
+
+
+@functools.lru_cache(maxsize=None)
+def validator_for(api_version, kind):
+    return jsonschema.Draft7Validator(schema_for(api_version, kind))
 
 
 def items(doc):
@@ -76,15 +90,15 @@ def main():
         objs = items(json.load(f))
     bad = 0
     for o in objs:
-        validator = jsonschema.Draft7Validator(
-            schema_for(o["apiVersion"], o["kind"]))
+        validator = validator_for(o["apiVersion"], o["kind"])
         for err in validator.iter_errors(o):
             where = "/".join(str(p) for p in err.absolute_path)
             print(f"{o['kind']} {where}: {err.message}", file=sys.stderr)
             bad += 1
     if len(sys.argv) > 2:
         with open(sys.argv[2]) as f:
-            docs = [d for d in yaml.safe_load_all(f) if d is not None]
+            docs = [d for d in yaml.load_all(f, Loader=LOADER)
+                    if d is not None]
         if docs != objs:
             print("the YAML does not say what the JSON says", file=sys.stderr)
             bad += 1
