@@ -557,8 +557,10 @@ Test(sup, a_killed_supervisor_ends_its_orphan_and_loses_no_step)
 	}
 }
 
-/* A bucket that answers 503 for a minute: the trainer keeps going (no
- * restart), steps wait in the spool, and the newest goes out after. */
+/* A bucket that answers 503 for 30 s (the upload backoff, scaled down
+ * here, is at its cap within 2 s, and every heartbeat, event and control
+ * read fails for many periods): the trainer keeps going (no restart),
+ * steps wait in the spool, and the newest goes out after. */
 Test(sup, a_storage_outage_loses_nothing, .timeout = 400)
 {
 	long long steps_before, steps_after;
@@ -593,7 +595,7 @@ Test(sup, a_storage_outage_loses_nothing, .timeout = 400)
 					     "\"status\": 503, \"times\": -1}"),
 		     0);
 	toy_events(w.events, 0, 1, "ckpt", &steps_before);
-	sleep(60);
+	sleep(30);
 	toy_events(w.events, 0, 1, "ckpt", &steps_after);
 	cr_assert_gt(steps_after, steps_before + 100,
 		     "the trainer kept going: %lld -> %lld", steps_before,
