@@ -20,7 +20,7 @@ static int abandon(struct store *s, uint64_t step, const char *leaf,
 		   const struct store_object *o, struct err *e)
 {
 	char mark[CKPT_UNPACKED_LEAF_MAX], name[CKPT_NAME_MAX + 64];
-	struct store_object c;
+	bool committed;
 	int rc;
 
 	ckpt_abandoned_leaf(mark, sizeof(mark), leaf, o->generation);
@@ -29,15 +29,9 @@ static int abandon(struct store *s, uint64_t step, const char *leaf,
 	if (rc && rc != CLOUD_EPRECONDITION)
 		return rc;
 	err_init(e);
-	ckpt_object_name(name, sizeof(name), step, CKPT_COMMIT);
-	rc = store_stat(s, name, &c, e);
-	if (rc == CLOUD_ENOTFOUND) {
-		err_init(e);
-		return 0;
-	}
-	if (rc)
+	rc = ckpt_has_commit(s, step, &committed, e);
+	if (rc || !committed)
 		return rc;
-	store_object_release(&c);
 	log_info("step %llu was committed meanwhile: %s kept",
 		 (unsigned long long)step, leaf);
 	return 1;

@@ -41,6 +41,11 @@ void ckpt_find_unpacked(struct ckpt_part *p, char *const *leaves, size_t n);
 void ckpt_abandoned_leaf(char *out, size_t cap, const char *part_leaf,
 			 int64_t generation);
 
+/* Whether step has a COMMIT, in *yes. Returns 0 or the store's error
+ * (e filled); a missing COMMIT is no error. */
+int ckpt_has_commit(struct store *s, uint64_t step, bool *yes,
+		    struct err *e);
+
 /* The objects of one step's folder as listed. */
 struct ckpt_scan_step {
 	uint64_t step;

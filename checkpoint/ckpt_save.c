@@ -106,20 +106,20 @@ static int before_upload(struct store *s, uint64_t step, const char *obj,
 {
 	char commit[CKPT_NAME_MAX];
 	struct store_object o;
+	bool committed;
 	int r;
 
-	ckpt_object_name(commit, sizeof(commit), step, CKPT_COMMIT);
-	r = store_stat(s, commit, &o, e);
-	if (!r) {
-		store_object_release(&o);
+	r = ckpt_has_commit(s, step, &committed, e);
+	if (r)
+		return r;
+	if (committed) {
+		ckpt_object_name(commit, sizeof(commit), step, CKPT_COMMIT);
 		return err_set(e, CKPT_ECOMMITTED,
 			       "step %llu is already committed (%s exists); "
 			       "its parts are final: save to a new step",
 			       (unsigned long long)step,
 			       store_url(s, commit));
 	}
-	if (r != CLOUD_ENOTFOUND)
-		return r;
 	r = store_stat(s, obj, &o, e);
 	if (r == CLOUD_ENOTFOUND) {
 		err_init(e);
@@ -375,15 +375,9 @@ int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 		parts_expected = 1;
 	ckpt_object_name(commit, sizeof(commit), step, CKPT_COMMIT);
 	ckpt_object_name(dir, sizeof(dir), step, "");
-	r = store_stat(s, commit, &o, e);
-	if (!r) {
-		store_object_release(&o);
-		*committed = true;
-		return 0;
-	}
-	if (r != CLOUD_ENOTFOUND)
+	r = ckpt_has_commit(s, step, committed, e);
+	if (r || *committed)
 		return r;
-	err_init(e);
 	r = store_list(s, dir, "/", part_cb, &parts, e);
 	if (!r)
 		drop_abandoned(&parts, step);
