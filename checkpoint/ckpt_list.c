@@ -36,21 +36,9 @@ int ckpt_has_commit(struct store *s, uint64_t step, bool *yes,
 		    struct err *e)
 {
 	char name[CKPT_NAME_MAX];
-	struct store_object o;
-	int rc;
 
-	*yes = false;
 	ckpt_object_name(name, sizeof(name), step, CKPT_COMMIT);
-	rc = store_stat(s, name, &o, e);
-	if (rc == CLOUD_ENOTFOUND) {
-		err_init(e);
-		return 0;
-	}
-	if (rc)
-		return rc;
-	store_object_release(&o);
-	*yes = true;
-	return 0;
+	return store_exists(s, name, yes, e);
 }
 
 void ckpt_unpacked_leaf(char *out, size_t cap, const char *part_leaf,

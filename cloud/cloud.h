@@ -103,6 +103,10 @@ int store_read(struct store *s, const char *name, size_t max, char **data,
 	       size_t *len, struct store_object *out, struct err *e);
 int store_stat(struct store *s, const char *name, struct store_object *out,
 	       struct err *e);
+/* Whether name exists, in *yes. Returns 0 or the store's error (e
+ * filled); a missing object is no error. */
+int store_exists(struct store *s, const char *name, bool *yes,
+		 struct err *e);
 
 /* Lists objects under prefix in name order. With a delimiter ("/"), names
  * below the next delimiter are rolled up and reported once with

@@ -632,6 +632,22 @@ int store_stat(struct store *s, const char *name, struct store_object *out,
 	return r;
 }
 
+int store_exists(struct store *s, const char *name, bool *yes,
+		 struct err *e)
+{
+	struct store_object o;
+	int r = store_stat(s, name, &o, e);
+
+	*yes = !r;
+	if (r == CLOUD_ENOTFOUND) {
+		err_init(e);
+		return 0;
+	}
+	if (!r)
+		store_object_release(&o);
+	return r;
+}
+
 struct list_guard {
 	struct store *s;
 	store_list_fn fn;

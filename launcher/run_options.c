@@ -216,21 +216,15 @@ int run_exit_status(int rc, const struct err *e)
 int run_control_peek(struct run_options *ro, struct control *c, bool *found,
 		     struct err *e)
 {
-	struct store_object o;
+	bool exists;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
 	c->restore_step = -1;
 	*found = false;
-	err_init(e);
-	rc = store_stat(ro->store, RUN_CONTROL, &o, e);
-	if (rc == CLOUD_ENOTFOUND) {
-		err_init(e);
-		return 0;
-	}
-	if (rc)
+	rc = store_exists(ro->store, RUN_CONTROL, &exists, e);
+	if (rc || !exists)
 		return rc;
-	store_object_release(&o);
 	rc = control_load(ro->store, c, e);
 	if (!rc)
 		*found = true;

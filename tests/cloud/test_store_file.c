@@ -172,6 +172,7 @@ Test(store_file, put_read_stat_generations)
 	struct store_object a, b, st;
 	struct err e;
 	char *text;
+	bool yes;
 
 	put_ok(s, "dir/obj.txt", "hello world", STORE_CREATE_ONLY, &a);
 	cr_expect_str_eq(a.name, "dir/obj.txt");
@@ -197,9 +198,16 @@ Test(store_file, put_read_stat_generations)
 
 	cr_expect_eq(store_stat(s, "dir/none", &st, &e), CLOUD_ENOTFOUND);
 	cr_expect_eq(store_stat(s, "dir", &st, &e), CLOUD_ENOTFOUND);
+	cr_assert_eq(store_exists(s, "dir/none", &yes, &e), 0, "%s", e.msg);
+	cr_expect(!yes);
+	cr_expect_str_eq(e.msg, "");
+	cr_assert_eq(store_exists(s, "dir/obj.txt", &yes, &e), 0, "%s", e.msg);
+	cr_expect(yes);
 
 	/* Empty objects exist. */
 	put_ok(s, "empty", "", STORE_CREATE_ONLY, NULL);
+	cr_assert_eq(store_exists(s, "empty", &yes, &e), 0, "%s", e.msg);
+	cr_expect(yes);
 	text = read_ok(s, "empty");
 	cr_expect_str_eq(text, "");
 	free(text);
