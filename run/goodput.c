@@ -60,6 +60,7 @@ struct calc {
 	int64_t t0, end;
 	int64_t cursor;          /* the end of the generations done so far */
 	double ideal_ms;
+	double carry_ms;         /* productive time no span had room for */
 	struct goodput_span *segs;
 	size_t nsegs, cap;
 };
@@ -341,13 +342,30 @@ static int steps_span(struct calc *c, int64_t k, int64_t f, int64_t x)
 	parts[1] = (double)again * c->ideal_ms;
 	parts[2] = goodput_slow_excess_ms(&c->all, g->hist, c->ideal_ms);
 	for (int i = 0; i < 3; i++) {
-		int64_t to = parts[i] < (double)(x - at)
-				     ? at + (int64_t)llround(parts[i])
-				     : x;
+		double room = (double)(x - at);
+		int64_t to = parts[i] < room ? at + (int64_t)llround(parts[i])
+					     : x;
 
+		if (i == 0 && parts[0] > room)
+			c->carry_ms += parts[0] - room;
 		if (add_seg(c, at, to, cats[i], k))
 			return -1;
 		at = to > at ? to : at;
+	}
+	/* A generation whose steps went faster than the ideal (the run's
+	 * mean) had no room for all its steps' ideal time; it is productive
+	 * time all the same, held in the first rest after it, so that the
+	 * run's productive time is its steps kept x ideal as the trainer
+	 * counts it, whatever the load did between generations. */
+	if (c->carry_ms >= 1 && x > at) {
+		int64_t to = (double)(x - at) > c->carry_ms
+				     ? at + (int64_t)llround(c->carry_ms)
+				     : x;
+
+		c->carry_ms -= (double)(to - at);
+		if (add_seg(c, at, to, GP_PRODUCTIVE, k))
+			return -1;
+		at = to;
 	}
 	return add_seg(c, at, x, GP_OTHER, k);
 }

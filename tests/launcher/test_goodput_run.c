@@ -204,13 +204,8 @@ Test(goodput_run, a_chaos_run_matches_the_trainers_own_steps)
 		     steps);
 	cr_assert(strstr(json_string_value(json_object_get(j, "precision")),
 			 "SLICE_STEP_FILE"), "%s", r.out);
-	/* Within 0.01 on a steady machine; a generation whose steps ran
-	 * faster than the ideal keeps only its span as productive, so a load
-	 * that changes between generations reads low by a few hundredths
-	 * (0.351 against 0.384 in fresh-check at 0a8757b; docs/DESIGN.md,
-	 * Goodput). */
 	cr_assert_lt(fabs(json_number_value(json_object_get(j, "goodput")) -
-			  mine), 0.05, "%s", r.out);
+			  mine), 0.01, "%s", r.out);
 	/* Every second is somewhere, and each injected failure is one. */
 	sum = json_number_value(json_object_get(j, "productive_s"));
 	json_object_foreach(json_object_get(j, "badput"), k, x)
