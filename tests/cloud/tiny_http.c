@@ -78,6 +78,23 @@ static void fill_length(struct buf *out, const char *raw)
 	buf_appends(out, star + 17);
 }
 
+/* The answer as sent: the connection closes after it, which an HTTP/1.1
+ * answer says ("Connection: close"), or a client reusing the connection
+ * races the close (curl, streaming a body it cannot rewind itself, then
+ * fails the attempt: cloud-http under the sanitizers). */
+static void answer_text(struct buf *out, const char *raw)
+{
+	const char *eol = strstr(raw, "\r\n");
+
+	if (!strncmp(raw, "HTTP/1.1 ", 9) && eol &&
+	    !strstr(raw, "\r\nConnection:")) {
+		buf_append(out, raw, (size_t)(eol + 2 - raw));
+		buf_appends(out, "Connection: close\r\n");
+		raw = eol + 2;
+	}
+	fill_length(out, raw);
+}
+
 static void serve(struct tiny_http *t, int fd)
 {
 	const struct tiny_answer *a;
@@ -106,7 +123,7 @@ static void serve(struct tiny_http *t, int fd)
 	if (a->drop)
 		return;
 	buf_init(&in);
-	fill_length(&in, a->raw);
+	answer_text(&in, a->raw);
 	for (size_t off = 0; off < in.len;) {
 		ssize_t n = write(fd, in.data + off, in.len - off);
 
