@@ -99,7 +99,9 @@ bool spool_flush_waits(const struct shipper *s, const struct spool_entry *t)
 
 bool spool_was_sent(const struct shipper *s, uint64_t step)
 {
-	for (unsigned i = 0; i < s->nsent; i++)
+	uint64_t n = s->nsent < SPOOL_SENT ? s->nsent : SPOOL_SENT;
+
+	for (uint64_t i = 0; i < n; i++)
 		if (s->sent[i] == step)
 			return true;
 	return false;
@@ -107,12 +109,8 @@ bool spool_was_sent(const struct shipper *s, uint64_t step)
 
 void spool_sent(struct shipper *s, uint64_t step)
 {
-	if (spool_was_sent(s, step))
-		return;
-	s->sent[s->sent_next] = step;
-	s->sent_next = (s->sent_next + 1) % SPOOL_SENT;
-	if (s->nsent < SPOOL_SENT)
-		s->nsent++;
+	if (!spool_was_sent(s, step))
+		s->sent[s->nsent++ % SPOOL_SENT] = step;
 }
 
 int spool_insert(struct shipper *s, uint64_t step,

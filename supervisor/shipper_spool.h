@@ -68,7 +68,7 @@ struct shipper {
 	/* The last SPOOL_SENT steps uploaded in this generation, a ring:
 	 * one written again is not uploaded again (spool_was_sent). */
 	uint64_t sent[SPOOL_SENT];
-	unsigned nsent, sent_next;
+	uint64_t nsent;          /* uploads recorded since the reset */
 	struct strlist trash;    /* spool paths to delete */
 	unsigned long long trash_seq;
 
