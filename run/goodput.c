@@ -60,7 +60,7 @@ struct calc {
 	int64_t t0, end;
 	int64_t cursor;          /* the end of the generations done so far */
 	double ideal_ms;
-	double carry_ms;         /* productive time no span had room for */
+	double carry_ms;         /* productive time its span had no room for */
 	struct goodput_span *segs;
 	size_t nsegs, cap;
 };
@@ -93,11 +93,9 @@ static bool says_trained(const struct event *ev)
 		is(ev, "progress") || is(ev, "commit"));
 }
 
-static int add_seg(struct calc *c, int64_t from, int64_t to, int cat,
-		   int64_t gen)
+/* Room for one more segment. */
+static int reserve(struct calc *c)
 {
-	if (to <= from)
-		return 0;
 	if (c->nsegs == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 64;
 		struct goodput_span *v = realloc(c->segs,
@@ -108,6 +106,16 @@ static int add_seg(struct calc *c, int64_t from, int64_t to, int cat,
 		c->segs = v;
 		c->cap = cap;
 	}
+	return 0;
+}
+
+static int add_seg(struct calc *c, int64_t from, int64_t to, int cat,
+		   int64_t gen)
+{
+	if (to <= from)
+		return 0;
+	if (reserve(c))
+		return -1;
 	c->segs[c->nsegs++] = (struct goodput_span){ from, to, cat };
 	if (gen >= 1 && gen <= c->ngen)
 		c->g[gen].cost[cat] += (double)(to - from) / 1000;
@@ -352,22 +360,39 @@ static int steps_span(struct calc *c, int64_t k, int64_t f, int64_t x)
 			return -1;
 		at = to > at ? to : at;
 	}
-	/* A generation whose steps went faster than the ideal (the run's
-	 * mean) had no room for all its steps' ideal time; it is productive
-	 * time all the same, held in the first rest after it, so that the
-	 * run's productive time is its steps kept x ideal as the trainer
-	 * counts it, whatever the load did between generations. */
-	if (c->carry_ms >= 1 && x > at) {
-		int64_t to = (double)(x - at) > c->carry_ms
-				     ? at + (int64_t)llround(c->carry_ms)
-				     : x;
-
-		c->carry_ms -= (double)(to - at);
-		if (add_seg(c, at, to, GP_PRODUCTIVE, k))
-			return -1;
-		at = to;
-	}
 	return add_seg(c, at, x, GP_OTHER, k);
+}
+
+/*
+ * A generation whose steps went faster than the ideal (the run's mean)
+ * had no room for all its steps' ideal time. It is productive time all
+ * the same: it takes the place of the run's rest (other), earliest
+ * first, in whichever generation ran slower, so that the run's
+ * productive time is its steps kept x ideal as the trainer counts it,
+ * however the load changed between generations.
+ */
+static int settle_carry(struct calc *c)
+{
+	for (size_t i = 0; i < c->nsegs && c->carry_ms >= 1; i++) {
+		struct goodput_span *s = &c->segs[i];
+		int64_t len = s->to_ms - s->from_ms;
+
+		if (s->cat != GP_OTHER)
+			continue;
+		if (c->carry_ms < (double)len) {
+			/* Its first part productive, the rest still other. */
+			if (reserve(c))
+				return -1;
+			s = &c->segs[i];
+			memmove(s + 1, s, (c->nsegs - i) * sizeof(*s));
+			c->nsegs++;
+			s[0].to_ms = s[1].from_ms =
+				s[0].from_ms + (int64_t)c->carry_ms;
+		}
+		s->cat = GP_PRODUCTIVE;
+		c->carry_ms -= (double)(s->to_ms - s->from_ms);
+	}
+	return 0;
 }
 
 static int generation(struct calc *c, int64_t k)
@@ -538,6 +563,8 @@ int goodput_compute(const struct goodput_input *in, struct goodput *out,
 	for (int64_t k = 1; !rc && k <= c.ngen; k++)
 		if (generation(&c, k))
 			rc = err_set(e, COMMON_ENOMEM, "out of memory");
+	if (!rc && settle_carry(&c))
+		rc = err_set(e, COMMON_ENOMEM, "out of memory");
 	from = in->window_ms > 0 && c.end - in->window_ms > c.t0
 		       ? c.end - in->window_ms
 		       : c.t0;

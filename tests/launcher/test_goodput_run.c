@@ -161,10 +161,14 @@ Test(goodput_run, a_chaos_run_matches_the_trainers_own_steps)
 			"--hang-timeout", "6s", "--grace", "5s",
 			"--max-restarts", "20", "--chaos",
 			"crash:worker=1@4s,hang:worker=0@10s,"
-			"preempt:slice=1@20s", NULL
+			"preempt:slice=1@14s", NULL
 		};
 		const char *env[] = { env_home, NULL };
 
+		/* The chaos clock counts training: 600 steps of 0.03 s
+		 * give at least 18 s of it, so the preemption at 14 s
+		 * lands however fast the machine (at 20 s, an idle one
+		 * finished first). */
 		started = now_s();
 		pid = spawn_group(argv, env, job_log);
 		cr_assert_gt(pid, 0);
