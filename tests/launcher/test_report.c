@@ -294,8 +294,8 @@ Test(report, a_local_chaos_run_in_chromium)
 			"SGD_CKPT_EVERY=100", "--env", sync_env, "--env",
 			"PYTHONUNBUFFERED=1", "--hang-timeout", "8s",
 			"--grace", "5s", "--max-restarts", "20", "--chaos",
-			"crash:worker=1@3s,hang:worker=2@7s,"
-			"preempt:slice=1@11s,reset@15s", NULL
+			"crash:worker=1@3s,hang:worker=2@6s,"
+			"preempt:slice=1@9s,reset@12s", NULL
 		};
 		const char *env[] = { env_home, NULL };
 
