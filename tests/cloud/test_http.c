@@ -391,6 +391,56 @@ Test(http, bodies_from_memory_and_callbacks)
 	stop(&f);
 }
 
+#define KEEP_OK "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n" \
+		"Content-Length: *\r\n\r\n{}"
+
+/* A server may close a kept connection just as the next request goes out
+ * on it. curl then sends the request again on a fresh connection by
+ * itself, which needs the body from its start: a streamed body and one
+ * in memory are both rewound for it, in the same attempt. Without that
+ * (no seek callback) curl failed the attempt ("necessary data rewind
+ * wasn't possible"), spending one of the request's retries. */
+Test(http, a_kept_connection_closed_under_a_request_is_sent_again)
+{
+	static const struct tiny_answer a[] = {
+		{ KEEP_OK, 0, false }, { "", 0, true },
+		{ KEEP_OK, 0, false }, { "", 0, true },
+		{ OK_JSON, 0, false },
+	};
+	struct source s = { "streamed body", 0, 0 };
+	struct http_body_source src = { source_read, source_rewind, &s };
+	struct http_request req = { .method = "GET" };
+	struct fixture f;
+	unsigned before;
+	char *log;
+
+	start(&f, a, 5);
+	req.url = f.url;
+	cr_assert_eq(http_do(&f.c, &req, &f.resp, &f.e), 0, "%s", f.e.msg);
+	before = f.resp.attempts;
+	req.method = "PUT";
+	req.source = &src;
+	cr_assert_eq(http_do(&f.c, &req, &f.resp, &f.e), 0, "%s", f.e.msg);
+	cr_assert_eq(f.resp.attempts - before, 1, "curl's own resend "
+		     "failed: %u attempts", f.resp.attempts - before);
+	cr_assert_geq(s.rewinds, 1); /* curl 7.88 asks twice */
+	before = f.resp.attempts;
+	req.source = NULL;
+	req.method = "POST";
+	req.body = "in memory";
+	req.body_len = 9;
+	cr_assert_eq(http_do(&f.c, &req, &f.resp, &f.e), 0, "%s", f.e.msg);
+	cr_assert_eq(f.resp.attempts - before, 1, "curl's own resend "
+		     "failed: %u attempts", f.resp.attempts - before);
+	cr_assert_eq(tiny_requests(&f.srv), 5);
+	log = tiny_log(&f.srv);
+	cr_assert_eq(count_substr_local(log, "streamed body"), 2, "%s", log);
+	cr_assert_eq(count_substr_local(log, "\r\n\r\nin memory"), 2, "%s",
+		     log);
+	free(log);
+	stop(&f);
+}
+
 Test(http, escape)
 {
 	struct buf b;

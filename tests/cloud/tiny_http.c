@@ -95,16 +95,19 @@ static void answer_text(struct buf *out, const char *raw)
 	fill_length(out, raw);
 }
 
-static void serve(struct tiny_http *t, int fd)
+/* Answers one request on fd; true when the answer kept the connection
+ * open for the next ("Connection: keep-alive"). */
+static bool serve(struct tiny_http *t, int fd)
 {
 	const struct tiny_answer *a;
 	struct buf in;
 	size_t i;
+	bool keep;
 
 	buf_init(&in);
 	if (!read_request(fd, &in)) {
 		buf_release(&in);
-		return;
+		return false;
 	}
 	pthread_mutex_lock(&t->mu);
 	i = t->requests < t->n ? t->requests : t->n - 1;
@@ -121,7 +124,8 @@ static void serve(struct tiny_http *t, int fd)
 		nanosleep(&ts, NULL);
 	}
 	if (a->drop)
-		return;
+		return false;
+	keep = strstr(a->raw, "\r\nConnection: keep-alive\r\n") != NULL;
 	buf_init(&in);
 	answer_text(&in, a->raw);
 	for (size_t off = 0; off < in.len;) {
@@ -132,6 +136,7 @@ static void serve(struct tiny_http *t, int fd)
 		off += (size_t)n;
 	}
 	buf_release(&in);
+	return keep;
 }
 
 static void *run(void *ud)
@@ -153,7 +158,8 @@ static void *run(void *ud)
 		c = accept(t->fd, NULL, NULL);
 		if (c < 0)
 			continue;
-		serve(t, c);
+		while (serve(t, c))
+			;
 		/* Lingering would turn a drop into a clean close. */
 		shutdown(c, SHUT_RDWR);
 		close(c);

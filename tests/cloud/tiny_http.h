@@ -14,7 +14,10 @@
 
 struct tiny_answer {
 	/* Status line, headers and body, as sent, except that
-	 * "Content-Length: *" is replaced by the body's length. */
+	 * "Content-Length: *" is replaced by the body's length. The
+	 * connection closes after the answer unless it says
+	 * "Connection: keep-alive": then the next request on it gets the
+	 * next answer. */
 	const char *raw;
 	unsigned delay_ms; /* before answering */
 	bool drop;         /* close the connection without answering */
