@@ -537,25 +537,6 @@ static size_t on_read(char *data, size_t size, size_t n, void *ud)
 	return len;
 }
 
-/* curl sends a request again by itself when the kept connection it went
- * out on turns out closed; the body starts over for it, within the same
- * attempt. A source without rewind cannot: curl fails the attempt. */
-static int on_seek(void *ud, curl_off_t offset, int origin)
-{
-	struct transfer *t = ud;
-	const struct http_request *req = t->req;
-
-	if (origin != SEEK_SET || offset != 0)
-		return CURL_SEEKFUNC_CANTSEEK;
-	if (req->source)
-		return req->source->rewind &&
-				       !req->source->rewind(req->source->ud)
-			       ? CURL_SEEKFUNC_OK
-			       : CURL_SEEKFUNC_CANTSEEK;
-	t->body_off = 0;
-	return CURL_SEEKFUNC_OK;
-}
-
 static void tls_blob(CURL *h, CURLoption opt, const char *pem)
 {
 	struct curl_blob b = { (void *)pem, strlen(pem), CURL_BLOB_COPY };
@@ -639,8 +620,6 @@ static int setup(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
 	curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
 	curl_easy_setopt(h, CURLOPT_READDATA, t);
-	curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
-	curl_easy_setopt(h, CURLOPT_SEEKDATA, t);
 	if (req->timeout_ms)
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
 	if (req->unix_socket)

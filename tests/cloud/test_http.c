@@ -395,12 +395,12 @@ Test(http, bodies_from_memory_and_callbacks)
 		"Content-Length: *\r\n\r\n{}"
 
 /* A server may close a kept connection just as the next request goes out
- * on it. curl then sends the request again on a fresh connection by
- * itself, which needs the body from its start: a streamed body and one
- * in memory are both rewound for it, in the same attempt. Without that
- * (no seek callback) curl failed the attempt ("necessary data rewind
- * wasn't possible"), spending one of the request's retries. */
-Test(http, a_kept_connection_closed_under_a_request_is_sent_again)
+ * on it, having read it. curl could send the request again by itself (it
+ * would with a seek callback), but a request sent twice is not ours to
+ * allow there: each attempt is the retry policy's. So an idempotent PUT
+ * is sent again as its second attempt, its body rewound, while a POST
+ * that is neither idempotent nor under a precondition fails, sent once. */
+Test(http, a_kept_connection_closed_under_a_request)
 {
 	static const struct tiny_answer a[] = {
 		{ KEEP_OK, 0, false }, { "", 0, true },
@@ -411,31 +411,28 @@ Test(http, a_kept_connection_closed_under_a_request_is_sent_again)
 	struct http_body_source src = { source_read, source_rewind, &s };
 	struct http_request req = { .method = "GET" };
 	struct fixture f;
-	unsigned before;
 	char *log;
 
 	start(&f, a, 5);
 	req.url = f.url;
 	cr_assert_eq(http_do(&f.c, &req, &f.resp, &f.e), 0, "%s", f.e.msg);
-	before = f.resp.attempts;
+	f.resp.attempts = 0; /* as gcs.c counts a request's own */
 	req.method = "PUT";
 	req.source = &src;
 	cr_assert_eq(http_do(&f.c, &req, &f.resp, &f.e), 0, "%s", f.e.msg);
-	cr_assert_eq(f.resp.attempts - before, 1, "curl's own resend "
-		     "failed: %u attempts", f.resp.attempts - before);
-	cr_assert_geq(s.rewinds, 1); /* curl 7.88 asks twice */
-	before = f.resp.attempts;
+	cr_assert_eq(f.resp.attempts, 2);
+	cr_assert_eq(s.rewinds, 1);
 	req.source = NULL;
 	req.method = "POST";
 	req.body = "in memory";
 	req.body_len = 9;
-	cr_assert_eq(http_do(&f.c, &req, &f.resp, &f.e), 0, "%s", f.e.msg);
-	cr_assert_eq(f.resp.attempts - before, 1, "curl's own resend "
-		     "failed: %u attempts", f.resp.attempts - before);
-	cr_assert_eq(tiny_requests(&f.srv), 5);
+	req.not_idempotent = true;
+	cr_assert_eq(http_do(&f.c, &req, &f.resp, &f.e), CLOUD_ENETWORK,
+		     "%s", f.e.msg);
+	cr_assert_eq(tiny_requests(&f.srv), 4);
 	log = tiny_log(&f.srv);
 	cr_assert_eq(count_substr_local(log, "streamed body"), 2, "%s", log);
-	cr_assert_eq(count_substr_local(log, "\r\n\r\nin memory"), 2, "%s",
+	cr_assert_eq(count_substr_local(log, "\r\n\r\nin memory"), 1, "%s",
 		     log);
 	free(log);
 	stop(&f);
