@@ -263,6 +263,13 @@ int cmd_job(int argc, char **argv)
 		  .value = &preflight_ms, .arg = "S",
 		  .help = "the preflight's bound; past it, it failed "
 			  "(default 5m)" },
+		{ .name = "bad-host-pattern", .kind = OPT_STRING,
+		  .value = &r->bad_host_pattern, .arg = "REGEX",
+		  .help = "a failed trainer's output line matching REGEX "
+			  "(POSIX extended; an ECC or Xid error) blames its "
+			  "host; a host blamed by 2 of the last 3 failures "
+			  "is quarantined (as are SIGSEGV, SIGBUS, hangs and "
+			  "failed preflights)" },
 		{ .name = "monitoring", .kind = OPT_OPTIONAL,
 		  .value = &r->monitoring, .arg = "PROJECT",
 		  .help = "worker 0 writes the run's goodput to Cloud "
@@ -353,6 +360,15 @@ int cmd_job(int argc, char **argv)
 	status = preflight_flags(r, preflight_ms);
 	if (status)
 		goto out;
+	if (r->bad_host_pattern) {
+		struct err pe;
+
+		err_init(&pe);
+		if (job_check_pattern(r->bad_host_pattern, &pe)) {
+			status = usage_error("--bad-host-pattern: %s", pe.msg);
+			goto out;
+		}
+	}
 	status = lease_flag(&o);
 	if (status)
 		goto out;

@@ -261,6 +261,9 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 	if (r->preflight && !(j->preflight = strdup(r->preflight)))
 		return err_set(e, COMMON_ENOMEM, "out of memory");
 	j->preflight_timeout_s = r->preflight_timeout_s;
+	if (r->bad_host_pattern &&
+	    !(j->bad_host_pattern = strdup(r->bad_host_pattern)))
+		return err_set(e, COMMON_ENOMEM, "out of memory");
 	j->delete_on_finish = r->delete_on_finish;
 	if (job_monitoring_project(r, &j->monitoring_project, e))
 		return e->code;

@@ -33,6 +33,7 @@ struct job_request {
 	 * resumed keeps the one its job.json has. */
 	bool rendezvous_port_picked;
 	const char *preflight;        /* NULL: none */
+	const char *bad_host_pattern; /* NULL: none */
 	unsigned preflight_timeout_s;
 	bool spot, reserved, best_effort, delete_on_finish;
 	const char *project, *zone;   /* cloud only (flags or CLOUDSDK_*) */

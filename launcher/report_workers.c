@@ -94,7 +94,38 @@ static int stragglers_section(const struct report_input *in, struct buf *b)
 	return r;
 }
 
+/* The hosts control.json says were quarantined, and why. */
+static int quarantine_section(const struct report_input *in, struct buf *b)
+{
+	const struct control *c = in->control;
+	int r = 0;
+
+	if (!c->nquarantined)
+		return 0;
+	r = buf_appends(b, "<h2>Quarantined hosts</h2>\n<ul class=\""
+			"quarantined\">\n");
+	for (unsigned i = 0; i < c->nquarantined && !r; i++)
+		r = buf_appends(b, "<li class=\"quarantined\" data-host=\"") ||
+		    report_esc(b, c->quarantined[i].host) ||
+		    buf_appends(b, "\">") ||
+		    report_esc(b, c->quarantined[i].host) ||
+		    buf_appends(b, " (worker ") ||
+		    report_esc(b, c->quarantined[i].worker) ||
+		    buf_appendf(b, ", generation %lld): ",
+				(long long)c->quarantined[i].generation) ||
+		    report_esc(b, c->quarantined[i].why) ||
+		    buf_appends(b, "</li>\n");
+	if (!r)
+		r = buf_appendf(b, "</ul>\n<p class=\"note\">A host blamed by "
+				"%d of the last %d failures (SIGSEGV, SIGBUS, "
+				"a hang, a failed preflight, or a line "
+				"matching --bad-host-pattern).</p>\n",
+				QUARANTINE_HITS, QUARANTINE_WINDOW);
+	return r;
+}
+
 int report_workers(const struct report_input *in, struct buf *b)
 {
-	return forensics_section(in, b) || stragglers_section(in, b);
+	return quarantine_section(in, b) || forensics_section(in, b) ||
+	       stragglers_section(in, b);
 }

@@ -150,6 +150,26 @@ static void print_causes(const struct control *c, const struct job *j)
 	       "preflights); infrastructure %s; operator %" PRId64 " (no "
 	       "budget)\n", left_of(j->max_restarts, c->restarts.trainer),
 	       j->max_restarts, infra, c->restarts.operator_);
+	for (unsigned i = 0; i < c->nquarantined; i++)
+		printf("%s %s (worker %s, generation %" PRId64 ": %s)\n",
+		       i ? "           " : "quarantined:", c->quarantined[i].host,
+		       c->quarantined[i].worker, c->quarantined[i].generation,
+		       c->quarantined[i].why);
+}
+
+/* The hosts taken out (issue 26): [{host, worker, generation, why}]. */
+static json_t *quarantined_json(const struct control *c)
+{
+	json_t *a = json_array();
+
+	for (unsigned i = 0; a && i < c->nquarantined; i++)
+		json_array_append_new(
+			a, json_pack("{s:s, s:s, s:I, s:s}", "host",
+				     c->quarantined[i].host, "worker",
+				     c->quarantined[i].worker, "generation",
+				     (json_int_t)c->quarantined[i].generation,
+				     "why", c->quarantined[i].why));
+	return a;
 }
 
 static json_t *budget_json(int64_t max, int64_t used)
@@ -391,6 +411,8 @@ void status_print_json(const struct view *v)
 	json_object_set_new(o, "cause", k ? cause_json(c) : json_null());
 	json_object_set_new(o, "budgets", k ? budgets_json(c, &v->ro->job)
 					    : json_null());
+	json_object_set_new(o, "quarantined", k ? quarantined_json(c)
+						: json_array());
 	json_object_set_new(o, "deadline", deadline_json(v));
 	json_object_set_new(o, "queued_resource", watch_json(v));
 	json_object_set_new(o, "stuck", json_integer(v->stuck));

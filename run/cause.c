@@ -160,8 +160,10 @@ bool cause_same_way(const struct gen_cause *a, const struct gen_cause *b)
 	       !strcmp(a->signature, b->signature);
 }
 
-/* c as a JSON object, without the tail and the signature when told. */
-static json_t *cause_object(const struct gen_cause *c, bool tail, bool sig)
+/* c as a JSON object, without the tail, the signature and the host's
+ * blame when told. */
+static json_t *cause_object(const struct gen_cause *c, bool tail, bool sig,
+			    bool host)
 {
 	json_t *o = json_pack("{s:s, s:s, s:s}", "class",
 			      c->cls >= 0 && c->cls < CAUSE_NCLASSES
@@ -182,6 +184,10 @@ static json_t *cause_object(const struct gen_cause *c, bool tail, bool sig)
 					   json_integer(c->restored));
 	if (!bad && c->notice)
 		bad |= json_object_set_new(o, "notice", json_true());
+	if (!bad && host && c->host[0])
+		bad |= json_object_set_new(o, "host", json_string(c->host));
+	if (!bad && host && c->blame[0])
+		bad |= json_object_set_new(o, "blame", json_string(c->blame));
 	if (!bad && sig && c->signature[0])
 		bad |= json_object_set_new(o, "signature",
 					   json_string(c->signature));
@@ -196,8 +202,8 @@ static json_t *cause_object(const struct gen_cause *c, bool tail, bool sig)
 
 int cause_details(const struct gen_cause *c, char *out, size_t cap)
 {
-	for (int cut = 0; cut < 3; cut++) {
-		json_t *o = cause_object(c, cut < 1, cut < 2);
+	for (int cut = 0; cut < 4; cut++) {
+		json_t *o = cause_object(c, cut < 1, cut < 2, cut < 3);
 		char *text = o ? json_dumps(o, JSON_COMPACT |
 						       JSON_PRESERVE_ORDER)
 			       : NULL;

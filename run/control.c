@@ -150,12 +150,65 @@ static void cause_parse(json_t *v, struct gen_cause *c)
 	text_member(v, "worker", c->worker, sizeof(c->worker));
 	text_member(v, "signature", c->signature, sizeof(c->signature));
 	text_member(v, "tail", c->tail, sizeof(c->tail));
+	text_member(v, "host", c->host, sizeof(c->host));
+	text_member(v, "blame", c->blame, sizeof(c->blame));
 	c->exit_code = json_is_integer(code)
 			       ? (int)int_member(code, -1) : -1;
 	c->signal = (int)int_member(json_object_get(v, "signal"), 0);
 	c->step = int_member(json_object_get(v, "step"), -1);
 	c->restored = int_member(json_object_get(v, "restored"), -1);
 	c->notice = json_is_true(json_object_get(v, "notice"));
+}
+
+/* "failures" or "quarantined": a list of {generation, host, why, worker}
+ * into v[cap] (the newest cap when longer); anything else in it is
+ * skipped, since only the quarantine reads it. */
+static unsigned blames_parse(json_t *root, const char *key,
+			     struct host_blame *v, unsigned cap)
+{
+	json_t *a = json_object_get(root, key), *x;
+	size_t n = json_array_size(a), from = n > cap ? n - cap : 0;
+	unsigned k = 0;
+
+	for (size_t i = from; i < n; i++) {
+		x = json_array_get(a, i);
+		if (!json_is_object(x))
+			continue;
+		memset(&v[k], 0, sizeof(v[k]));
+		v[k].generation = int_member(json_object_get(x, "generation"),
+					     0);
+		text_member(x, "host", v[k].host, sizeof(v[k].host));
+		text_member(x, "why", v[k].why, sizeof(v[k].why));
+		text_member(x, "worker", v[k].worker, sizeof(v[k].worker));
+		k++;
+	}
+	return k;
+}
+
+static int blames_text(struct buf *b, const char *key,
+		       const struct host_blame *v, unsigned n)
+{
+	int r = buf_appendf(b, ",\n  \"%s\": [", key);
+
+	for (unsigned i = 0; !r && i < n; i++) {
+		r = buf_appendf(b, "%s{\"generation\": %lld, \"host\": ",
+				i ? ", " : "", (long long)v[i].generation);
+		if (!r)
+			r = json_append_string(b, v[i].host,
+					       strlen(v[i].host));
+		if (!r)
+			r = buf_appends(b, ", \"why\": ");
+		if (!r)
+			r = json_append_string(b, v[i].why, strlen(v[i].why));
+		if (!r)
+			r = buf_appends(b, ", \"worker\": ");
+		if (!r)
+			r = json_append_string(b, v[i].worker,
+					       strlen(v[i].worker));
+		if (!r)
+			r = buf_appends(b, "}");
+	}
+	return r ? r : buf_appends(b, "]");
 }
 
 static int control_parse(struct store *s, const char *data, size_t len,
@@ -216,6 +269,12 @@ static int control_parse(struct store *s, const char *data, size_t len,
 	if (!r)
 		c->same_way = (unsigned)int_member(
 			json_object_get(root, "same_way"), 0);
+	if (!r) {
+		c->nfailures = blames_parse(root, "failures", c->failures,
+					    QUARANTINE_WINDOW);
+		c->nquarantined = blames_parse(root, "quarantined",
+					       c->quarantined, QUARANTINE_MAX);
+	}
 	json_decref(root);
 	return r;
 }
@@ -306,6 +365,12 @@ static int control_text(const struct control *c, struct buf *b)
 		r = cause_text(&c->cause, b);
 	if (!r && c->same_way)
 		r = buf_appendf(b, ",\n  \"same_way\": %u", c->same_way);
+	/* Only once a failure happened: older readers never see them. */
+	if (!r && c->nfailures)
+		r = blames_text(b, "failures", c->failures, c->nfailures);
+	if (!r && c->nquarantined)
+		r = blames_text(b, "quarantined", c->quarantined,
+				c->nquarantined);
 	if (!r)
 		r = buf_appends(b, "\n}\n");
 	return r;
@@ -440,6 +505,33 @@ static void note_change(struct store *s, struct events_writer *events,
 		log_warn("event not recorded: %s", e.msg);
 }
 
+/* The host the change quarantined, in the history: its cause says which
+ * and why, its details {"host", "why", "worker"}. */
+static void note_quarantine(struct store *s, struct events_writer *events,
+			    const struct control *c)
+{
+	const struct host_blame *q = &c->quarantined[c->nquarantined - 1];
+	struct event ev;
+	struct err e;
+	json_t *o;
+	char *text;
+
+	event_init(&ev, EVENT_QUARANTINE, q->generation, c->updated_by);
+	snprintf(ev.cause, sizeof(ev.cause),
+		 "%u of the last %u failures blamed it, the last: %s",
+		 QUARANTINE_HITS, QUARANTINE_WINDOW, q->why);
+	spec_copy_text(ev.by, sizeof(ev.by), c->updated_by);
+	o = json_pack("{s:s, s:s, s:s}", "host", q->host, "why", q->why,
+		      "worker", q->worker);
+	text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	if (text && strlen(text) < sizeof(ev.details))
+		memcpy(ev.details, text, strlen(text) + 1);
+	free(text);
+	json_decref(o);
+	if (event_record(events, s, &ev, &e))
+		log_warn("event not recorded: %s", e.msg);
+}
+
 struct bump {
 	const struct control *seen;
 	unsigned max_restarts;
@@ -505,6 +597,7 @@ static int decide_bump(int attempt, const struct control *cur,
 	if (a->cause) {
 		next->cause = *a->cause;
 		next->same_way = same;
+		quarantine_note(next, a->cause);
 	} else {
 		gen_cause_init(&next->cause, CAUSE_TRAINER, "", a->by);
 		next->same_way = 0;
@@ -554,6 +647,8 @@ static int bump_with(struct store *s, struct events_writer *events,
 	r = control_change(s, "bump the generation", decide_bump, a, out, e);
 	if (!r)
 		note_change(s, events, out);
+	if (!r && out->quarantined_now)
+		note_quarantine(s, events, out);
 	if (!r)
 		log_debug("%s: generation %lld, %s: %s",
 			  store_url(s, RUN_CONTROL),

@@ -69,7 +69,7 @@ static const char *const all_fields =
 	"max_restarts, hang_timeout_s, grace_s, keep, keep_every, "
 	"heartbeat_s, spool_mb, rendezvous_port, preflight, "
 	"preflight_timeout_s, delete_on_finish, max_infra_restarts, tpu, "
-	"target, monitoring, notify, hang_signal";
+	"target, monitoring, notify, hang_signal, bad_host_pattern";
 
 /* Signals a trainer may catch to print its stacks, and nothing that
  * stops, kills or crashes a process by design. */
@@ -142,6 +142,7 @@ void job_release(struct job *j)
 	strlist_release(&j->env);
 	free(j->workdir);
 	free(j->preflight);
+	free(j->bad_host_pattern);
 	free(j->tpu_project);
 	free(j->tpu_zone);
 	free(j->tpu_name);
@@ -344,6 +345,11 @@ static int job_check(const struct job *j, struct err *e)
 			       "job.json: \"preflight\" must be a non-empty "
 			       "command line in UTF-8, as /bin/sh -c reads "
 			       "it, or left out (null)");
+	if (j->bad_host_pattern) {
+		r = job_check_pattern(j->bad_host_pattern, e);
+		if (r)
+			return r;
+	}
 	for (size_t i = 0; i < j->env.n; i++) {
 		r = check_env_entry(&j->env, i, e);
 		if (r)
@@ -642,6 +648,8 @@ static int parse_field(const char *k, const json_t *v, struct job *j,
 		return take_string("", k, v, true, &j->workdir, e);
 	if (!strcmp(k, "preflight"))
 		return take_string("", k, v, true, &j->preflight, e);
+	if (!strcmp(k, "bad_host_pattern"))
+		return take_string("", k, v, true, &j->bad_host_pattern, e);
 	if (!strcmp(k, "env"))
 		return json_is_null(v) ? 0 : parse_env(v, &j->env, e);
 	if (!strcmp(k, "tpu"))
@@ -839,6 +847,9 @@ int job_to_json(const struct job *j, char **out, struct err *e)
 			       json_integer(j->max_infra_restarts));
 	/* Only when set: older supervisors refuse a field they do not
 	 * know. */
+	if (j->bad_host_pattern)
+		bad |= set_new(root, "bad_host_pattern",
+			       json_string(j->bad_host_pattern));
 	if (j->hang_signal)
 		bad |= set_new(root, "hang_signal",
 			       json_string(job_signal_name(j->hang_signal)));

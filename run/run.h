@@ -53,6 +53,9 @@ struct job {
 	char *preflight;         /* run by /bin/sh -c on every host before
 				    each generation's trainer; NULL none */
 	unsigned preflight_timeout_s; /* the preflight's bound (300) */
+	char *bad_host_pattern;  /* POSIX extended regex: a failed trainer's
+				    output line matching it (an ECC or Xid
+				    error) blames its host; NULL none */
 	bool delete_on_finish;   /* worker 0 deletes the queued resource */
 	/* Worker 0 writes the run's goodput to Cloud Monitoring in this
 	 * project ("monitoring": {"project": P}); NULL: no export (and a
@@ -161,6 +164,12 @@ struct gen_cause {
 	char signature[96];      /* the last non-empty output line, its
 				    numbers, hex and addresses as '#' */
 	char tail[160];          /* its last output lines, cut */
+	char host[64];           /* the machine it happened on, as its
+				    scheduler names it ("" not known) */
+	char blame[64];          /* why it points at that machine (a bad
+				    host, quarantine.c): "SIGSEGV",
+				    "SIGBUS", "hang", "preflight", "log:
+				    LINE"; "" it does not */
 };
 
 /* c zeroed for class cls and kind: no code, no signal, no steps. */
@@ -188,6 +197,35 @@ int cause_details(const struct gen_cause *c, char *out, size_t cap);
 int cause_class_in(const char *details, char *kind, size_t cap);
 /* "exit 7 at step 12 (restored 10) on slice-0-worker-1: TAIL". */
 void cause_describe(const struct gen_cause *c, char *out, size_t cap);
+
+/*
+ * Bad hosts (quarantine.c; docs/DESIGN.md "Bad hosts"). A failure blames
+ * its host when its trainer died of SIGSEGV or SIGBUS (or a shell's exit
+ * 128 + either), its output matched job.json's bad_host_pattern, it hung,
+ * or its preflight failed. A host blamed by QUARANTINE_HITS of the last
+ * QUARANTINE_WINDOW failures (trainer, hang and preflight classes) is
+ * quarantined: control.json names it, the bump records the event
+ * "quarantine", and its target takes it out as it can.
+ */
+#define QUARANTINE_WINDOW 3
+#define QUARANTINE_HITS 2
+#define QUARANTINE_MAX 16
+
+/* Whether pattern compiles as a POSIX extended regex; COMMON_EINVAL
+ * naming regcomp's complaint when not. */
+int job_check_pattern(const char *pattern, struct err *e);
+/* Sets c->blame from c's class and signal or exit code, and from the
+ * first line of text (the trainer's output's end) that pattern (NULL:
+ * none) matches. */
+void cause_blame(struct gen_cause *c, const char *text, const char *pattern);
+
+/* A failure as the quarantine remembers it, and a host it took out. */
+struct host_blame {
+	int64_t generation;      /* the generation that failed */
+	char host[64];           /* "" the failure blamed no host */
+	char why[64];            /* gen_cause's blame */
+	char worker[48];
+};
 
 /* What a run's restarts spent of each budget (control.json's
  * "restarts"). */
@@ -245,8 +283,24 @@ struct control {
 	 * the same way as cause (cause_same_way); 0 when cause is not the
 	 * trainer's. */
 	unsigned same_way;
+	/* The last QUARANTINE_WINDOW failures, oldest first, and the hosts
+	 * quarantined ("failures", "quarantined"). */
+	struct host_blame failures[QUARANTINE_WINDOW];
+	unsigned nfailures;
+	struct host_blame quarantined[QUARANTINE_MAX];
+	unsigned nquarantined;
+	/* Not written: the change that read this back quarantined
+	 * quarantined[nquarantined - 1]. */
+	bool quarantined_now;
 	int64_t object_generation; /* the store's, for compare-and-swap */
 };
+
+/* Records the failure ending c's generation (cause of class trainer,
+ * hang or preflight; others are no failure) in c's window, and
+ * quarantines its host when the rule says so: true then. */
+bool quarantine_note(struct control *c, const struct gen_cause *cause);
+/* Whether host is among c's quarantined. */
+bool quarantine_has(const struct control *c, const char *host);
 
 /* Reads control.json; when there is none, creates it (create-only) as
  * generation 1, "running". */

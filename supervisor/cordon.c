@@ -1,8 +1,9 @@
 /*
- * cordon.c: a pod whose preflight failed marks its node unschedulable
- * before it exits 4, so that the pod JobSet makes in its place lands on
- * another node (docs/DESIGN.md, "Preflights"). Asked for by the render
- * (SLICE_PREFLIGHT_CORDON=1, the node in SLICE_POD_NODE); done with the
+ * cordon.c: a pod whose preflight failed, or whose host was quarantined,
+ * marks its node unschedulable before it exits 4, so that the pod JobSet
+ * makes in its place lands on another node (docs/DESIGN.md, "Preflights"
+ * and "Bad hosts"). Asked for by the render (SLICE_PREFLIGHT_CORDON=1,
+ * SLICE_CORDON_BAD_HOSTS=1, the node in SLICE_POD_NODE); done with the
  * pod's own service account, which the user lets get and patch nodes.
  * Best effort within a few seconds: whatever fails is logged and noted,
  * and the pod exits 4 all the same.
@@ -108,19 +109,20 @@ static int patch_node(const char *node, const char *token, const char *ca,
 	return rc ? -1 : 0;
 }
 
-void sup_cordon(struct sup *s)
+bool sup_cordon(struct sup *s, const char *ask_var)
 {
 	const char *node = getenv("SLICE_POD_NODE");
 	const char *dir = getenv("SLICE_KUBE_SA_DIR");
-	const char *ask = getenv("SLICE_PREFLIGHT_CORDON");
+	const char *ask = getenv(ask_var);
 	char why[160] = "", details[256], name[80];
 	struct buf token, ca;
 	bool done = false;
 	json_t *o;
 	char *text;
 
-	if (!s->o->managed || s->o->slurm || !ask || strcmp(ask, "1"))
-		return;
+	if (!s->o->managed || s->o->slurm || s->o->vertex || !ask ||
+	    strcmp(ask, "1"))
+		return false;
 	if (!dir || !*dir)
 		dir = SA_DIR;
 	buf_init(&token);
@@ -147,4 +149,21 @@ void sup_cordon(struct sup *s)
 	free(text);
 	sup_note(s, "cordon", -1, done ? "cordoned" : "not cordoned",
 		 details[0] ? details : NULL);
+	return true;
+}
+
+bool sup_quarantined(struct sup *s)
+{
+	bool out = s->o->managed &&
+		   (s->o->slurm || sup_cordon(s, "SLICE_CORDON_BAD_HOSTS"));
+
+	if (out)
+		log_error("this host (%s) is quarantined: leaving, so that "
+			  "the %s runs the group elsewhere", s->id.host,
+			  s->o->slurm ? "requeued job" : "JobSet");
+	else
+		log_error("this host (%s) is quarantined: marked; its target "
+			  "cannot move the group from here", s->id.host);
+	s->quarantined = out;
+	return out;
 }

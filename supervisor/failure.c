@@ -27,9 +27,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The last bytes of the log the evidence reads. */
+/* The last bytes of the log the evidence reads, and those the bad-host
+ * pattern is matched against: a driver's error comes before the
+ * traceback it causes. */
 #define TAIL_BYTES 4096
 #define TAIL_LINES 3
+#define BLAME_BYTES (64 * 1024)
 
 /* The value of `key N` in the file at path, or -1. */
 static int64_t counter_in(const char *path, const char *key)
@@ -107,6 +110,12 @@ void sup_trainer_cause(const struct sup *s, struct gen_cause *c)
 		cause_tail(text, TAIL_LINES, c->tail, sizeof(c->tail));
 		free(text);
 	}
+	text = s->job.bad_host_pattern
+		       ? fs_read_tail(s->log_path, s->trainer_log_from,
+				      BLAME_BYTES, NULL)
+		       : NULL;
+	cause_blame(c, text, s->job.bad_host_pattern);
+	free(text);
 }
 
 /* Where generation's forensics of this worker are kept, and their

@@ -9,11 +9,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void identity_init(struct identity *id)
 {
 	memset(id, 0, sizeof(*id));
 	strlist_init(&id->megascale);
+}
+
+static bool take_env(const char *name, char *out, size_t cap)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		return false;
+	snprintf(out, cap, "%s", v);
+	return true;
+}
+
+void identity_host(struct identity *id, bool slurm, bool pod)
+{
+	char *h = id->host;
+	size_t cap = sizeof(id->host);
+
+	if (take_env("SLICE_HOST_NAME", h, cap) ||
+	    (slurm && take_env("SLURMD_NODENAME", h, cap)) ||
+	    (pod && take_env("SLICE_POD_NODE", h, cap)))
+		return;
+	if (gethostname(h, cap - 1) || !*h)
+		snprintf(h, cap, "%s", id->name);
+	h[cap - 1] = '\0';
 }
 
 void identity_release(struct identity *id)

@@ -23,6 +23,8 @@ struct identity {
 	char coordinator[256];      /* a host every worker reaches, where
 				       process 0 of the group runs: the
 				       trainers' rendezvous (MASTER_ADDR) */
+	char host[64];              /* the machine, as its scheduler names
+				       it (identity_host) */
 };
 
 void identity_init(struct identity *id);
@@ -74,6 +76,12 @@ int identity_from_slurm(struct identity *id, const struct job *j,
  */
 int identity_from_vertex(struct identity *id, const struct job *j,
 			 struct err *e);
+
+/* id->host: SLICE_HOST_NAME when set (the local provider's VMs, tests),
+ * else in a Slurm step SLURMD_NODENAME (several slurmd may share a
+ * machine), in a pod SLICE_POD_NODE (its node), else the machine's name,
+ * else the worker's. The quarantine blames and names hosts by it. */
+void identity_host(struct identity *id, bool slurm, bool pod);
 
 /* The first host of a Slurm hostlist ("gpu-[007-009,012],login" gives
  * "gpu-007"); false when list is not one. */

@@ -118,19 +118,6 @@ static void failure_details(const char *host, const char *tail, char *out,
 	}
 }
 
-/* The name the scheduler knows the host by: Slurm's node name (several
- * slurmd may share a machine), else the machine's. */
-static void host_name(const struct sup *s, char *out, size_t len)
-{
-	const char *node = getenv("SLURMD_NODENAME");
-
-	if (s->o->slurm && node && *node)
-		snprintf(out, len, "%s", node);
-	else if (gethostname(out, len - 1))
-		snprintf(out, len, "%s", s->id.name);
-	out[len - 1] = 0;
-}
-
 bool sup_preflight_verdict(struct sup *s, bool timed_out, char *why,
 			   size_t len)
 {
@@ -154,7 +141,7 @@ bool sup_preflight_verdict(struct sup *s, bool timed_out, char *why,
 	}
 	if (!timed_out)
 		trainer_describe_status(status, how, sizeof(how));
-	host_name(s, host, sizeof(host));
+	snprintf(host, sizeof(host), "%s", s->id.host);
 	output_tail(s, tail, TAIL_BYTES);
 	failure_details(host, tail, details, sizeof(details));
 	sup_note(s, "preflight_fail", -1, how, details[0] ? details : NULL);

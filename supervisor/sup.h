@@ -99,6 +99,8 @@ struct sup {
 	int64_t preflight_passed;  /* the generation whose preflight did */
 	off_t preflight_from;      /* the log's size when it started */
 	bool preflight_failed;     /* managed: what the exit status says */
+	bool quarantined;          /* managed: this host is taken out: the
+				      same exit status */
 	/* The upload of the newest step, timed from its .done marker to
 	 * its part in the bucket: the deadline's lead counts on it. */
 	int64_t timed_step;
@@ -193,11 +195,23 @@ unsigned sup_preflight_backoff_ms(void);
 
 /* ---- cordon.c ---- */
 
-/* In a pod whose render asked for it (SLICE_PREFLIGHT_CORDON=1), marks
- * its node (SLICE_POD_NODE) unschedulable through the API server, best
- * effort and within a few seconds; the event "cordon" says whether it
- * was and why not. */
-void sup_cordon(struct sup *s);
+/* In a pod whose render asked for it (the variable ask is "1":
+ * SLICE_PREFLIGHT_CORDON for a failed preflight, SLICE_CORDON_BAD_HOSTS
+ * for a quarantine), marks its node (SLICE_POD_NODE) unschedulable
+ * through the API server, best effort and within a few seconds; the
+ * event "cordon" says whether it was and why not. False when not asked
+ * (nothing done). */
+bool sup_cordon(struct sup *s, const char *ask);
+
+/* ---- the quarantine (supervise_table.c's act_written) ---- */
+
+/* This host was just quarantined by this supervisor's bump. Where its
+ * scheduler can put the group elsewhere it ends with the exit status
+ * that has it do so: a Slurm step (the job is requeued without the
+ * node), a pod allowed to cordon its node; true then. Elsewhere the
+ * quarantine is the mark (and a queued resource's watcher recreates
+ * it). */
+bool sup_quarantined(struct sup *s);
 
 /* ---- supervise_table.c ---- */
 

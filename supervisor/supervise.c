@@ -169,6 +169,8 @@ void sup_cause(const struct sup *s, struct gen_cause *c, int cls,
 	c->step = s->trained >= 0 ? s->trained
 		  : s->newest_done > s->restored ? s->newest_done : -1;
 	c->notice = s->notice;
+	snprintf(c->host, sizeof(c->host), "%s", s->id.host);
+	cause_blame(c, NULL, NULL);
 }
 
 void sup_ask_bump(struct sup *s, int64_t from, int64_t restore_step,
@@ -567,8 +569,10 @@ int sup_setup(struct sup *s, struct err *e)
 			     : identity_resolve(&s->id, &s->job, o->slice,
 					    o->worker, e)))
 		return rc;
-	log_info("%s of run %s (%u workers); boot %s", s->id.name,
-		 s->job.name, s->id.num_processes, s->boot_id);
+	identity_host(&s->id, o->slurm, o->managed && !o->slurm &&
+						 !o->vertex);
+	log_info("%s of run %s (%u workers) on host %s; boot %s", s->id.name,
+		 s->job.name, s->id.num_processes, s->id.host, s->boot_id);
 	if (o->managed) {
 		s->earlier_worker_gen = earlier_worker_generation(s);
 		if (o->slurm)
@@ -742,7 +746,7 @@ static int managed_status(struct sup *s)
 		return SUPERVISE_EXIT_NOTICE;
 	if (s->broken)
 		return 1;
-	if (s->preflight_failed)
+	if (s->preflight_failed || s->quarantined)
 		return SUPERVISE_EXIT_PREFLIGHT;
 	if (syncer_control(s->sync, &c) && !strcmp(c.state, "failed"))
 		return SUPERVISE_EXIT_FAILED;

@@ -30,15 +30,16 @@ struct supervise_options {
  * after SIGTERM (the pod is Failed, so JobSet restarts the set). */
 #define SUPERVISE_EXIT_FAILED 3
 #define SUPERVISE_EXIT_NOTICE 143
-/* This host's preflight failed: the generation did not start here. The
- * JobSet restarts the set (not a run failure); Slurm's batch script
- * requeues the job without this node. */
+/* This host's preflight failed (the generation did not start here), or
+ * it was quarantined (in a pod allowed to cordon its node, or a Slurm
+ * step). The JobSet restarts the set (not a run failure); Slurm's batch
+ * script requeues the job without this node. */
 #define SUPERVISE_EXIT_PREFLIGHT 4
 
 /* Returns the process exit status: 1 when it could not start (its message
  * logged). Otherwise 0, except in a pod: 0 when the run is done or
  * stopped, SUPERVISE_EXIT_FAILED when it failed, SUPERVISE_EXIT_PREFLIGHT
- * when its preflight failed, SUPERVISE_EXIT_NOTICE
+ * when its preflight failed or its host was quarantined, SUPERVISE_EXIT_NOTICE
  * after SIGTERM. */
 int supervise(const struct supervise_options *o);
 

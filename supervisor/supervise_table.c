@@ -374,6 +374,8 @@ static enum sup_phase act_written(struct sup *s, const struct control *c)
 		log_warn("control.json: %s (retrying)", s->result.error);
 		s->retry_ms = mono_ms() + RETRY_MS;
 	}
+	if (s->result.quarantined && sup_quarantined(s))
+		return end(s, "this host is quarantined");
 	return s->phase;
 }
 
@@ -616,7 +618,7 @@ static enum sup_phase preflight_over(struct sup *s, bool timed_out)
 		return sup_start_trainer(s);
 	if (s->o->managed) {
 		s->preflight_failed = true;
-		sup_cordon(s);
+		sup_cordon(s, "SLICE_PREFLIGHT_CORDON");
 		return end(s, why);
 	}
 	snprintf(r.reason, sizeof(r.reason), "%.48s: %.200s", s->id.name, why);

@@ -405,6 +405,10 @@ static void run_task(struct syncer *s, const struct syncer_request *r)
 			out.rc = control_bump_cause(
 				s->store, s->c.events, &c, s->c.job,
 				&r->cause, r->reason, s->c.part, r->restore_step, &c, &e);
+		out.quarantined = !out.rc && c.quarantined_now &&
+				  !strcmp(c.state, "running") &&
+				  !strcmp(c.quarantined[c.nquarantined - 1]
+						  .host, r->cause.host);
 		break;
 	case TASK_SET_STATE:
 		out.rc = control_set_state(s->store, s->c.events, r->state,

@@ -76,6 +76,8 @@ struct syncer_result {
 				      it is unpacked in code_dir */
 	bool bundle_failed;        /* TASK_RESTORE: rc and error are the
 				      bundle's, not the step's */
+	bool quarantined;          /* TASK_BUMP: it quarantined the host
+				      its cause names, and the run goes on */
 };
 
 int syncer_start(struct syncer **out, const struct syncer_config *c,

@@ -57,6 +57,8 @@ struct lworker {
 	bool down;            /* its VM is gone (preempted) */
 	bool killed;          /* killed by the provider: no systemd restart */
 	unsigned boots, starts;
+	unsigned vm;          /* which VM it runs on: a preemption's new
+				 VMs are other machines (SLICE_HOST_NAME) */
 };
 
 struct preemption {
@@ -117,6 +119,9 @@ struct lrun {
 	/* The same restarts by the class their bump recorded (the
 	 * supervisors' own account); CAUSE_NCLASSES: none recorded. */
 	unsigned by_class[CAUSE_NCLASSES + 1];
+	/* Hosts the run quarantined: "HOST (WHY)". Here the mark is all:
+	 * one machine has no other to move a worker to. */
+	struct strlist quarantined;
 	/* The failure chaos injected last, until the group trains a step
 	 * at a generation after it: every bump in between is its doing
 	 * (peers of a preempted slice crash or hang waiting for it, also
@@ -296,13 +301,14 @@ static int new_boot(struct lrun *r, struct lworker *w, struct err *e)
 
 static void start_worker(struct lrun *r, struct lworker *w)
 {
-	char host[64];
+	char host[64], vm_name[64];
 	pid_t pid;
 
 	w->restart_at = 0;
 	w->ended = w->killed = false;
 	snprintf(host, sizeof(host), "127.0.0.1:%u",
 		 local_metadata_port(r->md, w->process));
+	snprintf(vm_name, sizeof(vm_name), "vm-%u-%s", w->vm, w->name);
 	pid = fork();
 	if (pid < 0) {
 		event(r, "worker-error", NULL,
@@ -338,6 +344,7 @@ static void start_worker(struct lrun *r, struct lworker *w)
 		setenv("SLICE_SYSTEMD", "none", 1);
 		setenv("GCE_METADATA_HOST", host, 1);
 		setenv("SLICE_BOOT_ID_FILE", w->boot, 1);
+		setenv("SLICE_HOST_NAME", vm_name, 1);
 		execl("/bin/sh", "sh", w->script, (char *)NULL);
 		_exit(127);
 	}
@@ -563,6 +570,7 @@ static void preemptions(struct lrun *r)
 						   "instance/preempted",
 						   "FALSE");
 				w->down = false;
+				w->vm++;
 				w->restart_at = now;
 			}
 			p->phase = 2;
@@ -750,6 +758,24 @@ static bool trained_kind(const char *kind)
 	return false;
 }
 
+static void on_quarantine(struct lrun *r, const struct event *ev)
+{
+	json_t *d = json_loads(ev->details, 0, NULL);
+	const char *host = json_string_value(json_object_get(d, "host"));
+	const char *why = json_string_value(json_object_get(d, "why"));
+	char text[192];
+
+	snprintf(text, sizeof(text), "%.64s (%.100s)", host ? host : "?",
+		 why ? why : ev->cause);
+	if (strlist_push(&r->quarantined, text))
+		log_warn("out of memory noting a quarantine");
+	event(r, "quarantine", json_pack("{s:s, s:s}", "host", host ? host : "",
+					 "why", why ? why : ""),
+	      "host %s quarantined, marked (a local run cannot move a "
+	      "worker): %s", text, ev->cause);
+	json_decref(d);
+}
+
 static void on_event(struct lrun *r, const struct event *ev)
 {
 	int64_t g = ev->generation;
@@ -764,6 +790,8 @@ static void on_event(struct lrun *r, const struct event *ev)
 		   !strcmp(ev->kind, "failed") || !strcmp(ev->kind, "done")) {
 		set_state(r, ev->kind, ev->cause);
 	}
+	if (!strcmp(ev->kind, EVENT_QUARANTINE))
+		on_quarantine(r, ev);
 	if (!r->gen && g > 0)
 		r->gen = g;
 	if (g <= 0 || g >= MAX_GEN)
@@ -898,8 +926,19 @@ static void summary(struct lrun *r, const char *how, int status)
 	int64_t recomputed = steps_recomputed(r);
 	unsigned total = 0;
 	json_t *j, *causes = json_object(), *classes = json_object();
-	char by_class[256];
-	size_t o = 0;
+	json_t *hosts = json_array();
+	char by_class[256], quarantined[512] = "none";
+	size_t o = 0, q = 0;
+
+	for (size_t i = 0; i < r->quarantined.n; i++) {
+		json_array_append_new(hosts,
+				      json_string(r->quarantined.v[i]));
+		if (q < sizeof(quarantined))
+			q += (size_t)snprintf(quarantined + q,
+					      sizeof(quarantined) - q, "%s%s",
+					      i ? ", " : "",
+					      r->quarantined.v[i]);
+	}
 
 	for (int k = 0; k < C_NCAUSES; k++) {
 		total += r->restarts[k];
@@ -917,7 +956,7 @@ static void summary(struct lrun *r, const char *how, int status)
 	}
 	if (r->o->format == 1) {
 		j = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:o, s:o, s:i, "
-			      "s:I, s:I, s:f, s:I, s:f}",
+			      "s:I, s:I, s:f, s:I, s:f, s:o}",
 			      "type", "summary", "run", r->run->job.name,
 			      "end", how, "exit_status", status, "steps_done",
 			      (json_int_t)(r->newest_committed < 0
@@ -930,12 +969,14 @@ static void summary(struct lrun *r, const char *how, int status)
 			      (json_int_t)r->committed.n, "steps_recomputed",
 			      (json_int_t)recomputed, "time_lost_s",
 			      (double)r->lost_ms / 1000.0, "generation",
-			      (json_int_t)r->gen, "elapsed_s", elapsed_s(r));
+			      (json_int_t)r->gen, "elapsed_s", elapsed_s(r),
+			      "quarantined", hosts);
 		print_ndjson(j);
 		return;
 	}
 	json_decref(causes);
 	json_decref(classes);
+	json_decref(hosts);
 	fprintf(stderr,
 		"\nrun %s: %s after %.1f s\n"
 		"  steps done             %lld (newest committed step)\n"
@@ -945,14 +986,15 @@ static void summary(struct lrun *r, const char *how, int status)
 		"  recorded causes        %s\n"
 		"  checkpoints committed  %zu\n"
 		"  steps recomputed       %lld\n"
-		"  time lost              %.1f s\n",
+		"  time lost              %.1f s\n"
+		"  quarantined hosts      %s\n",
 		r->run->job.name, how, elapsed_s(r),
 		(long long)(r->newest_committed < 0 ? 0 : r->newest_committed),
 		r->failures, total, r->restarts[C_CRASH], r->restarts[C_HANG],
 		r->restarts[C_RESET], r->restarts[C_PREEMPTION],
 		r->restarts[C_OTHER], o ? by_class : "none",
 		r->committed.n, (long long)recomputed,
-		(double)r->lost_ms / 1000.0);
+		(double)r->lost_ms / 1000.0, quarantined);
 }
 
 /* ---- set-up and the loop ---- */
@@ -1031,6 +1073,7 @@ static void teardown(struct lrun *r)
 	free(r->pre);
 	free(r->w);
 	free(r->committed.v);
+	strlist_release(&r->quarantined);
 	free(r->started);
 	free(r->started_ms);
 	events_seen_release(&r->seen);

@@ -43,6 +43,8 @@ static unsigned max_restarts;
 static const char *command;
 /* SGD_STEP_S; NULL: 0.1. */
 static const char *step_s;
+/* The job's bad_host_pattern; NULL: none. */
+static const char *bad_host_pattern;
 
 static void cleanup(void)
 {
@@ -55,6 +57,7 @@ static void cleanup(void)
 	max_restarts = 0;
 	command = NULL;
 	step_s = NULL;
+	bad_host_pattern = NULL;
 }
 
 TestSuite(local, .fini = cleanup, .timeout = 400);
@@ -128,6 +131,9 @@ static void prepare(struct prepared_run *p, const char *name,
 	p->job.grace_s = 3;
 	p->job.heartbeat_s = 1;
 	p->job.keep = 3;
+	if (bad_host_pattern)
+		cr_assert_not_null(p->job.bad_host_pattern =
+					   strdup(bad_host_pattern));
 	if (preflight) {
 		snprintf(cmd, sizeof(cmd), preflight, dir);
 		cr_assert_not_null(p->job.preflight = strdup(cmd));
@@ -539,6 +545,66 @@ Test(local, a_deterministic_failure_ends_the_run_at_the_third_generation)
 				     "slice-") &&
 		  strstr(ctl.reason, ": OSError: port "), "%s", ctl.reason);
 	cr_assert_eq(ctl.restarts.trainer, 2);
+	run_done(&p, &c, s);
+}
+
+/* ---- bad hosts ---- */
+
+/* Process 1's host fails generation 1 with SIGSEGV and generation 2 with
+ * an Xid error the pattern names: blamed by 2 of the last 3 failures, it
+ * is quarantined, once, and named in control.json, the history and the
+ * summary. A local run only marks it (one machine has no other), so the
+ * run goes on and finishes. */
+Test(local, a_host_blamed_twice_is_quarantined_and_named)
+{
+	static char cmd[HARNESS_PATH * 2];
+	struct prepared_run p;
+	struct local_options o = { .format = 1 };
+	struct captured c;
+	struct store *st;
+	struct control ctl;
+	struct event *ev = NULL;
+	size_t n = 0, events = 0;
+	struct err e;
+	json_t *s, *q;
+
+	snprintf(cmd, sizeof(cmd),
+		 "if [ $SLICE_PROCESS_ID = 1 ]; then "
+		 "case $SLICE_GENERATION in "
+		 "1) ulimit -c 0; kill -SEGV $$;; "
+		 "2) echo \"NVRM: Xid (PCI:0000:3b:00): 79, pid=$$, GPU has "
+		 "fallen off the bus.\"; echo 'RuntimeError: CUDA error'; "
+		 "exit 1;; esac; fi; exec python3 %s", trainer());
+	command = cmd;
+	bad_host_pattern = "NVRM: Xid \\([^)]*\\): (48|79)";
+	s = run_to_summary(&p, &o, "badhost", 10, 10, &c);
+	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done",
+			 "%s", c.out);
+	q = json_object_get(s, "quarantined");
+	cr_assert_eq(json_array_size(q), 1, "%s", c.out);
+	cr_assert(strstr(json_string_value(json_array_get(q, 0)),
+			 "vm-0-slice-0-worker-1 (log: NVRM: Xid"), "%s",
+		  json_string_value(json_array_get(q, 0)));
+
+	cr_assert_eq(store_open(&st, p.run_url, &e), 0, "%s", e.msg);
+	cr_assert_eq(control_load(st, &ctl, &e), 0, "%s", e.msg);
+	cr_assert_eq(ctl.nquarantined, 1);
+	cr_expect_str_eq(ctl.quarantined[0].host, "vm-0-slice-0-worker-1");
+	cr_expect_str_eq(ctl.quarantined[0].worker, "slice-0-worker-1");
+	cr_expect_eq(ctl.quarantined[0].generation, 2);
+	cr_expect(!strncmp(ctl.quarantined[0].why, "log: NVRM: Xid", 14),
+		  "%s", ctl.quarantined[0].why);
+	cr_expect_eq(ctl.restarts.trainer, 2);
+	cr_assert_eq(events_list(st, &ev, &n, &e), 0, "%s", e.msg);
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(ev[i].kind, "bump") && ev[i].generation == 2)
+			cr_expect(strstr(ev[i].details, "\"blame\":\"SIGSEGV\""),
+				  "%s", ev[i].details);
+		events += !strcmp(ev[i].kind, EVENT_QUARANTINE);
+	}
+	cr_expect_eq(events, 1);
+	free(ev);
+	store_close(st);
 	run_done(&p, &c, s);
 }
 
