@@ -219,6 +219,49 @@ Test(report, a_week_of_1024_workers_stays_small)
 	free(page);
 }
 
+/* A quarantined host (issue 26) has its section, its name and why
+ * escaped. */
+Test(report, names_a_quarantined_host)
+{
+	char url[HARNESS_PATH + 64], out[HARNESS_PATH + 32];
+	char bucket[HARNESS_PATH + 32];
+	const char *argv[] = { "report", "q", "--bucket", bucket, "--output",
+			       out, NULL };
+	struct run_result r;
+	struct job j;
+	struct store *s;
+	char *text, *page;
+	struct err e;
+
+	snprintf(bucket, sizeof(bucket), "file://%s/bucket", dir);
+	snprintf(url, sizeof(url), "%s/q", bucket);
+	snprintf(out, sizeof(out), "%s/q.html", dir);
+	s = open_store(url);
+	job_init(&j);
+	j.name = strdup("q");
+	j.command = strdup("true");
+	cr_assert_eq(job_to_json(&j, &text, &e), 0);
+	put(s, RUN_JOB, text);
+	free(text);
+	job_release(&j);
+	put(s, RUN_CONTROL,
+	    "{\"generation\": 3, \"state\": \"running\", \"quarantined\": "
+	    "[{\"generation\": 2, \"host\": \"node<7>\", \"why\": "
+	    "\"log: Xid 79 & ECC\", \"worker\": \"slice-0-worker-1\"}]}");
+	store_close(s);
+	cr_assert_eq(run_slicectl(&r, argv, NULL), 0);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+	run_result_release(&r);
+	page = read_file(out, NULL);
+	cr_assert(page);
+	cr_expect(strstr(page, "<h2>Quarantined hosts</h2>"));
+	cr_expect(strstr(page, "data-host=\"node&lt;7&gt;\">node&lt;7&gt; "
+			       "(worker slice-0-worker-1, generation 2): "
+			       "log: Xid 79 &amp; ECC</li>"), "%s", page);
+	cr_expect_not(strstr(page, "node<7>"));
+	free(page);
+}
+
 /* ---- a local chaos run, in chromium ---- */
 
 static const char *chromium(void)

@@ -530,3 +530,40 @@ Test(status, a_straggler_is_flagged_with_its_reason)
 			 "ms"));
 	json_decref(v);
 }
+
+/* A quarantined host (issue 26) is named in the text with its worker,
+ * generation and why, and in the JSON's "quarantined"; a run without one
+ * has an empty list. */
+Test(status, a_quarantined_host_is_named)
+{
+	struct run_result r;
+	json_t *v, *q;
+
+	put_job(1, 2, 10, 100);
+	put_control(3, "running", "test", "slice-0-worker-1", 100);
+	v = status_now();
+	cr_assert_eq(json_array_size(json_object_get(v, "quarantined")), 0);
+	json_decref(v);
+	put("control.json",
+	    "{\"generation\": 3, \"state\": \"running\", \"reason\": \"r\", "
+	    "\"updated_by\": \"slice-0-worker-1\", \"restore_step\": null, "
+	    "\"failures\": [{\"generation\": 1, \"host\": \"node-7\", "
+	    "\"why\": \"SIGSEGV\", \"worker\": \"slice-0-worker-1\"}, "
+	    "{\"generation\": 2, \"host\": \"node-7\", \"why\": \"SIGBUS\", "
+	    "\"worker\": \"slice-0-worker-1\"}], \"quarantined\": "
+	    "[{\"generation\": 2, \"host\": \"node-7\", \"why\": \"SIGBUS\", "
+	    "\"worker\": \"slice-0-worker-1\"}]}\n");
+	cr_assert_eq(ops(&r, (const char *[]){ "status", "run-1", NULL }), 0,
+		     "%s", r.err);
+	ASSERT_HAS(r.out, "\nquarantined: node-7 (worker slice-0-worker-1, "
+			  "generation 2: SIGBUS)\n");
+	run_result_release(&r);
+	v = status_now();
+	q = json_array_get(json_object_get(v, "quarantined"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(q, "host")),
+			 "node-7");
+	cr_assert_str_eq(json_string_value(json_object_get(q, "why")),
+			 "SIGBUS");
+	cr_assert_eq(json_integer_value(json_object_get(q, "generation")), 2);
+	json_decref(v);
+}
