@@ -62,6 +62,33 @@ static void put(struct store *s, const char *name, const char *text)
 #define WEEK (7 * 86400)
 #define BUMPS 12
 
+/* Run `name` in dir's bucket with a job.json of slices x wps workers:
+ * its store (to store_close), bucket into bucket and page into out. */
+static struct store *new_run(const char *name, unsigned slices, unsigned wps,
+			     char *bucket, size_t bcap, char *out, size_t ocap)
+{
+	char url[HARNESS_PATH + 128], *text;
+	struct store *s;
+	struct job j;
+	struct err e;
+
+	snprintf(bucket, bcap, "file://%s/bucket", dir);
+	snprintf(url, sizeof(url), "%s/%s", bucket, name);
+	snprintf(out, ocap, "%s/%s.html", dir, name);
+	s = open_store(url);
+	job_init(&j);
+	j.name = strdup(name);
+	j.command = strdup("true");
+	j.num_slices = slices;
+	j.workers_per_slice = wps;
+	j.max_restarts = 100;
+	cr_assert_eq(job_to_json(&j, &text, &e), 0);
+	put(s, RUN_JOB, text);
+	free(text);
+	job_release(&j);
+	return s;
+}
+
 static void iso(time_t t0, double at, char *out, size_t cap)
 {
 	time_t s = t0 + (time_t)at;
@@ -114,30 +141,14 @@ static double bump_at(int k)
 
 Test(report, a_week_of_1024_workers_stays_small)
 {
-	char url[HARNESS_PATH + 64], out[HARNESS_PATH + 32];
-	char bucket[HARNESS_PATH + 32];
-	struct job j;
-	struct store *s;
-	char *text, *page;
+	char out[HARNESS_PATH + 32], bucket[HARNESS_PATH + 32];
+	struct store *s = new_run("week", SLICES, WPS, bucket, sizeof(bucket),
+				  out, sizeof(out));
+	char *page;
 	size_t len;
 	time_t t0 = 1790000000;
-	struct err e;
 	struct run_result r;
 
-	snprintf(bucket, sizeof(bucket), "file://%s/bucket", dir);
-	snprintf(url, sizeof(url), "%s/week", bucket);
-	snprintf(out, sizeof(out), "%s/week.html", dir);
-	s = open_store(url);
-	job_init(&j);
-	j.name = strdup("week");
-	j.command = strdup("true");
-	j.num_slices = SLICES;
-	j.workers_per_slice = WPS;
-	j.max_restarts = 100;
-	cr_assert_eq(job_to_json(&j, &text, &e), 0);
-	put(s, RUN_JOB, text);
-	free(text);
-	job_release(&j);
 	for (unsigned p = 0; p < SLICES * WPS; p++) {
 		char w[64];
 		json_t *a = json_array();
@@ -223,27 +234,14 @@ Test(report, a_week_of_1024_workers_stays_small)
  * escaped. */
 Test(report, names_a_quarantined_host)
 {
-	char url[HARNESS_PATH + 64], out[HARNESS_PATH + 32];
-	char bucket[HARNESS_PATH + 32];
+	char out[HARNESS_PATH + 32], bucket[HARNESS_PATH + 32];
 	const char *argv[] = { "report", "q", "--bucket", bucket, "--output",
 			       out, NULL };
+	struct store *s = new_run("q", 1, 1, bucket, sizeof(bucket), out,
+				  sizeof(out));
 	struct run_result r;
-	struct job j;
-	struct store *s;
-	char *text, *page;
-	struct err e;
+	char *page;
 
-	snprintf(bucket, sizeof(bucket), "file://%s/bucket", dir);
-	snprintf(url, sizeof(url), "%s/q", bucket);
-	snprintf(out, sizeof(out), "%s/q.html", dir);
-	s = open_store(url);
-	job_init(&j);
-	j.name = strdup("q");
-	j.command = strdup("true");
-	cr_assert_eq(job_to_json(&j, &text, &e), 0);
-	put(s, RUN_JOB, text);
-	free(text);
-	job_release(&j);
 	put(s, RUN_CONTROL,
 	    "{\"generation\": 3, \"state\": \"running\", \"quarantined\": "
 	    "[{\"generation\": 2, \"host\": \"node<7>\", \"why\": "
