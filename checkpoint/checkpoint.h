@@ -111,6 +111,10 @@ struct ckpt_save_options {
 	 * the stream, and never commits. (A request already sent to the
 	 * store runs to its end first.) */
 	const atomic_int *cancel;
+	/* NULL, or this host's local tier: the stream is also kept as
+	 * local_dir/step-NNNNNNNNNN/PART.tar.zst once the upload finished
+	 * (ckpt_local_path), best effort. */
+	const char *local_dir;
 };
 
 struct ckpt_save_result {
@@ -184,6 +188,12 @@ struct ckpt_restore_options {
 			     falling back to older ones, saying why */
 	const char *part; /* default: the step's only part, or
 			     CKPT_DEFAULT_PART when it has several */
+	/* NULL, or this host's local tier: a copy of the part there whose
+	 * size and CRC32C match COMMIT is unpacked instead of the store's
+	 * (no byte of the part read from the store); one that does not is
+	 * deleted, saying why, and the store's is read. */
+	const char *local_dir;
+	bool *from_local; /* NULL, or set: the local copy was restored */
 };
 
 /* Restores a part into dest atomically: unpacked (no absolute paths, no
@@ -216,6 +226,17 @@ int ckpt_restore(struct store *s, const char *dest,
  * disk. */
 int ckpt_unpack_object(struct store *s, const char *name, const char *dest,
 		       int64_t *generation, struct err *e);
+
+/* Where a save keeps step's part in a local tier: DIR/step-NNNNNNNNNN/
+ * PART.tar.zst. */
+void ckpt_local_path(char *out, size_t cap, const char *dir, uint64_t step,
+		     const char *part);
+/* Keeps the newest `keep` copies in dir of steps up to committed (the
+ * newest step known committed) and the newest keep + 2 of newer steps up
+ * to above (their COMMIT may still come; UINT64_MAX: any), removing the
+ * rest; *dropped says how many. -1 (errno) when dir cannot be read. */
+int ckpt_local_prune(const char *dir, unsigned keep, uint64_t committed,
+		     uint64_t above, size_t *dropped);
 
 struct ckpt_prune_options {
 	unsigned keep;          /* newest committed steps kept, at least 1 */

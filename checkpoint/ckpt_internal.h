@@ -8,6 +8,8 @@
 
 #include "checkpoint/checkpoint.h"
 
+#include <limits.h>
+
 #define CKPT_ROOT "checkpoints/"
 #define CKPT_PART_SUFFIX ".tar.zst"
 #define CKPT_COMMIT "COMMIT"
@@ -71,5 +73,22 @@ int ckpt_read_commit(struct store *s, uint64_t step, struct ckpt_step *st,
 char *ckpt_commit_json(uint64_t step, const struct ckpt_part *parts,
 		       size_t n);
 void ckpt_step_release(struct ckpt_step *st);
+
+/* A save's local copy being written (ckpt_local.c): to tmp, named path
+ * once the upload finished. fd < 0: none (never begun, or dropped after
+ * a failure, already logged). */
+struct ckpt_local_copy {
+	int fd;
+	char path[PATH_MAX];
+	char tmp[PATH_MAX + 32];
+};
+
+/* -1 (logged) when there will be no copy. */
+int ckpt_local_begin(struct ckpt_local_copy *c, const char *dir,
+		     uint64_t step, const char *part);
+void ckpt_local_write(struct ckpt_local_copy *c, const void *data,
+		      size_t len);
+void ckpt_local_finish(struct ckpt_local_copy *c);
+void ckpt_local_abort(struct ckpt_local_copy *c);
 
 #endif

@@ -76,16 +76,16 @@ static int count_fn(void *ud, const void *data, size_t len, struct err *e)
 	return 0;
 }
 
-/* Compares what arrived with what COMMIT says of the part. */
-static int match_commit(struct store *s, const char *name,
-			const struct ckpt_part *p, uint64_t bytes,
-			uint32_t crc, struct err *e)
+/* Compares what arrived from where (a URL, a local copy's path) with what
+ * COMMIT says of the part. */
+static int match_commit(const char *where, const struct ckpt_part *p,
+			uint64_t bytes, uint32_t crc, struct err *e)
 {
 	if (bytes != p->size || crc != p->crc32c)
 		return err_set(e, CLOUD_ECORRUPT,
 			       "%s does not match COMMIT: %llu bytes with "
 			       "CRC32C %08x, COMMIT says %llu bytes with "
-			       "%08x", store_url(s, name),
+			       "%08x", where,
 			       (unsigned long long)bytes, crc,
 			       (unsigned long long)p->size, p->crc32c);
 	return 0;
@@ -108,7 +108,7 @@ static int verify_part(struct store *s, uint64_t step,
 			"named generation %lld)", store_url(s, name),
 			(long long)p->generation);
 	if (!r)
-		r = match_commit(s, name, p, c.bytes, c.crc, e);
+		r = match_commit(store_url(s, name), p, c.bytes, c.crc, e);
 	if (bad_part_error(r)) {
 		*bad = true;
 		return 0;
@@ -203,12 +203,15 @@ struct unpack_source {
 	int64_t generation;           /* pinned; 0: the current one */
 	const struct ckpt_part *part; /* NULL: not a checkpoint part */
 	const char *what;             /* "the part", "the object" */
+	const char *local;            /* read this file (a local tier's
+					 copy of the part) instead */
 	int64_t got_generation;       /* out: the generation unpacked */
 };
 
 struct bridge {
 	struct store *s;
 	const char *name;
+	const char *local;  /* a file to read instead of the object */
 	int64_t generation;
 	int fd;             /* the writing end */
 	bool reader_gone;
@@ -247,13 +250,39 @@ static int bridge_sink(void *ud, const void *data, size_t len,
 	return 0;
 }
 
+/* The local copy through the same sink as a download. */
+static int read_local(struct bridge *b)
+{
+	static char chunk[1 << 20];
+	int fd = open(b->local, O_RDONLY | O_CLOEXEC);
+	ssize_t n = 0;
+	int r = 0;
+
+	if (fd < 0)
+		return err_errno(&b->e, errno == ENOENT ? CLOUD_ENOTFOUND
+							: CKPT_EIO,
+				 errno, "opening %s", b->local);
+	while (!r && (n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = err_errno(&b->e, CKPT_EIO, errno, "reading %s",
+				      b->local);
+		else
+			r = bridge_sink(b, chunk, (size_t)n, &b->e);
+	}
+	close(fd);
+	return r;
+}
+
 static void *bridge_main(void *ud)
 {
 	struct bridge *b = ud;
 
 	err_init(&b->e);
-	b->r = store_get(b->s, b->name, b->generation, bridge_sink, b,
-			 &b->obj, &b->e);
+	b->r = b->local ? read_local(b)
+			: store_get(b->s, b->name, b->generation, bridge_sink,
+				    b, &b->obj, &b->e);
 	/* End of stream for the unpacker. */
 	close(b->fd);
 	b->fd = -1;
@@ -666,6 +695,7 @@ static int unpack_stream(struct store *s, struct unpack_source *src,
 	memset(&b, 0, sizeof(b));
 	b.s = s;
 	b.name = name;
+	b.local = src->local;
 	b.generation = src->generation;
 	b.fd = sv[1];
 	r = thread_start(&thread, bridge_main, &b);
@@ -702,10 +732,12 @@ static int unpack_stream(struct store *s, struct unpack_source *src,
 		*e = b.e;
 		r = b.r;
 	} else if (!r && p) {
-		r = match_commit(s, name, p, b.bytes, b.crc, e);
+		r = match_commit(src->local ? src->local : store_url(s, name),
+				 p, b.bytes, b.crc, e);
 	} else if (r == CKPT_EUNSAFE || r == CLOUD_ECORRUPT) {
 		/* The unpacker's: say which object. */
-		err_prefix(e, "%s", store_url(s, name));
+		err_prefix(e, "%s", src->local ? src->local
+					       : store_url(s, name));
 	}
 	if (!r)
 		src->got_generation = b.obj.generation;
@@ -863,15 +895,65 @@ static int unpack_into(struct store *s, struct unpack_source *src,
 	return r;
 }
 
+/* The local tier's copy of p, when there is one of COMMIT's size: true
+ * when it was unpacked into dest. One that fails for what it holds is
+ * deleted (the store's is read instead); *r gets any other failure (a
+ * full disk: the store's would fail alike). */
+static bool restore_local(struct store *s, const char *dest, uint64_t step,
+			  const struct ckpt_part *p, const char *local_dir,
+			  int *r, struct err *e)
+{
+	char path[PATH_MAX], part[256];
+	size_t n = strlen(p->name) - strlen(CKPT_PART_SUFFIX);
+	struct unpack_source src = { .name = p->name, .part = p,
+				     .what = "the local copy", .local = path };
+	struct stat st;
+
+	snprintf(part, sizeof(part), "%.*s", (int)n, p->name);
+	ckpt_local_path(path, sizeof(path), local_dir, step, part);
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return false;
+	if ((uint64_t)st.st_size != p->size) {
+		log_warn("local copy %s has %lld bytes, COMMIT says %llu: "
+			 "deleting it, reading the bucket's", path,
+			 (long long)st.st_size, (unsigned long long)p->size);
+		unlink(path);
+		return false;
+	}
+	*r = unpack_into(s, &src, dest, e);
+	if (!*r) {
+		log_info("restored step %llu from the local copy %s (no byte "
+			 "of it read from %s)", (unsigned long long)step, path,
+			 store_url(s, ""));
+		return true;
+	}
+	if (!bad_part_error(*r))
+		return true;
+	log_warn("local copy does not verify: %s; deleting it, reading the "
+		 "bucket's", e->msg);
+	unlink(path);
+	err_init(e);
+	*r = 0;
+	return false;
+}
+
 static int restore_part(struct store *s, const char *dest, uint64_t step,
-			const struct ckpt_part *p, struct err *e)
+			const struct ckpt_part *p,
+			const struct ckpt_restore_options *o, struct err *e)
 {
 	char name[CKPT_NAME_MAX];
 	struct unpack_source src = { .name = name,
 				     .generation = p->generation,
 				     .part = p,
 				     .what = "the part" };
+	int r = 0;
 
+	if (o->local_dir && restore_local(s, dest, step, p, o->local_dir, &r,
+					  e)) {
+		if (!r && o->from_local)
+			*o->from_local = true;
+		return r;
+	}
 	ckpt_object_name(name, sizeof(name), step, p->name);
 	return unpack_into(s, &src, dest, e);
 }
@@ -918,9 +1000,10 @@ static const struct ckpt_part *choose_part(const struct ckpt_step *st,
 }
 
 static int restore_step(struct store *s, const char *dest,
-			const struct ckpt_step *st, const char *want,
-			struct err *e)
+			const struct ckpt_step *st,
+			const struct ckpt_restore_options *o, struct err *e)
 {
+	const char *want = o->part;
 	const struct ckpt_part *p = choose_part(st, want);
 
 	if (!p)
@@ -929,14 +1012,14 @@ static int restore_step(struct store *s, const char *dest,
 			       " (it has %zu parts; pick one with --part)",
 			       (unsigned long long)st->step,
 			       want ? want : CKPT_DEFAULT_PART, st->nparts);
-	return restore_part(s, dest, st->step, p, e);
+	return restore_part(s, dest, st->step, p, o, e);
 }
 
 int ckpt_restore(struct store *s, const char *dest,
 		 const struct ckpt_restore_options *o, uint64_t *restored,
 		 struct err *e)
 {
-	struct ckpt_restore_options defaults = { 0, NULL };
+	struct ckpt_restore_options defaults = { .step = 0 };
 	struct ckpt_list l;
 	struct err first;
 	int first_code = 0;
@@ -948,6 +1031,8 @@ int ckpt_restore(struct store *s, const char *dest,
 		*restored = 0;
 	if (!o)
 		o = &defaults;
+	if (o->from_local)
+		*o->from_local = false;
 	if (!s || !dest || !*dest)
 		return err_set(e, CKPT_EINVAL,
 			       "ckpt_restore needs a store and a destination");
@@ -966,7 +1051,7 @@ int ckpt_restore(struct store *s, const char *dest,
 			err_set(e, CLOUD_ECORRUPT, "step %llu has a malformed "
 				"COMMIT", (unsigned long long)st->step);
 		} else {
-			r = restore_step(s, dest, st, o->part, e);
+			r = restore_step(s, dest, st, o, e);
 			if (!r) {
 				if (restored)
 					*restored = st->step;

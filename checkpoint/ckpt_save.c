@@ -18,6 +18,7 @@ void ckpt_save_options_init(struct ckpt_save_options *o)
 {
 	pack_options_init(&o->pack);
 	o->part = NULL;
+	o->local_dir = NULL;
 	o->parts_expected = 1;
 	o->commit = true;
 	o->cancel = NULL;
@@ -52,6 +53,7 @@ struct save_sink {
 	int code; /* the store's own error, kept apart from pack's */
 	uint64_t bytes;
 	uint32_t crc; /* of what was uploaded, as the store will say */
+	struct ckpt_local_copy local;
 };
 
 static int save_write(void *ud, const void *data, size_t len, struct err *e)
@@ -70,6 +72,7 @@ static int save_write(void *ud, const void *data, size_t len, struct err *e)
 	}
 	s->bytes += len;
 	s->crc = crc32c_update(s->crc, data, len);
+	ckpt_local_write(&s->local, data, len);
 	return 0;
 }
 
@@ -139,7 +142,7 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 {
 	struct ckpt_save_options defaults;
 	struct ckpt_save_result local;
-	struct save_sink sink = { NULL, NULL, 0, 0, 0 };
+	struct save_sink sink = { .local = { .fd = -1 } };
 	struct store_object done;
 	char leaf[CKPT_PART_NAME_MAX + sizeof(CKPT_PART_SUFFIX)];
 	char obj[CKPT_NAME_MAX];
@@ -175,8 +178,12 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 	rc = store_upload_begin(s, obj, if_gen, &sink.u, e);
 	if (rc)
 		return rc;
+	if (o->local_dir)
+		ckpt_local_begin(&sink.local, o->local_dir, step,
+				 o->part ? o->part : CKPT_DEFAULT_PART);
 	rc = pack_tree(dir, &o->pack, save_write, &sink, &r->stats, e);
 	if (rc) {
+		ckpt_local_abort(&sink.local);
 		store_upload_abort(sink.u);
 		if (sink.code) {
 			e->code = sink.code;
@@ -188,10 +195,15 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 		rc = put_unpacked(s, step, leaf, &sink,
 				  r->stats.bytes_unpacked, e);
 	if (rc) {
+		ckpt_local_abort(&sink.local);
 		store_upload_abort(sink.u);
 		return rc;
 	}
 	rc = store_upload_finish(sink.u, &done, e);
+	if (rc)
+		ckpt_local_abort(&sink.local);
+	else
+		ckpt_local_finish(&sink.local);
 	if (rc == CLOUD_EPRECONDITION) {
 		return err_set(e, CLOUD_EPRECONDITION,
 			       "another save of %s finished while this one "

@@ -248,6 +248,17 @@ int cmd_job(int argc, char **argv)
 		{ .name = "keep-every", .kind = OPT_UINT, .value = &r->keep_every,
 		  .arg = "M", .max = 4000000000u,
 		  .help = "also keep every step divisible by M" },
+		{ .name = "local-keep", .kind = OPT_UINT,
+		  .value = &r->local_keep, .arg = "K", .max = 1000,
+		  .help = "each host keeps its part of the newest K committed "
+			  "steps on local disk, and an in-place restart "
+			  "restores from there, reading no part from the "
+			  "bucket (default 2; 0: none)" },
+		{ .name = "local-dir", .kind = OPT_STRING,
+		  .value = &r->local_dir, .arg = "DIR",
+		  .help = "where hosts keep those copies, an absolute path "
+			  "(e.g. a tmpfs: /dev/shm/slicectl; default: the "
+			  "supervisor's state directory, on disk)" },
 		{ .name = "rendezvous-port", .kind = OPT_UINT,
 		  .value = &r->rendezvous_port, .arg = "N", .min = 1024,
 		  .max = 65536 - RUN_RENDEZVOUS_PORTS,
@@ -360,6 +371,11 @@ int cmd_job(int argc, char **argv)
 	status = preflight_flags(r, preflight_ms);
 	if (status)
 		goto out;
+	if (r->local_dir && r->local_dir[0] != '/') {
+		status = usage_error("--local-dir takes an absolute path, not "
+				     "'%s'", r->local_dir);
+		goto out;
+	}
 	if (r->bad_host_pattern) {
 		struct err pe;
 

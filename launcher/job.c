@@ -44,6 +44,7 @@ void job_request_init(struct job_request *r)
 	r->grace_s = d.grace_s;
 	r->keep = d.keep;
 	r->keep_every = d.keep_every;
+	r->local_keep = d.local_keep;
 	r->preflight_timeout_s = d.preflight_timeout_s;
 	job_release(&d);
 }
@@ -256,6 +257,9 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 	j->grace_s = r->grace_s;
 	j->keep = r->keep;
 	j->keep_every = r->keep_every;
+	j->local_keep = r->local_keep;
+	if (r->local_dir && !(j->local_dir = strdup(r->local_dir)))
+		return err_set(e, COMMON_ENOMEM, "out of memory");
 	if (r->rendezvous_port)
 		j->rendezvous_port = r->rendezvous_port;
 	if (r->preflight && !(j->preflight = strdup(r->preflight)))

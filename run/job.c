@@ -69,7 +69,7 @@ static const char *const all_fields =
 	"max_restarts, hang_timeout_s, grace_s, keep, keep_every, "
 	"heartbeat_s, spool_mb, rendezvous_port, preflight, "
 	"preflight_timeout_s, delete_on_finish, max_infra_restarts, tpu, "
-	"target, monitoring, notify, hang_signal, bad_host_pattern";
+	"target, monitoring, notify, hang_signal, bad_host_pattern, local_keep, local_dir";
 
 /* Signals a trainer may catch to print its stacks, and nothing that
  * stops, kills or crashes a process by design. */
@@ -131,6 +131,7 @@ void job_init(struct job *j)
 	j->preflight_timeout_s = DEFAULT_PREFLIGHT_TIMEOUT_S;
 	j->delete_on_finish = false;
 	j->max_infra_restarts = -1;
+	j->local_keep = JOB_LOCAL_KEEP;
 }
 
 void job_release(struct job *j)
@@ -143,6 +144,7 @@ void job_release(struct job *j)
 	free(j->workdir);
 	free(j->preflight);
 	free(j->bad_host_pattern);
+	free(j->local_dir);
 	free(j->tpu_project);
 	free(j->tpu_zone);
 	free(j->tpu_name);
@@ -345,6 +347,13 @@ static int job_check(const struct job *j, struct err *e)
 			       "job.json: \"preflight\" must be a non-empty "
 			       "command line in UTF-8, as /bin/sh -c reads "
 			       "it, or left out (null)");
+	if (j->local_dir && (j->local_dir[0] != '/' ||
+			     !json_utf8_valid(j->local_dir,
+					      strlen(j->local_dir))))
+		return err_set(e, COMMON_EINVAL,
+			       "job.json: \"local_dir\" must be an absolute "
+			       "path in UTF-8, or left out (null: the state "
+			       "directory)");
 	if (j->bad_host_pattern) {
 		r = job_check_pattern(j->bad_host_pattern, e);
 		if (r)
@@ -648,6 +657,18 @@ static int parse_field(const char *k, const json_t *v, struct job *j,
 		return take_string("", k, v, true, &j->workdir, e);
 	if (!strcmp(k, "preflight"))
 		return take_string("", k, v, true, &j->preflight, e);
+	if (!strcmp(k, "local_dir"))
+		return take_string("", k, v, true, &j->local_dir, e);
+	if (!strcmp(k, "local_keep")) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 1000)
+			return err_set(e, COMMON_EINVAL,
+				       "job.json: \"local_keep\" must be an "
+				       "integer from 0 (no local tier) to "
+				       "1000");
+		j->local_keep = (unsigned)json_integer_value(v);
+		return 0;
+	}
 	if (!strcmp(k, "bad_host_pattern"))
 		return take_string("", k, v, true, &j->bad_host_pattern, e);
 	if (!strcmp(k, "env"))
@@ -847,6 +868,13 @@ int job_to_json(const struct job *j, char **out, struct err *e)
 			       json_integer(j->max_infra_restarts));
 	/* Only when set: older supervisors refuse a field they do not
 	 * know. */
+	/* Only when not the default, or set: older supervisors refuse a
+	 * field they do not know. */
+	if (j->local_keep != JOB_LOCAL_KEEP)
+		bad |= set_new(root, "local_keep",
+			       json_integer(j->local_keep));
+	if (j->local_dir)
+		bad |= set_new(root, "local_dir", json_string(j->local_dir));
 	if (j->bad_host_pattern)
 		bad |= set_new(root, "bad_host_pattern",
 			       json_string(j->bad_host_pattern));

@@ -53,6 +53,11 @@ struct job {
 	char *preflight;         /* run by /bin/sh -c on every host before
 				    each generation's trainer; NULL none */
 	unsigned preflight_timeout_s; /* the preflight's bound (300) */
+	unsigned local_keep;     /* committed steps each supervisor keeps
+				    on local disk (the local tier); 0 none
+				    (JOB_LOCAL_KEEP by default) */
+	char *local_dir;         /* where; NULL: STATE_DIR/local (on the
+				    host's disk) */
 	char *bad_host_pattern;  /* POSIX extended regex: a failed trainer's
 				    output line matching it (an ECC or Xid
 				    error) blames its host; NULL none */
@@ -98,6 +103,8 @@ const char *job_signal_name(int sig);
  * rendezvous_port + G % RUN_RENDEZVOUS_PORTS (docs/DESIGN.md, "Trainer
  * environment"). */
 #define RUN_RENDEZVOUS_PORTS 16u
+
+#define JOB_LOCAL_KEEP 2u
 
 void job_init(struct job *j); /* the defaults */
 /* A deep copy of src into dst (zeroed first); -1 when out of memory. */

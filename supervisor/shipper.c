@@ -53,6 +53,10 @@ static struct shipper *shipper_new(const struct shipper_config *c)
 	s->prune = c->prune;
 	s->keep = c->keep;
 	s->keep_every = c->keep_every;
+	if (c->local_dir && c->local_keep) {
+		s->local_dir = dup_or_null(c->local_dir, &ok);
+		s->local_keep = c->local_keep;
+	}
 	s->spool_bytes = c->spool_bytes;
 	s->notify_fd = c->notify_fd;
 	s->poll_ms = c->poll_ms ? c->poll_ms : DEFAULT_POLL_MS;

@@ -52,6 +52,11 @@ struct shipper_config {
 	unsigned takeover_ms;     /* 0: SHIPPER_TAKEOVER_POLLS x poll_ms */
 	bool prune;               /* worker 0 */
 	unsigned keep, keep_every;
+	/* The local tier (NULL: none): each upload also keeps its part in
+	 * local_dir, of which the newest local_keep committed steps stay
+	 * (ckpt_local_prune). */
+	const char *local_dir;
+	unsigned local_keep;
 	uint64_t spool_bytes;     /* bound on the spool */
 	int notify_fd;            /* a byte is written here on every change
 				     of shipper_state; -1 none */

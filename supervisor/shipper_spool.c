@@ -214,6 +214,7 @@ void shipper_free(struct shipper *s)
 	free(s->ckpt_dir);
 	free(s->spool_dir);
 	free(s->part);
+	free(s->local_dir);
 	free(s);
 }
 

@@ -44,6 +44,8 @@ struct spool_entry {
 struct shipper {
 	/* The configuration, owned copies. */
 	char *run_url, *ckpt_dir, *spool_dir, *part;
+	char *local_dir;         /* NULL: no local tier */
+	unsigned local_keep;
 	unsigned parts_expected;
 	unsigned rank, takeover_ms;
 	bool prune;

@@ -8,6 +8,7 @@
 
 #include "checkpoint/checkpoint.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,28 @@ static void prune(struct shipper *s, struct store *store)
 		log_info("pruned %zu checkpoint steps (%zu objects, %llu "
 			 "bytes)", pr.steps_deleted, pr.objects_deleted,
 			 (unsigned long long)pr.bytes_freed);
+	pthread_mutex_lock(&s->mu);
+}
+
+/* The local tier after an upload: its newest committed copies, and the
+ * newer ones whose COMMIT may still come. A worker other than the
+ * committer learns of commits late (a deputy's stat), so what it thinks
+ * committed may be old: the newer copies are bounded too. Called and
+ * returns with mu held, dropped meanwhile. */
+static void prune_local(struct shipper *s)
+{
+	int64_t committed = s->st.newest_committed;
+	size_t dropped;
+
+	if (!s->local_dir)
+		return;
+	pthread_mutex_unlock(&s->mu);
+	if (ckpt_local_prune(s->local_dir, s->local_keep,
+			     committed > 0 ? (uint64_t)committed : 0,
+			     UINT64_MAX, &dropped))
+		log_warn("local tier %s: %s", s->local_dir, strerror(errno));
+	else if (dropped)
+		log_debug("local tier: %zu older steps dropped", dropped);
 	pthread_mutex_lock(&s->mu);
 }
 
@@ -122,6 +145,7 @@ static int save(struct shipper *s, struct store *store, uint64_t step,
 	o.parts_expected = s->parts_expected;
 	o.commit = commit;
 	o.cancel = &s->cancel;
+	o.local_dir = s->local_dir;
 	*us = mono_us();
 	if (!spool_step_path(path, s->spool_dir, step, ""))
 		rc = err_set(e, CKPT_EINVAL, "spool path too long");
@@ -270,6 +294,8 @@ static void upload_newest(struct shipper *s, struct store *store)
 	/* The step that was in flight may be dropped now if over bound. */
 	spool_enforce_bound(s);
 	spool_publish(s);
+	if (!rc)
+		prune_local(s);
 	if (do_prune)
 		prune(s, store);
 }

@@ -30,6 +30,7 @@ struct sup {
 	struct identity id;
 	char state_path[1100], ckpt_dir[1100], spool_dir[1100];
 	char restore_dir[1100], log_dir[1100], log_path[1200];
+	char local_dir[1400];      /* the local tier, "" none */
 	int64_t log_generation;    /* whose trainer writes log_path */
 	char code_dir[1100];       /* the run's bundle, unpacked */
 	char progress_dir[1100], step_path[1200];

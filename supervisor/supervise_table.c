@@ -324,7 +324,10 @@ static enum sup_phase act_restored(struct sup *s, const struct control *c)
 		s->have_code = r->code;
 		if (r->step > 0)
 			log_info("restored step %lld", (long long)r->step);
-		sup_note(s, "restore", r->step, NULL, NULL);
+		sup_note(s, "restore", r->step, NULL,
+			 r->step <= 0 ? NULL
+			 : r->from_local ? "{\"source\":\"local\"}"
+					 : "{\"source\":\"bucket\"}");
 		if (c->generation > s->generation)
 			return begin_restore(s, c->generation);
 		return sup_start_trainer(s);

@@ -323,9 +323,11 @@ static int fetch_bundle(struct syncer *s, struct syncer_result *out,
 static void task_restore(struct syncer *s, const struct syncer_request *r,
 			 struct syncer_result *out, struct err *e)
 {
-	struct ckpt_restore_options o = { .part = s->c.part };
+	struct ckpt_restore_options o = { .part = s->c.part,
+					  .local_dir = s->c.local_dir,
+					  .from_local = &out->from_local };
 	uint64_t restored = 0;
-	size_t discarded;
+	size_t discarded, dropped;
 	int64_t step;
 
 	/* The code first: the trainer of this generation runs in it. */
@@ -348,6 +350,13 @@ static void task_restore(struct syncer *s, const struct syncer_request *r,
 		err_prefix(e, "discarding parts of an earlier generation");
 		return;
 	}
+	/* Copies above the step are of an earlier generation, never to be
+	 * committed, as its parts in the bucket just discarded. */
+	if (s->c.local_dir &&
+	    ckpt_local_prune(s->c.local_dir, s->c.local_keep,
+			     step > 0 ? (uint64_t)step : 0,
+			     step > 0 ? (uint64_t)step : 0, &dropped))
+		log_warn("local tier %s: %s", s->c.local_dir, strerror(errno));
 	if (step <= 0)
 		return;
 	o.step = (uint64_t)step;

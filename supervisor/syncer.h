@@ -23,6 +23,11 @@ struct syncer_config {
 	const struct job *job;
 	const char *part;          /* "slice-S-worker-W" */
 	const char *restore_dir;   /* SLICE_RESTORE_DIR */
+	/* The local tier (NULL: none): a restore unpacks this host's copy
+	 * of the step when it verifies, then drops copies above the step
+	 * restored, keeping local_keep (ckpt_local_prune). */
+	const char *local_dir;
+	unsigned local_keep;
 	/* Where the run's bundle.tar.zst is unpacked (STATE_DIR/code); the
 	 * generation unpacked is recorded next to it in CODE_DIR.generation
 	 * so an unchanged bundle is not fetched again. */
@@ -76,6 +81,9 @@ struct syncer_result {
 				      it is unpacked in code_dir */
 	bool bundle_failed;        /* TASK_RESTORE: rc and error are the
 				      bundle's, not the step's */
+	bool from_local;           /* TASK_RESTORE: the step came from the
+				      local tier, no part read from the
+				      store */
 	bool quarantined;          /* TASK_BUMP: it quarantined the host
 				      its cause names, and the run goes on */
 };

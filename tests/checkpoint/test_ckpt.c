@@ -49,7 +49,7 @@ static void save_ok(struct store *s, const char *dir, uint64_t step,
 static uint64_t restore_ok(struct store *s, const char *dest,
 			   uint64_t step, const char *part)
 {
-	struct ckpt_restore_options o = { step, part };
+	struct ckpt_restore_options o = { .step = step, .part = part };
 	uint64_t got = 0;
 	struct err e;
 	int rc = ckpt_restore(s, dest, &o, &got, &e);
@@ -171,7 +171,7 @@ Test(ckpt, multiple_parts_commit_when_all_present)
 	restore_ok(s, dest, 0, "slice-0-worker-1");
 	compare_trees(b, dest);
 	cr_expect_eq(ckpt_restore(s, dest,
-				  &(struct ckpt_restore_options){ 5, "nope" },
+				  &(struct ckpt_restore_options){ .step = 5, .part = "nope" },
 				  NULL, &e), CLOUD_ENOTFOUND);
 	store_close(s);
 }
@@ -410,7 +410,7 @@ Test(ckpt, corrupt_missing_and_uncommitted_fall_back)
 	compare_trees(s1, dest);
 	/* Asked for by number, it is not replaced by another. */
 	cr_expect_eq(ckpt_restore(s, dest,
-				  &(struct ckpt_restore_options){ 2, NULL },
+				  &(struct ckpt_restore_options){ .step = 2, .part = NULL },
 				  NULL, &e), CLOUD_ECORRUPT);
 	compare_trees(s1, dest);
 
@@ -614,7 +614,7 @@ Test(ckpt, unsafe_archives_refused)
 		cr_assert(committed);
 
 		r = ckpt_restore(s, dest,
-				 &(struct ckpt_restore_options){ i + 1, NULL },
+				 &(struct ckpt_restore_options){ .step = i + 1, .part = NULL },
 				 NULL, &e);
 		cr_expect_eq(r, CKPT_EUNSAFE, "case %zu: %d %s", i, r, e.msg);
 		cr_expect(strstr(e.msg, "refused"), "case %zu: %s", i, e.msg);

@@ -276,7 +276,7 @@ static void refused_then_fell_back(struct store *s, int code,
 				   const char *entry)
 {
 	char dest[PATHLEN], tag[PATHLEN + 8];
-	struct ckpt_restore_options o = { 2, NULL };
+	struct ckpt_restore_options o = { .step = 2, .part = NULL };
 	uint64_t restored = 0;
 	struct err e;
 	FILE *f;
@@ -330,7 +330,7 @@ static void in_child(bool (*prepare)(void), int code, const char *entry)
 
 	cr_assert(pid >= 0);
 	if (pid == 0) {
-		struct ckpt_restore_options o = { 2, NULL };
+		struct ckpt_restore_options o = { .step = 2, .part = NULL };
 		char dest[PATHLEN];
 		uint64_t restored = 0;
 		struct store *s;
@@ -448,7 +448,7 @@ Test(safety, device_node_as_non_root_falls_back)
 Test(safety, modes_masked_owners_not_restored)
 {
 	struct store *s = open_backend(false);
-	struct ckpt_restore_options o = { 0, NULL };
+	struct ckpt_restore_options o = { .step = 0, .part = NULL };
 	char dest[PATHLEN], p[PATHLEN + 32];
 	struct archive *a;
 	struct stat st;
@@ -698,7 +698,7 @@ Test(safety, hardlink_through_a_symlink_to_outside)
 		commit_part(s, 2, &m, 0);
 		{
 			char dest[PATHLEN];
-			struct ckpt_restore_options o = { 2, NULL };
+			struct ckpt_restore_options o = { .step = 2, .part = NULL };
 			int r;
 
 			path_of(dest, "dest");
@@ -726,7 +726,7 @@ Test(safety, hardlink_through_a_symlink_to_outside)
 Test(safety, restore_over_a_tree_deeper_than_path_max)
 {
 	struct store *s = open_backend(false);
-	struct ckpt_restore_options o = { 0, NULL };
+	struct ckpt_restore_options o = { .step = 0, .part = NULL };
 	char dest[PATHLEN], name[201];
 	uint64_t restored = 0;
 	struct err e;
@@ -764,7 +764,7 @@ Test(safety, restore_over_a_tree_deeper_than_path_max)
 Test(safety, restore_into_root_refused_up_front)
 {
 	struct store *s = open_backend(true);
-	struct ckpt_restore_options o = { 0, NULL };
+	struct ckpt_restore_options o = { .step = 0, .part = NULL };
 	char *before = NULL, *after = NULL;
 	struct err e;
 

@@ -299,6 +299,28 @@ static int new_boot(struct lrun *r, struct lworker *w, struct err *e)
 	return fs_write_atomic(w->boot, id, strlen(id), 0644, true, e);
 }
 
+/* A preempted VM's successor has a disk of its own: the worker's local
+ * tier (its state directory's, or job.json's local_dir's folder for it)
+ * is gone. The rest of the root stays, as the supervisor installed there
+ * would be installed again by the startup script. */
+static void wipe_local_tier(struct lrun *r, struct lworker *w)
+{
+	const struct job *j = &r->run->job;
+	char path[PATH_LEN * 2];
+	int err;
+
+	if (j->local_dir)
+		snprintf(path, sizeof(path), "%s/%s/%s", j->local_dir, j->name,
+			 w->name);
+	else
+		snprintf(path, sizeof(path), "%s/var/lib/slicectl/local",
+			 w->root);
+	err = fs_remove_tree(path);
+	if (err)
+		event(r, "error", NULL, "%s: cannot wipe %s: %s", w->name,
+		      path, strerror(err));
+}
+
 static void start_worker(struct lrun *r, struct lworker *w)
 {
 	char host[64], vm_name[64];
@@ -571,6 +593,7 @@ static void preemptions(struct lrun *r)
 						   "FALSE");
 				w->down = false;
 				w->vm++;
+				wipe_local_tier(r, w);
 				w->restart_at = now;
 			}
 			p->phase = 2;
@@ -578,12 +601,14 @@ static void preemptions(struct lrun *r)
 				event(r, "preempt-back",
 				      json_pack("{s:i}", "slice", p->slice),
 				      "slice %d is back: new VMs (new boot "
-				      "ids), instance/preempted = FALSE",
+				      "ids, local disks wiped), "
+				      "instance/preempted = FALSE",
 				      p->slice);
 			else
 				event(r, "preempt-back", NULL,
 				      "every slice is back: new VMs (new boot "
-				      "ids), instance/preempted = FALSE");
+				      "ids, local disks wiped), "
+				      "instance/preempted = FALSE");
 		}
 	}
 }

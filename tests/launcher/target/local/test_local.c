@@ -548,6 +548,72 @@ Test(local, a_deterministic_failure_ends_the_run_at_the_third_generation)
 	run_done(&p, &c, s);
 }
 
+/* ---- the local tier ---- */
+
+/* The restores of generation gen with a step, "W:SOURCE" each, in worker
+ * order, into out. */
+static void restore_sources(const char *url, int64_t gen, char *out,
+			    size_t cap)
+{
+	char line[4][32] = { "", "", "", "" };
+	struct event *ev = NULL;
+	struct store *st;
+	size_t n = 0, o = 0;
+	struct err e;
+
+	cr_assert_eq(store_open(&st, url, &e), 0, "%s", e.msg);
+	cr_assert_eq(events_list(st, &ev, &n, &e), 0, "%s", e.msg);
+	for (size_t i = 0; i < n; i++) {
+		json_t *d;
+		unsigned sl, w;
+
+		if (strcmp(ev[i].kind, "restore") || ev[i].generation != gen ||
+		    sscanf(ev[i].worker, "slice-%u-worker-%u", &sl, &w) != 2 ||
+		    sl * 2 + w > 3)
+			continue;
+		d = json_loads(ev[i].details, 0, NULL);
+		snprintf(line[sl * 2 + w], sizeof(line[0]), "%u%u:%s", sl, w,
+			 json_string_value(json_object_get(d, "source"))
+				 ? json_string_value(json_object_get(d,
+								     "source"))
+				 : "none");
+		json_decref(d);
+	}
+	for (int k = 0; k < 4; k++)
+		o += (size_t)snprintf(out + o, cap - o, "%s%s", k ? " " : "",
+				      line[k]);
+	free(ev);
+	store_close(st);
+}
+
+/* A crash restarts every trainer in place: each restores its part from
+ * its own disk. A preemption of slice 1 gives it new VMs whose disks the
+ * provider wiped: its workers read the bucket, slice 0's their disks. */
+Test(local, in_place_restarts_restore_from_local_disk)
+{
+	struct prepared_run p;
+	struct local_options o = {
+		.format = 1, .chaos = "crash:worker=1@3s,preempt:slice=1@6s",
+	};
+	struct captured c;
+	char seq[256], crash[128], pre[128];
+	json_t *s;
+
+	s = run_to_summary(&p, &o, "tier", 10, 10, &c);
+	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
+	generation_causes(c.out, seq, sizeof(seq));
+	cr_assert(!strncmp(seq, "trainer/signal infrastructure/preemption",
+			   40), "%s\n%s", seq, c.out);
+	restore_sources(p.run_url, 2, crash, sizeof(crash));
+	cr_assert_str_eq(crash, "00:local 01:local 10:local 11:local", "%s",
+			 c.out);
+	restore_sources(p.run_url, 3, pre, sizeof(pre));
+	cr_assert_str_eq(pre, "00:local 01:local 10:bucket 11:bucket", "%s",
+			 c.out);
+	cr_assert(strstr(c.out, "local disks wiped"), "%s", c.out);
+	run_done(&p, &c, s);
+}
+
 /* ---- bad hosts ---- */
 
 /* Process 1's host fails generation 1 with SIGSEGV and generation 2 with
