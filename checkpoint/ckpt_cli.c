@@ -21,6 +21,7 @@ struct ckpt_args {
 	unsigned keep;
 	unsigned keep_every;
 	unsigned stale_ms;
+	const char *local_dir;
 	int format;
 	struct strlist pos;
 };
@@ -83,6 +84,7 @@ static int ckpt_save_cmd(struct ckpt_args *a)
 	if (a->level)
 		o.pack.level = (int)a->level;
 	o.pack.threads = a->threads;
+	o.local_dir = a->local_dir;
 	err_init(&e);
 	if (ckpt_save(s, a->pos.v[0], a->step, &o, &r, &e))
 		return fail(s, &e);
@@ -151,7 +153,10 @@ static int ckpt_ls_cmd(struct ckpt_args *a)
 
 static int ckpt_restore_cmd(struct ckpt_args *a)
 {
-	struct ckpt_restore_options o = { .step = a->step, .part = a->part };
+	bool local = false;
+	struct ckpt_restore_options o = { .step = a->step, .part = a->part,
+					  .local_dir = a->local_dir,
+					  .from_local = &local };
 	struct store *s;
 	struct err e;
 	uint64_t restored = 0, start = mono_ms();
@@ -167,13 +172,16 @@ static int ckpt_restore_cmd(struct ckpt_args *a)
 
 		buf_init(&b);
 		print_json_string(&b, a->pos.v[1]);
-		printf("{\"step\":%llu,\"dest\":%s,\"seconds\":%.3f}\n",
+		printf("{\"step\":%llu,\"dest\":%s,\"source\":\"%s\","
+		       "\"seconds\":%.3f}\n",
 		       (unsigned long long)restored, b.data ? b.data : "\"\"",
+		       local ? "local" : "store",
 		       (double)(mono_ms() - start) / 1000.0);
 		buf_release(&b);
 	} else
-		printf("restored step %llu into %s in %.2f s\n",
+		printf("restored step %llu into %s from %s in %.2f s\n",
 		       (unsigned long long)restored, a->pos.v[1],
+		       local ? "the local copy" : "the store",
 		       (double)(mono_ms() - start) / 1000.0);
 	store_close(s);
 	return 0;
@@ -251,8 +259,9 @@ static const struct ckpt_command ckpt_commands[] = {
 	{ "save", ckpt_save_cmd, "pack a directory as one part of a step",
 	  "ckpt save DIR URL --step N [options]\n\n"
 	  "Packs DIR as tar+zstd straight into URL as this host's part of\n"
-	  "step N, then commits the step once all its parts are there.",
-	  2, "step part parts-expected level threads format" },
+	  "step N, then commits the step once all its parts are there.\n"
+	  "With --local-dir it also keeps the part there, for restore.",
+	  2, "step part parts-expected level threads local-dir format" },
 	{ "ls", ckpt_ls_cmd, "list steps, committed or partial",
 	  "ckpt ls URL [--format json]\n\n"
 	  "Lists the steps under URL, committed or not.",
@@ -260,8 +269,10 @@ static const struct ckpt_command ckpt_commands[] = {
 	{ "restore", ckpt_restore_cmd, "restore the newest good step",
 	  "ckpt restore URL DEST [--step N] [--part NAME]\n\n"
 	  "Restores the newest committed step whose part verifies (or step\n"
-	  "N) into DEST, atomically: DEST is untouched on any failure.",
-	  2, "step part format" },
+	  "N) into DEST, atomically: DEST is untouched on any failure.\n"
+	  "With --local-dir a copy kept there by save is unpacked instead\n"
+	  "when it matches COMMIT (no byte of the part read from URL).",
+	  2, "step part local-dir format" },
 	{ "verify", ckpt_verify_cmd, "check a step's parts against COMMIT",
 	  "ckpt verify URL [--step N]\n\n"
 	  "Reads every part of the newest committed step (or step N) and\n"
@@ -318,6 +329,10 @@ static int run_sub(const char *prog, const struct ckpt_command *c, int argc,
 		  .arg = "S",
 		  .help = "partial steps untouched this long are abandoned "
 			  "(default 3600)" },
+		{ .name = "local-dir", .kind = OPT_STRING,
+		  .value = &a.local_dir, .arg = "DIR",
+		  .help = "a local tier: save keeps the part there, restore "
+			  "reads it from there when it verifies" },
 		{ .name = "format", .kind = OPT_CHOICE, .value = &a.format,
 		  .arg = "text|json", .choices = ckpt_format_names,
 		  .help = "json: one JSON object a line" },
