@@ -342,6 +342,41 @@ Test(flags, job_takes_a_hang_signal_by_name)
 	}
 }
 
+/* The bad-host pattern and the local tier's flags are checked before
+ * anything is made, and say what is wrong. */
+Test(flags, job_checks_the_bad_host_pattern_and_the_local_tier)
+{
+	static const struct {
+		const char *const how[4];
+		const char *want;
+	} cases[] = {
+		{ { "r1", "--bad-host-pattern", "Xid (79", NULL },
+		  "--bad-host-pattern: the bad-host pattern \"Xid (79\" is not "
+		  "a POSIX extended regular expression" },
+		{ { "r1", "--bad-host-pattern", "", NULL },
+		  "it would match every line" },
+		{ { "r1", "--local-dir", "shm/x", NULL },
+		  "--local-dir takes an absolute path, not 'shm/x'" },
+		{ { "r1", "--local-keep", "1001", NULL }, "--local-keep" },
+	};
+	struct run_result r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		render(&r, cases[i].how, "--num-slices");
+		cr_assert_eq(r.status, 2, "case %zu: exit %d: %s", i, r.status,
+			     r.err);
+		ASSERT_HAS(r.err, cases[i].want);
+		run_result_release(&r);
+	}
+	render(&r, (const char *const[]){ "r1", "--bad-host-pattern",
+					  "Xid (48|79)|ECC", "--local-keep",
+					  "0", "--local-dir", "/dev/shm/s",
+					  NULL },
+	       "--num-slices");
+	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	run_result_release(&r);
+}
+
 Test(flags, help_fits_80_columns)
 {
 	static const char *const commands[] = { "create", "job" };
