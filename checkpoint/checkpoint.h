@@ -194,6 +194,14 @@ struct ckpt_restore_options {
 	 * deleted, saying why, and the store's is read. */
 	const char *local_dir;
 	bool *from_local; /* NULL, or set: the local copy was restored */
+	/* NULL, or the peer tier: when local_dir has no copy, asks for one
+	 * (of size bytes with crc32c, into path) from a peer: 0 when path is
+	 * there; the copy is then checked and unpacked as a local one (a
+	 * wrong one deleted and the store's read), and from_peer set. */
+	int (*fetch)(void *ud, uint64_t step, const char *part, uint64_t size,
+		     uint32_t crc32c, const char *path, struct err *e);
+	void *fetch_ud;
+	bool *from_peer;
 };
 
 /* Restores a part into dest atomically: unpacked (no absolute paths, no
@@ -237,6 +245,42 @@ void ckpt_local_path(char *out, size_t cap, const char *dir, uint64_t step,
  * rest; *dropped says how many. -1 (errno) when dir cannot be read. */
 int ckpt_local_prune(const char *dir, unsigned keep, uint64_t committed,
 		     uint64_t above, size_t *dropped);
+
+/*
+ * The peer tier's wire (ckpt_peer.c; docs/DESIGN.md "The peer tier"): a
+ * host pushes its packed part to a partner, which keeps it in held_dir
+ * as the local tier keeps its own (ckpt_local_path), and fetches it back
+ * after losing its disk. Each connection first proves both ends hold the
+ * run's secret (HMAC-SHA256 over fresh nonces). Every wait ends after
+ * stall_ms without progress.
+ */
+struct ckpt_peer_server {
+	const char *secret;
+	const char *held_dir;    /* the parts partners pushed here */
+	unsigned stall_ms;
+};
+/* Answers one request on connected fd (the caller closes it). */
+int ckpt_peer_serve(int fd, const struct ckpt_peer_server *sv,
+		    struct err *e);
+
+struct ckpt_peer_client {
+	const char *host;
+	unsigned port;
+	const char *secret;
+	unsigned stall_ms;       /* also the connect's bound */
+};
+/* Sends the file at path as step's part. */
+int ckpt_peer_push(const struct ckpt_peer_client *c, uint64_t step,
+		   const char *part, const char *path, struct err *e);
+/* Fetches step's part into path, refusing anything but size bytes of
+ * CRC32C crc (CLOUD_ECORRUPT); CLOUD_ENOTFOUND when the peer has none. */
+int ckpt_peer_fetch(const struct ckpt_peer_client *c, uint64_t step,
+		    const char *part, uint64_t size, uint32_t crc,
+		    const char *path, struct err *e);
+/* The run's peer secret (s's peer.secret), made create-only by the first
+ * to ask: 64 hex digits into out[cap]. */
+int ckpt_peer_secret(struct store *s, char *out, size_t cap,
+		     struct err *e);
 
 struct ckpt_prune_options {
 	unsigned keep;          /* newest committed steps kept, at least 1 */

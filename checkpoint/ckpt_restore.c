@@ -899,10 +899,39 @@ static int unpack_into(struct store *s, struct unpack_source *src,
  * when it was unpacked into dest. One that fails for what it holds is
  * deleted (the store's is read instead); *r gets any other failure (a
  * full disk: the store's would fail alike). */
-static bool restore_local(struct store *s, const char *dest, uint64_t step,
-			  const struct ckpt_part *p, const char *local_dir,
-			  int *r, struct err *e)
+/* No local copy: asks the peer tier for one, into path. */
+static bool fetch_from_peer(const struct ckpt_restore_options *o,
+			    uint64_t step, const char *part,
+			    const struct ckpt_part *p, const char *local_dir,
+			    const char *path, struct stat *st)
 {
+	char dir[PATH_MAX];
+	struct err e;
+
+	if (!o->fetch)
+		return false;
+	err_init(&e);
+	snprintf(dir, sizeof(dir), "%s/step-%010llu", local_dir,
+		 (unsigned long long)step);
+	if (fs_mkdir_p(dir, 0700, &e) ||
+	    o->fetch(o->fetch_ud, step, part, p->size, p->crc32c, path, &e)) {
+		log_warn("step %llu: no copy from a peer: %s; reading the "
+			 "bucket's", (unsigned long long)step, e.msg);
+		return false;
+	}
+	if (stat(path, st))
+		return false;
+	if (o->from_peer)
+		*o->from_peer = true;
+	return true;
+}
+
+static bool restore_local(struct store *s, const char *dest, uint64_t step,
+			  const struct ckpt_part *p,
+			  const struct ckpt_restore_options *o, int *r,
+			  struct err *e)
+{
+	const char *local_dir = o->local_dir;
 	char path[PATH_MAX], part[256];
 	size_t n = strlen(p->name) - strlen(CKPT_PART_SUFFIX);
 	struct unpack_source src = { .name = p->name, .part = p,
@@ -911,7 +940,8 @@ static bool restore_local(struct store *s, const char *dest, uint64_t step,
 
 	snprintf(part, sizeof(part), "%.*s", (int)n, p->name);
 	ckpt_local_path(path, sizeof(path), local_dir, step, part);
-	if (stat(path, &st) || !S_ISREG(st.st_mode))
+	if ((stat(path, &st) || !S_ISREG(st.st_mode)) &&
+	    !fetch_from_peer(o, step, part, p, local_dir, path, &st))
 		return false;
 	if ((uint64_t)st.st_size != p->size) {
 		log_warn("local copy %s has %lld bytes, COMMIT says %llu: "
@@ -948,12 +978,13 @@ static int restore_part(struct store *s, const char *dest, uint64_t step,
 				     .what = "the part" };
 	int r = 0;
 
-	if (o->local_dir && restore_local(s, dest, step, p, o->local_dir, &r,
-					  e)) {
+	if (o->local_dir && restore_local(s, dest, step, p, o, &r, e)) {
 		if (!r && o->from_local)
-			*o->from_local = true;
+			*o->from_local = !(o->from_peer && *o->from_peer);
 		return r;
 	}
+	if (o->from_peer)
+		*o->from_peer = false;
 	ckpt_object_name(name, sizeof(name), step, p->name);
 	return unpack_into(s, &src, dest, e);
 }
@@ -1033,6 +1064,8 @@ int ckpt_restore(struct store *s, const char *dest,
 		o = &defaults;
 	if (o->from_local)
 		*o->from_local = false;
+	if (o->from_peer)
+		*o->from_peer = false;
 	if (!s || !dest || !*dest)
 		return err_set(e, CKPT_EINVAL,
 			       "ckpt_restore needs a store and a destination");
