@@ -56,6 +56,8 @@ static struct shipper *shipper_new(const struct shipper_config *c)
 	if (c->local_dir && c->local_keep) {
 		s->local_dir = dup_or_null(c->local_dir, &ok);
 		s->local_keep = c->local_keep;
+		s->kept = c->kept;
+		s->kept_ud = c->kept_ud;
 	}
 	s->spool_bytes = c->spool_bytes;
 	s->notify_fd = c->notify_fd;

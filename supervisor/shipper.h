@@ -57,6 +57,10 @@ struct shipper_config {
 	 * (ckpt_local_prune). */
 	const char *local_dir;
 	unsigned local_keep;
+	/* NULL, or told (from the uploader's thread, nothing held) each
+	 * step whose part the local tier now holds. */
+	void (*kept)(void *ud, uint64_t step);
+	void *kept_ud;
 	uint64_t spool_bytes;     /* bound on the spool */
 	int notify_fd;            /* a byte is written here on every change
 				     of shipper_state; -1 none */

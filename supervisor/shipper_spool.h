@@ -46,6 +46,8 @@ struct shipper {
 	char *run_url, *ckpt_dir, *spool_dir, *part;
 	char *local_dir;         /* NULL: no local tier */
 	unsigned local_keep;
+	void (*kept)(void *ud, uint64_t step);
+	void *kept_ud;
 	unsigned parts_expected;
 	unsigned rank, takeover_ms;
 	bool prune;

@@ -59,7 +59,7 @@ static void prune(struct shipper *s, struct store *store)
  * committer learns of commits late (a deputy's stat), so what it thinks
  * committed may be old: the newer copies are bounded too. Called and
  * returns with mu held, dropped meanwhile. */
-static void prune_local(struct shipper *s)
+static void prune_local(struct shipper *s, uint64_t step)
 {
 	int64_t committed = s->st.newest_committed;
 	size_t dropped;
@@ -67,6 +67,8 @@ static void prune_local(struct shipper *s)
 	if (!s->local_dir)
 		return;
 	pthread_mutex_unlock(&s->mu);
+	if (s->kept)
+		s->kept(s->kept_ud, step);
 	if (ckpt_local_prune(s->local_dir, s->local_keep,
 			     committed > 0 ? (uint64_t)committed : 0,
 			     UINT64_MAX, &dropped))
@@ -295,7 +297,7 @@ static void upload_newest(struct shipper *s, struct store *store)
 	spool_enforce_bound(s);
 	spool_publish(s);
 	if (!rc)
-		prune_local(s);
+		prune_local(s, step);
 	if (do_prune)
 		prune(s, store);
 }

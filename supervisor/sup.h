@@ -46,6 +46,7 @@ struct sup {
 	struct deadline_poller *poller; /* worker 0 of a queued resource's */
 	struct exporter *exporter; /* worker 0's, with "monitoring" */
 	struct notifier *notifier; /* process 0's, with "notify" */
+	struct peer *peer;         /* the peer tier, NULL none */
 	struct trainer trainer;
 
 	enum sup_phase phase;

@@ -17,6 +17,7 @@
 #include "supervisor/deadline.h"
 #include "supervisor/exporter.h"
 #include "supervisor/notifier.h"
+#include "supervisor/peer.h"
 #include "supervisor/launch.h"
 #include "supervisor/watch.h"
 
@@ -533,6 +534,40 @@ static void start_notifier(struct sup *s)
 		log_warn("not sending the run's notifications: %s", ne.msg);
 }
 
+static void kept(void *peer, uint64_t step)
+{
+	peer_push(peer, step);
+}
+
+/* The peer tier, beside the local tier, where the run has another worker
+ * to hold this one's part. Without it (a port that cannot be had, no
+ * bucket for the secret) the run goes on with the local tier and the
+ * bucket, said so. SLICE_PEER_TIER=0 turns it off. */
+static void start_peer(struct sup *s)
+{
+	const char *off = getenv("SLICE_PEER_TIER");
+	char advertise[256];
+	struct peer_config pc = {
+		.run_url = s->o->run_url, .part = s->id.name,
+		.process = s->id.process_id, .processes = s->id.num_processes,
+		.workers_per_slice = s->job.workers_per_slice,
+		.local_dir = s->local_dir, .advertise = advertise,
+		.port = env_number("SLICE_PEER_PORT", 0, 65535, 0),
+		.keep = s->job.local_keep + 2,
+		.stall_ms = env_number("SLICE_PEER_STALL_MS", 50, 600000, 10000),
+	};
+	struct err e;
+
+	if (!s->local_dir[0] || s->id.num_processes < 2 ||
+	    (off && !strcmp(off, "0")))
+		return;
+	peer_advertise(s->id.coordinator, advertise, sizeof(advertise));
+	err_init(&e);
+	if (peer_start(&s->peer, &pc, &e))
+		log_warn("no peer tier: %s (restores read the local tier, "
+			 "then the bucket)", e.msg);
+}
+
 /* Where this host keeps its local tier: job.json's local_dir (a tmpfs
  * it names, shared by the runs and workers of a machine: each its own
  * folder), else the state directory's, on disk. */
@@ -634,6 +669,13 @@ int sup_setup(struct sup *s, struct err *e)
 	local_tier(s);
 	sc.local_dir = yc.local_dir = s->local_dir[0] ? s->local_dir : NULL;
 	sc.local_keep = yc.local_keep = s->job.local_keep;
+	start_peer(s);
+	if (s->peer) {
+		sc.kept = kept;
+		sc.kept_ud = s->peer;
+		yc.fetch = peer_fetch;
+		yc.fetch_ud = s->peer;
+	}
 	sc.spool_bytes = (uint64_t)s->job.spool_mb << 20;
 	sc.notify_fd = s->pipe[1];
 	sc.poll_ms = 200;
@@ -794,6 +836,9 @@ void sup_release(struct sup *s)
 		shipper_stop(s->ship);
 	if (s->sync)
 		syncer_stop(s->sync, mono_ms() + 10000);
+	/* After both: the shipper pushes through it, the syncer fetches. */
+	peer_stop(s->peer);
+	s->peer = NULL;
 	/* What the store does not take by then stays in the spool, for
 	 * this worker's next start. */
 	events_writer_stop(s->events, mono_ms() + 5000);

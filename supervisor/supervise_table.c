@@ -327,7 +327,8 @@ static enum sup_phase act_restored(struct sup *s, const struct control *c)
 		sup_note(s, "restore", r->step, NULL,
 			 r->step <= 0 ? NULL
 			 : r->from_local ? "{\"source\":\"local\"}"
-					 : "{\"source\":\"bucket\"}");
+			 : r->from_peer ? "{\"source\":\"peer\"}"
+					: "{\"source\":\"bucket\"}");
 		if (c->generation > s->generation)
 			return begin_restore(s, c->generation);
 		return sup_start_trainer(s);

@@ -325,7 +325,10 @@ static void task_restore(struct syncer *s, const struct syncer_request *r,
 {
 	struct ckpt_restore_options o = { .part = s->c.part,
 					  .local_dir = s->c.local_dir,
-					  .from_local = &out->from_local };
+					  .from_local = &out->from_local,
+					  .fetch = s->c.fetch,
+					  .fetch_ud = s->c.fetch_ud,
+					  .from_peer = &out->from_peer };
 	uint64_t restored = 0;
 	size_t discarded, dropped;
 	int64_t step;

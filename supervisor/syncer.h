@@ -28,6 +28,11 @@ struct syncer_config {
 	 * restored, keeping local_keep (ckpt_local_prune). */
 	const char *local_dir;
 	unsigned local_keep;
+	/* NULL, or the peer tier's fetch when the local tier has no copy
+	 * (ckpt_restore_options' fetch). */
+	int (*fetch)(void *ud, uint64_t step, const char *part, uint64_t size,
+		     uint32_t crc32c, const char *path, struct err *e);
+	void *fetch_ud;
 	/* Where the run's bundle.tar.zst is unpacked (STATE_DIR/code); the
 	 * generation unpacked is recorded next to it in CODE_DIR.generation
 	 * so an unchanged bundle is not fetched again. */
@@ -84,6 +89,7 @@ struct syncer_result {
 	bool from_local;           /* TASK_RESTORE: the step came from the
 				      local tier, no part read from the
 				      store */
+	bool from_peer;            /* TASK_RESTORE: from the partner's */
 	bool quarantined;          /* TASK_BUMP: it quarantined the host
 				      its cause names, and the run goes on */
 };

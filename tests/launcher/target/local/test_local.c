@@ -588,28 +588,35 @@ static void restore_sources(const char *url, int64_t gen, char *out,
 
 /* A crash restarts every trainer in place: each restores its part from
  * its own disk. A preemption of slice 1 gives it new VMs whose disks the
- * provider wiped: its workers read the bucket, slice 0's their disks. */
-Test(local, in_place_restarts_restore_from_local_disk)
+ * provider wiped: its workers fetch their parts from their partners in
+ * slice 0, which restore from their own disks. A preemption of both
+ * slices loses every host with its partner: the bucket. */
+Test(local, restores_come_from_local_disk_then_a_partner_then_the_bucket)
 {
 	struct prepared_run p;
 	struct local_options o = {
-		.format = 1, .chaos = "crash:worker=1@3s,preempt:slice=1@6s",
+		.format = 1, .chaos = "crash:worker=1@2.5s,"
+				      "preempt:slice=1@5s,preempt@7.5s",
 	};
 	struct captured c;
-	char seq[256], crash[128], pre[128];
+	char seq[256], crash[128], one[128], all[128];
 	json_t *s;
 
 	s = run_to_summary(&p, &o, "tier", 10, 10, &c);
 	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
 	generation_causes(c.out, seq, sizeof(seq));
-	cr_assert(!strncmp(seq, "trainer/signal infrastructure/preemption",
-			   40), "%s\n%s", seq, c.out);
+	cr_assert(!strncmp(seq, "trainer/signal infrastructure/preemption "
+				"infrastructure/preemption", 66),
+		  "%s\n%s", seq, c.out);
 	restore_sources(p.run_url, 2, crash, sizeof(crash));
-	cr_assert_str_eq(crash, "00:local 01:local 10:local 11:local", "%s",
-			 c.out);
-	restore_sources(p.run_url, 3, pre, sizeof(pre));
-	cr_assert_str_eq(pre, "00:local 01:local 10:bucket 11:bucket", "%s",
-			 c.out);
+	restore_sources(p.run_url, 3, one, sizeof(one));
+	restore_sources(p.run_url, 4, all, sizeof(all));
+	cr_assert_str_eq(crash, "00:local 01:local 10:local 11:local",
+			 "%s\n%s", crash, c.out);
+	cr_assert_str_eq(one, "00:local 01:local 10:peer 11:peer", "%s\n%s",
+			 one, c.out);
+	cr_assert_str_eq(all, "00:bucket 01:bucket 10:bucket 11:bucket",
+			 "%s\n%s", all, c.out);
 	cr_assert(strstr(c.out, "local disks wiped"), "%s", c.out);
 	run_done(&p, &c, s);
 }

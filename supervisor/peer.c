@@ -1,0 +1,427 @@
+/*
+ * supervisor/peer.c: this host's side of the peer tier (peer.h).
+ *
+ * Two threads, one connection at a time each: the server (each host
+ * holds one partner's part and is asked for it by that partner alone, so
+ * a second connection has nothing to wait for but the first) and the
+ * pusher, apart because partners are often each other's: two hosts
+ * pushing at once must still be served. A push to a partner that is gone
+ * costs at most the stall bound, and a newer step replaces one not pushed
+ * yet. Nothing here decides what restores: a
+ * copy from a partner is checked against COMMIT like any other.
+ */
+#include "supervisor/peer.h"
+
+#include "checkpoint/checkpoint.h"
+#include "cloud/cloud.h"
+#include "run/run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define ADDR_MAX 4096
+#define SECRET_LEN 128
+
+struct peer {
+	struct peer_config c;
+	char *run_url, *part, *local_dir, *advertise;
+	char held_dir[1500];
+	char secret[SECRET_LEN];
+	int listener, wake[2];
+	unsigned port;
+	struct store *store;       /* the thread's */
+	pthread_t server, pusher;
+	bool serving, pushing;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;         /* want_push or stop changed */
+	bool stop;
+	uint64_t want_push, pushed;
+};
+
+unsigned peer_partner(unsigned p, unsigned n, unsigned workers_per_slice)
+{
+	if (n <= 1)
+		return p;
+	if (workers_per_slice && n > workers_per_slice)
+		return (p + workers_per_slice) % n;
+	return (p + 1) % n;
+}
+
+static void addr_name(char *out, size_t cap, const char *part)
+{
+	snprintf(out, cap, "peers/%s.json", part);
+}
+
+/* Where the worker whose part is `part` listens, as it last said. */
+static int read_addr(struct store *s, const char *part, char *host,
+		     size_t cap, unsigned *port, struct err *e)
+{
+	char name[300], *data = NULL;
+	size_t len;
+	json_t *o;
+	const char *h;
+	json_int_t pt;
+	int r;
+
+	addr_name(name, sizeof(name), part);
+	r = store_read(s, name, ADDR_MAX, &data, &len, NULL, e);
+	if (r)
+		return r;
+	o = json_loadb(data, len, 0, NULL);
+	free(data);
+	h = json_string_value(json_object_get(o, "host"));
+	pt = json_integer_value(json_object_get(o, "port"));
+	if (!h || !*h || strlen(h) >= cap || pt < 1 || pt > 65535) {
+		json_decref(o);
+		return err_set(e, CLOUD_ECORRUPT, "%s is not a peer's address",
+			       store_url(s, name));
+	}
+	snprintf(host, cap, "%s", h);
+	*port = (unsigned)pt;
+	json_decref(o);
+	return 0;
+}
+
+static int publish(struct peer *p, struct err *e)
+{
+	char name[300], now[40], *text;
+	json_t *o;
+	int r;
+
+	addr_name(name, sizeof(name), p->part);
+	rfc3339_now(now, sizeof(now));
+	o = json_pack("{s:s, s:i, s:s}", "host", p->advertise, "port",
+		      (int)p->port, "time", now);
+	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!text)
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	r = store_put(p->store, name, text, strlen(text), STORE_ANY_GENERATION, NULL, e);
+	free(text);
+	return r;
+}
+
+static const char *partner_part(const struct peer *p, char *out, size_t cap)
+{
+	unsigned q = peer_partner(p->c.process, p->c.processes,
+				  p->c.workers_per_slice);
+	unsigned wps = p->c.workers_per_slice ? p->c.workers_per_slice : 1;
+
+	run_worker_name(q / wps, q % wps, out, cap);
+	return out;
+}
+
+static void push(struct peer *p, uint64_t step)
+{
+	struct ckpt_peer_client c = { .secret = p->secret,
+				      .stall_ms = p->c.stall_ms };
+	char host[256], partner[64], path[1600];
+	struct err e;
+	uint64_t t0 = mono_ms();
+
+	err_init(&e);
+	partner_part(p, partner, sizeof(partner));
+	ckpt_local_path(path, sizeof(path), p->local_dir, step, p->part);
+	c.host = host;
+	if (read_addr(p->store, partner, host, sizeof(host), &c.port, &e) ||
+	    ckpt_peer_push(&c, step, p->part, path, &e)) {
+		log_warn("peer tier: step %llu not pushed to %s: %s",
+			 (unsigned long long)step, partner, e.msg);
+		return;
+	}
+	log_info("peer tier: step %llu pushed to %s (%s:%u) in %llu ms",
+		 (unsigned long long)step, partner, host, c.port,
+		 (unsigned long long)(mono_ms() - t0));
+}
+
+static void serve_one(struct peer *p)
+{
+	struct ckpt_peer_server sv = { .secret = p->secret,
+				       .held_dir = p->held_dir,
+				       .stall_ms = p->c.stall_ms };
+	struct err e;
+	size_t dropped;
+	int fd = accept(p->listener, NULL, NULL);
+
+	if (fd < 0)
+		return;
+	/* Not inherited by the trainers this process starts. */
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (ckpt_peer_serve(fd, &sv, &e))
+		log_warn("peer tier: %s", e.msg);
+	close(fd);
+	/* The partner's newest few: which of them it committed is its
+	 * business, and a restore checks whatever it gets. */
+	ckpt_local_prune(p->held_dir, p->c.keep, UINT64_MAX, UINT64_MAX,
+			 &dropped);
+}
+
+static void *server_main(void *arg)
+{
+	struct peer *p = arg;
+
+	for (;;) {
+		struct pollfd fds[2] = {
+			{ .fd = p->listener, .events = POLLIN },
+			{ .fd = p->wake[0], .events = POLLIN },
+		};
+
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents)
+			break; /* only peer_stop writes it */
+		if (fds[0].revents & POLLIN)
+			serve_one(p);
+	}
+	return NULL;
+}
+
+static void *pusher_main(void *arg)
+{
+	struct peer *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		uint64_t step = 0;
+
+		if (p->want_push > p->pushed)
+			step = p->pushed = p->want_push;
+		/* Also when stopping: a leaving host's final step (a
+		 * notice's) is the one its successor will want. */
+		if (step) {
+			pthread_mutex_unlock(&p->mu);
+			push(p, step);
+			pthread_mutex_lock(&p->mu);
+			continue;
+		}
+		if (p->stop)
+			break;
+		pthread_cond_wait(&p->cv, &p->mu);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static int listen_on(struct peer *p, struct err *e)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+				  .sin6_port = htons((uint16_t)p->c.port),
+				  .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in v4 = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)p->c.port),
+				  .sin_addr = { htonl(INADDR_ANY) } };
+	socklen_t len = sizeof(a);
+	int one = 1, zero = 0;
+
+	/* Both families where the host has IPv6, else IPv4 alone. */
+	p->listener = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC |
+					       SOCK_NONBLOCK, 0);
+	if (p->listener >= 0) {
+		setsockopt(p->listener, IPPROTO_IPV6, IPV6_V6ONLY, &zero,
+			   sizeof(zero));
+		setsockopt(p->listener, SOL_SOCKET, SO_REUSEADDR, &one,
+			   sizeof(one));
+		if (bind(p->listener, (struct sockaddr *)&a, sizeof(a))) {
+			close(p->listener);
+			p->listener = -1;
+		}
+	}
+	if (p->listener < 0) {
+		p->listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC |
+						      SOCK_NONBLOCK, 0);
+		if (p->listener < 0)
+			return err_errno(e, COMMON_EIO, errno, "peer tier: "
+					 "socket");
+		setsockopt(p->listener, SOL_SOCKET, SO_REUSEADDR, &one,
+			   sizeof(one));
+		if (bind(p->listener, (struct sockaddr *)&v4, sizeof(v4)))
+			return err_errno(e, COMMON_EIO, errno, "peer tier: "
+					 "binding port %u", p->c.port);
+		len = sizeof(v4);
+		if (getsockname(p->listener, (struct sockaddr *)&v4, &len))
+			return err_errno(e, COMMON_EIO, errno, "peer tier: "
+					 "getsockname");
+		p->port = ntohs(v4.sin_port);
+	} else {
+		if (getsockname(p->listener, (struct sockaddr *)&a, &len))
+			return err_errno(e, COMMON_EIO, errno, "peer tier: "
+					 "getsockname");
+		p->port = ntohs(a.sin6_port);
+	}
+	if (listen(p->listener, 8))
+		return err_errno(e, COMMON_EIO, errno, "peer tier: listen");
+	return 0;
+}
+
+void peer_advertise(const char *coordinator, char *out, size_t cap)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *ai = NULL;
+	struct sockaddr_storage me;
+	socklen_t len = sizeof(me);
+	const char *env = getenv("SLICE_PEER_HOST");
+	int fd = -1;
+	bool ok = false;
+
+	if (env && *env) {
+		snprintf(out, cap, "%s", env);
+		return;
+	}
+	/* A datagram socket's connect sends nothing: it only picks the
+	 * route, and with it the address the coordinator's peers see. */
+	if (coordinator && *coordinator &&
+	    !getaddrinfo(coordinator, "9", &hints, &ai) &&
+	    (fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0 &&
+	    !connect(fd, ai->ai_addr, ai->ai_addrlen) &&
+	    !getsockname(fd, (struct sockaddr *)&me, &len))
+		ok = !getnameinfo((struct sockaddr *)&me, len, out,
+				  (socklen_t)cap, NULL, 0, NI_NUMERICHOST);
+	if (fd >= 0)
+		close(fd);
+	if (ai)
+		freeaddrinfo(ai);
+	if (!ok && (gethostname(out, cap - 1) || !*out))
+		snprintf(out, cap, "127.0.0.1");
+	out[cap - 1] = '\0';
+}
+
+static int wake_pipe(struct peer *p, struct err *e)
+{
+	if (pipe(p->wake))
+		return err_errno(e, COMMON_EIO, errno, "peer tier: pipe");
+	for (int i = 0; i < 2; i++) {
+		fcntl(p->wake[i], F_SETFD, FD_CLOEXEC);
+		fcntl(p->wake[i], F_SETFL, O_NONBLOCK);
+	}
+	return 0;
+}
+
+static void peer_free(struct peer *p)
+{
+	if (p->listener >= 0)
+		close(p->listener);
+	for (int i = 0; i < 2; i++)
+		if (p->wake[i] >= 0)
+			close(p->wake[i]);
+	store_close(p->store);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p->run_url);
+	free(p->part);
+	free(p->local_dir);
+	free(p->advertise);
+	free(p);
+}
+
+int peer_start(struct peer **out, const struct peer_config *c,
+	       struct err *e)
+{
+	struct peer *p = calloc(1, sizeof(*p));
+	int r;
+
+	*out = NULL;
+	if (!p)
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	p->c = *c;
+	p->listener = p->wake[0] = p->wake[1] = -1;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	p->run_url = strdup(c->run_url);
+	p->part = strdup(c->part);
+	p->local_dir = strdup(c->local_dir);
+	p->advertise = strdup(c->advertise);
+	if (!p->run_url || !p->part || !p->local_dir || !p->advertise) {
+		peer_free(p);
+		return err_set(e, COMMON_ENOMEM, "out of memory");
+	}
+	snprintf(p->held_dir, sizeof(p->held_dir), "%s/held", c->local_dir);
+	if ((r = store_open(&p->store, c->run_url, e)) ||
+	    (r = ckpt_peer_secret(p->store, p->secret, sizeof(p->secret), e)) ||
+	    (r = fs_mkdir_p(p->held_dir, 0700, e)) ||
+	    (r = listen_on(p, e)) || (r = wake_pipe(p, e)) ||
+	    (r = publish(p, e))) {
+		peer_free(p);
+		return r;
+	}
+	r = thread_start(&p->server, server_main, p);
+	p->serving = !r;
+	if (!r)
+		r = thread_start(&p->pusher, pusher_main, p);
+	p->pushing = p->serving && !r;
+	if (r) {
+		peer_stop(p);
+		return err_errno(e, COMMON_EIO, r, "peer tier: thread");
+	}
+	log_info("peer tier: %s listens at %s:%u; partner %u of %u",
+		 p->part, p->advertise, p->port,
+		 peer_partner(c->process, c->processes, c->workers_per_slice),
+		 c->processes);
+	*out = p;
+	return 0;
+}
+
+void peer_push(struct peer *p, uint64_t step)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	if (step > p->want_push)
+		p->want_push = step;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+int peer_fetch(void *peer, uint64_t step, const char *part, uint64_t size,
+	       uint32_t crc32c, const char *path, struct err *e)
+{
+	struct peer *p = peer;
+	struct ckpt_peer_client c = { .secret = p->secret,
+				      .stall_ms = p->c.stall_ms };
+	char host[256], partner[64];
+	struct store *s;
+	int r;
+
+	/* The syncer's thread: a store of its own, and the partner's
+	 * address as it is now (it may have restarted elsewhere). */
+	partner_part(p, partner, sizeof(partner));
+	r = store_open(&s, p->run_url, e);
+	if (r)
+		return r;
+	c.host = host;
+	r = read_addr(s, partner, host, sizeof(host), &c.port, e);
+	store_close(s);
+	if (!r)
+		r = ckpt_peer_fetch(&c, step, part, size, crc32c, path, e);
+	if (!r)
+		log_info("peer tier: step %llu fetched from %s (%s:%u)",
+			 (unsigned long long)step, partner, host, c.port);
+	return r;
+}
+
+void peer_stop(struct peer *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	if (write(p->wake[1], "s", 1) < 0)
+		log_debug("peer tier: wake: %s", strerror(errno));
+	if (p->serving)
+		pthread_join(p->server, NULL);
+	if (p->pushing)
+		pthread_join(p->pusher, NULL);
+	peer_free(p);
+}
