@@ -36,6 +36,7 @@ struct gke_spec {
 					  the namespace's default */
 	bool cordon;                   /* a node whose preflight fails is
 					  cordoned (docs/DESIGN.md) */
+	bool cordon_bad_hosts;         /* and a quarantined one */
 	const char *image;             /* the trainer's image */
 	const char *run_url;           /* BUCKET/RUN */
 	const char *supervisor_sha256;
@@ -86,12 +87,12 @@ struct gke_options {
 	const char *location, *namespace, *queue;
 	const char *priority_class, *image, *kubeconfig, *context;
 	const char *reservation, *service_account;
-	bool flex_start, queued_provisioning, cordon;
+	bool flex_start, queued_provisioning, cordon, cordon_bad_hosts;
 };
 
 /* Entries the row's options slot fills (target.h), the shared three
  * among them. */
-#define GKE_OPTIONS_COUNT 15
+#define GKE_OPTIONS_COUNT 16
 
 /* Whether any of GKE's own flags was given; gke_refuse_flags says so
  * (with --cluster and --render) to the tpu-vm and local targets' checks:

@@ -56,6 +56,12 @@ static size_t options(struct job_flags *f, struct opt *opts)
 		  .help = "--target gke, with --preflight: a pod whose "
 			  "preflight fails cordons its node (the service "
 			  "account may get and patch nodes: README)" },
+		{ .name = "cordon-bad-hosts", .kind = OPT_FLAG,
+		  .value = &g->cordon_bad_hosts,
+		  .help = "--target gke: a pod whose node is quarantined (a "
+			  "bad host) cordons it, so that JobSet's new pods "
+			  "land elsewhere (the service account may get and "
+			  "patch nodes: README)" },
 		{ .name = "flex-start", .kind = OPT_FLAG,
 		  .value = &g->flex_start,
 		  .help = "--target gke: flex-start nodes (Dynamic Workload "
@@ -84,7 +90,7 @@ bool gke_flags_given(const struct gke_options *g)
 	return g->location || g->namespace || g->queue || g->priority_class ||
 	       g->image || g->kubeconfig || g->context || g->reservation ||
 	       g->flex_start || g->queued_provisioning ||
-	       g->service_account || g->cordon;
+	       g->service_account || g->cordon || g->cordon_bad_hosts;
 }
 
 int gke_refuse_flags(const struct job_flags *f)
@@ -94,8 +100,8 @@ int gke_refuse_flags(const struct job_flags *f)
 				   "--priority-class, --image, --kubeconfig, "
 				   "--context, --reservation, --flex-start, "
 				   "--queued-provisioning, --service-account, "
-				   "--cordon-on-preflight-failure and --render "
-				   "are for "
+				   "--cordon-on-preflight-failure, "
+				   "--cordon-bad-hosts and --render are for "
 				   "--target gke (--cluster and --render also for "
 				   "--target slurm)");
 	return 0;
@@ -241,6 +247,7 @@ static int submit(struct job_flags *f)
 	s.priority_class = g->priority_class;
 	s.service_account = g->service_account;
 	s.cordon = g->cordon;
+	s.cordon_bad_hosts = g->cordon_bad_hosts;
 	s.image = g->image;
 	s.num_slices = r->num_slices;
 	/* JobSet restarts the set for the infrastructure (an eviction, a

@@ -230,10 +230,12 @@ static json_t *worker_env(const struct gke_spec *s)
 		field_env("SLICE_POD_NAME", "metadata.name"),
 		field_env("SLICE_POD_NODE", "spec.nodeName"),
 		gke_value_env("SLICE_POD_COORDINATOR", coordinator));
-	/* The supervisor cordons SLICE_POD_NODE when its preflight fails. */
-	if (env && s->cordon &&
-	    json_array_append_new(env, gke_value_env("SLICE_PREFLIGHT_CORDON",
-						     "1"))) {
+	/* The supervisor cordons SLICE_POD_NODE when its preflight fails,
+	 * and when its bump quarantines the node. */
+	if (env && ((s->cordon && json_array_append_new(env,
+			gke_value_env("SLICE_PREFLIGHT_CORDON", "1"))) ||
+		    (s->cordon_bad_hosts && json_array_append_new(env,
+			gke_value_env("SLICE_CORDON_BAD_HOSTS", "1"))))) {
 		json_decref(env);
 		return NULL;
 	}

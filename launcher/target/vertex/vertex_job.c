@@ -61,11 +61,13 @@ static int check(const struct job_flags *f)
 				   "for --target vertex");
 	if (f->cluster || g->location || g->namespace || g->queue ||
 	    g->priority_class || g->kubeconfig || g->context ||
-	    g->queued_provisioning || g->cordon || f->max_run_ms)
+	    g->queued_provisioning || g->cordon || g->cordon_bad_hosts ||
+	    f->max_run_ms)
 		return usage_error("--cluster, --location, --namespace, --queue, "
 				   "--priority-class, --kubeconfig, --context, "
 				   "--queued-provisioning, "
-				   "--cordon-on-preflight-failure and "
+				   "--cordon-on-preflight-failure, "
+				   "--cordon-bad-hosts and "
 				   "--max-run-duration are for --target gke");
 	if (f->slurm.partition || f->slurm.gpus_per_node || f->slurm.account ||
 	    f->slurm.qos || f->slurm.time_limit || f->slurm.constraint ||

@@ -35,7 +35,7 @@ TestSuite(gke_render, .init = setup, .fini = cleanup, .timeout = 300);
 
 /* The JobSet CRD check, relative to the source tree. */
 #define VALIDATE "tests/launcher/target/gke/gke_validate.py"
-#define MAX_ARGS 40
+#define MAX_ARGS 48
 
 /* slicectl job --target gke --render with the usual flags, then extra
  * ones (NULL-terminated); *r holds what it said. */
@@ -95,7 +95,7 @@ static const char *const *const modes[] = {
 			       "team-a", "--env", "A=1", "--env", "B=x y",
 			       "--service-account", "trainer", "--preflight",
 			       "nvidia-smi", "--cordon-on-preflight-failure",
-			       NULL },
+			       "--cordon-bad-hosts", NULL },
 };
 
 #define N_TYPES (sizeof(types) / sizeof(types[0]))
@@ -370,6 +370,34 @@ Test(gke_render, cordon_and_service_account)
 	json_decref(plain);
 }
 
+/* --cordon-bad-hosts tells the supervisor to cordon a node its run
+ * quarantines; unlike the preflight's cordon it needs no --preflight, and
+ * each flag asks for its own cordon only. */
+Test(gke_render, cordon_bad_hosts)
+{
+	json_t *l = render_json("demo", "v5litepod-16", (const char *const[]){
+		"--cordon-bad-hosts", NULL });
+	json_t *both = render_json("demo", "v5litepod-16",
+				   (const char *const[]){
+		"--preflight", "nvidia-smi", "--cordon-on-preflight-failure",
+		"--cordon-bad-hosts", NULL });
+	json_t *plain = render_json("demo", "v5litepod-16", NULL);
+	json_t *e;
+	size_t i;
+
+	cr_expect_str_eq(env_of(l, "SLICE_CORDON_BAD_HOSTS", false), "1");
+	cr_expect_str_eq(env_of(l, "SLICE_POD_NODE", true), "spec.nodeName");
+	json_array_foreach(at(l, WORKER "env"), i, e)
+		cr_expect_str_neq(str(e, "name"), "SLICE_PREFLIGHT_CORDON");
+	cr_expect_str_eq(env_of(both, "SLICE_CORDON_BAD_HOSTS", false), "1");
+	cr_expect_str_eq(env_of(both, "SLICE_PREFLIGHT_CORDON", false), "1");
+	json_array_foreach(at(plain, WORKER "env"), i, e)
+		cr_expect_str_neq(str(e, "name"), "SLICE_CORDON_BAD_HOSTS");
+	json_decref(l);
+	json_decref(both);
+	json_decref(plain);
+}
+
 /* Each family's node labels and pod shape, as GKE documents them. */
 Test(gke_render, shapes)
 {
@@ -528,6 +556,14 @@ Test(gke_render, refused)
 		"v6e-16", "--command", "true", "--queue", "q", NULL }, NULL), 0);
 	cr_expect_eq(r.status, 2);
 	cr_expect(strstr(r.err, "are for --target gke"), "%s", r.err);
+	run_result_release(&r);
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+		"job", "--name", "r", "--bucket", bucket, "--accelerator-type",
+		"v6e-16", "--command", "true", "--cordon-bad-hosts", NULL },
+				  NULL), 0);
+	cr_expect_eq(r.status, 2);
+	cr_expect(strstr(r.err, "--cordon-bad-hosts and --render are for "
+			 "--target gke"), "%s", r.err);
 	run_result_release(&r);
 }
 

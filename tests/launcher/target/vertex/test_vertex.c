@@ -288,6 +288,9 @@ Test(vertex_render, refused_before_anything_is_touched)
 		(const char *const[]){ "--reserved", NULL });
 	refused("are for --target gke", "r", "v6e-16",
 		(const char *const[]){ "--queue", "q", NULL });
+	refused("--cordon-bad-hosts and --max-run-duration are for --target "
+		"gke", "r", "v6e-16",
+		(const char *const[]){ "--cordon-bad-hosts", NULL });
 	refused("are for --target slurm", "r", "v6e-16",
 		(const char *const[]){ "--partition", "p", NULL });
 	refused("not for --target vertex", "r", "v6e-16",
