@@ -6,10 +6,12 @@
  * environment, refused environments, SIGTERM as the notice (exit 143
  * with the emergency step committed), a JobSet restart (new pods, a new
  * restart attempt) joining by one bump and restoring the newest committed
- * step, the one restart budget ending the run (exit 3), and a failed
- * preflight (exit 4).
+ * step, the one restart budget ending the run (exit 3), a failed
+ * preflight (exit 4), and a quarantined node, cordoned through the
+ * Kubernetes API fake (exit 4) or only marked.
  */
 #include "tests/harness/harness.h"
+#include "tests/harness/kube_fake.h"
 #include "tests/supervisor/run_check.h"
 
 #include <criterion/criterion.h>
@@ -34,6 +36,8 @@ struct world {
 	unsigned started;     /* pods started, over every attempt */
 	pid_t pid[MAXP];
 	unsigned slot[MAXP];  /* the pod's number in `started` order */
+	struct kube_fake kube;
+	bool kube_up;
 };
 
 static struct world w;
@@ -47,6 +51,8 @@ static void down(void)
 		}
 	/* Trainers of supervisors killed above. */
 	kill_left_trainers(w.dir, "pod*");
+	if (w.kube_up)
+		kube_fake_stop(&w.kube);
 	rm_rf(w.dir);
 	memset(&w, 0, sizeof(w));
 }
@@ -54,8 +60,11 @@ static void down(void)
 TestSuite(pod, .fini = down, .timeout = 300);
 
 /* A run of 2 slices of 1 worker whose job.json has these extra fields and
- * TOY_* variables (JSON object members, without braces). */
-static void up(const char *fields, const char *toy_env)
+ * TOY_* variables (JSON object members, without braces), its trainer
+ * command guard (shell, run before the toy trainer) then the toy
+ * trainer. */
+static void up_guarded(const char *guard, const char *fields,
+		       const char *toy_env)
 {
 	char job[4096], path[HARNESS_PATH + 32];
 	const char *src = getenv("SLICECTL_SRCDIR");
@@ -68,15 +77,20 @@ static void up(const char *fields, const char *toy_env)
 	snprintf(w.sync_dir, sizeof(w.sync_dir), "%s/sync", w.dir);
 	cr_assert_eq(sh("mkdir -p '%s' '%s'", w.run_dir, w.sync_dir), 0);
 	snprintf(job, sizeof(job),
-		 "{\"name\": \"toy\", \"command\": \"exec python3 "
+		 "{\"name\": \"toy\", \"command\": \"%sexec python3 "
 		 "%s/tests/supervisor/toy_trainer.py\", \"num_slices\": 2, "
 		 "\"workers_per_slice\": 1, \"heartbeat_s\": 1, "
 		 "\"grace_s\": %d%s%s, \"env\": {\"TOY_EVENTS\": \"%s\", "
 		 "\"TOY_SYNC_DIR\": \"%s\"%s%s}}",
-		 src ? src : ".", GRACE_S, *fields ? ", " : "", fields,
+		 guard, src ? src : ".", GRACE_S, *fields ? ", " : "", fields,
 		 w.events, w.sync_dir, *toy_env ? ", " : "", toy_env);
 	snprintf(path, sizeof(path), "%s/job.json", w.run_dir);
 	write_text(path, job);
+}
+
+static void up(const char *fields, const char *toy_env)
+{
+	up_guarded("", fields, toy_env);
 }
 
 /* Starts pod i (index into w.pid) as the kubelet starts the worker
@@ -115,25 +129,42 @@ static void start_pod(unsigned i, const char *const *env,
 	w.pid[i] = pid;
 }
 
-/* The two pods of restart attempt `attempt`, as JobSet renders them. */
-static void start_attempt(unsigned attempt)
+/* The two pods of restart attempt `attempt`, as JobSet renders them;
+ * more (NULL-terminated, or NULL) are variables of both, which then run
+ * on nodes gke-tpu-slice-S (SLICE_POD_NODE), as the kube fake's kubelet
+ * names a slice's node. */
+static void start_attempt_with(unsigned attempt, const char *const *more)
 {
-	static char att[2][48];
+	static char att[2][48], node[2][48];
 
 	for (unsigned s = 0; s < 2; s++) {
+		const char *env[16] = {
+			s ? "SLICE_POD_SLICE=1" : "SLICE_POD_SLICE=0",
+			"SLICE_POD_WORKER=0", att[s],
+			"MEGASCALE_COORDINATOR_ADDRESS=toy-slice-0-0.toy",
+			"MEGASCALE_NUM_SLICES=2",
+			s ? "MEGASCALE_SLICE_ID=1" : "MEGASCALE_SLICE_ID=0",
+		};
+		size_t n = 6;
+
 		snprintf(att[s], sizeof(att[s]),
 			 "SLICE_POD_RESTART_ATTEMPT=%u", attempt);
-		start_pod(s,
-			  (const char *const[]){
-				  s ? "SLICE_POD_SLICE=1" : "SLICE_POD_SLICE=0",
-				  "SLICE_POD_WORKER=0", att[s],
-				  "MEGASCALE_COORDINATOR_ADDRESS=toy-slice-0-0.toy",
-				  "MEGASCALE_NUM_SLICES=2",
-				  s ? "MEGASCALE_SLICE_ID=1"
-				    : "MEGASCALE_SLICE_ID=0",
-				  NULL },
-			  NULL);
+		if (more) {
+			snprintf(node[s], sizeof(node[s]),
+				 "SLICE_POD_NODE=gke-tpu-slice-%u", s);
+			env[n++] = node[s];
+		}
+		for (size_t i = 0; more && more[i]; i++) {
+			cr_assert_lt(n, sizeof(env) / sizeof(env[0]) - 1);
+			env[n++] = more[i];
+		}
+		start_pod(s, env, NULL);
 	}
+}
+
+static void start_attempt(unsigned attempt)
+{
+	start_attempt_with(attempt, NULL);
 }
 
 static char *pod_log(unsigned i)
@@ -385,4 +416,124 @@ Test(pod, a_jobset_restart_beyond_the_budget_fails_the_run)
 	pods_exit(2, 3, 60);
 	assert_control(1, "failed", "jobset restart 1", 1);
 	cr_assert_eq(toy_events(w.events, -1, 2, "start", NULL), 0);
+}
+
+/* ---- bad hosts ---- */
+
+/* Slice 1's trainer dies of SIGSEGV in generations 1 and 2 on node
+ * gke-tpu-slice-1 (which the kube fake knows), so the second bump
+ * quarantines that node. The pods have in-cluster credentials for the
+ * fake (SLICE_KUBE_SA_DIR, KUBERNETES_SERVICE_*), and with cordon
+ * SLICE_CORDON_BAD_HOSTS=1 as --cordon-bad-hosts renders it. */
+static void segv_twice_on_slice_1(bool cordon)
+{
+	static char port[40], sa[HARNESS_PATH + 32];
+	struct kube_fake_options ko = { .tls = true };
+	char path[HARNESS_PATH + 48];
+	const char *more[8] = { "KUBERNETES_SERVICE_HOST=127.0.0.1", port,
+				sa };
+
+	up_guarded("if [ $SLICE_ID = 1 ] && [ $SLICE_GENERATION -le 2 ]; "
+		   "then ulimit -c 0; kill -SEGV $$; fi; ", "",
+		   "\"TOY_TOTAL\": \"30\", \"TOY_STEP_S\": \"0.05\"");
+	cr_assert_eq(kube_fake_start(&w.kube, &ko), 0);
+	w.kube_up = true;
+	cr_assert_eq(kube_fake_call(&w.kube, "POST", "/api/v1/nodes",
+				    "{\"apiVersion\": \"v1\", \"kind\": "
+				    "\"Node\", \"metadata\": {\"name\": "
+				    "\"gke-tpu-slice-1\"}}", NULL), 201);
+	snprintf(sa, sizeof(sa), "SLICE_KUBE_SA_DIR=%s/sa", w.dir);
+	snprintf(path, sizeof(path), "%s/sa/token", w.dir);
+	cr_assert_eq(sh("mkdir -p '%s/sa' && cp '%s' '%s/sa/ca.crt'", w.dir,
+			w.kube.ca, w.dir), 0);
+	write_text(path, "kube-fake-sa-token");
+	snprintf(port, sizeof(port), "KUBERNETES_SERVICE_PORT=%u",
+		 w.kube.port);
+	if (cordon)
+		more[3] = "SLICE_CORDON_BAD_HOSTS=1";
+	start_attempt_with(0, more);
+}
+
+/* The node's spec.unschedulable, as the API has it. */
+static bool node_cordoned(void)
+{
+	char *body = NULL;
+	json_t *node;
+	bool out;
+
+	cr_assert_eq(kube_fake_call(&w.kube, "GET",
+				    "/api/v1/nodes/gke-tpu-slice-1", NULL,
+				    &body), 200, "%s", body ? body : "");
+	node = json_loads(body, 0, NULL);
+	free(body);
+	cr_assert_not_null(node);
+	out = json_is_true(json_object_get(json_object_get(node, "spec"),
+					   "unschedulable"));
+	json_decref(node);
+	return out;
+}
+
+/* control.json quarantines gke-tpu-slice-1 for slice 1's SIGSEGV in
+ * generation 2, once. */
+static void assert_quarantined(void)
+{
+	json_t *c = run_control(w.run_dir);
+	json_t *q = json_object_get(c, "quarantined");
+	json_t *h = json_array_get(q, 0);
+
+	cr_assert_eq(json_array_size(q), 1);
+	cr_expect_str_eq(json_string_value(json_object_get(h, "host")),
+			 "gke-tpu-slice-1");
+	cr_expect_str_eq(json_string_value(json_object_get(h, "worker")),
+			 "slice-1-worker-0");
+	cr_expect_str_eq(json_string_value(json_object_get(h, "why")),
+			 "SIGSEGV");
+	cr_expect_eq(json_integer_value(json_object_get(h, "generation")), 2);
+	json_decref(c);
+	cr_expect_eq(run_events(w.run_dir, "quarantine", "slice-1-worker-0",
+				NULL), 1);
+}
+
+/* A pod allowed to cordon (--cordon-bad-hosts) cordons its quarantined
+ * node and exits 4, so that JobSet's next pods land elsewhere; its peer
+ * goes on in generation 3 until JobSet ends it. */
+Test(pod, a_quarantined_node_is_cordoned_and_its_pod_exits_4)
+{
+	json_t *ev = NULL;
+	char *log;
+
+	segv_twice_on_slice_1(true);
+	cr_assert_eq(wait_child(&w.pid[1], 90), 4);
+	log = pod_log(1);
+	cr_assert(strstr(log, "this host (gke-tpu-slice-1) is quarantined: "
+			 "leaving"), "%s", log);
+	free(log);
+	assert_quarantined();
+	cr_expect(node_cordoned(), "gke-tpu-slice-1 is not cordoned");
+	cr_assert_eq(run_events(w.run_dir, "cordon", "slice-1-worker-0", &ev),
+		     1);
+	cr_expect_str_eq(json_string_value(json_object_get(ev, "cause")),
+			 "cordoned");
+	json_decref(ev);
+	assert_control(3, "running", NULL, 0);
+	kill(w.pid[0], SIGTERM);
+	cr_assert_eq(wait_child(&w.pid[0], GRACE_S + 30), 143);
+}
+
+/* Without SLICE_CORDON_BAD_HOSTS the quarantine is only a mark: nobody
+ * touches the node, nobody leaves, and generation 3 finishes the run. */
+Test(pod, a_quarantined_node_without_cordon_is_only_marked)
+{
+	char *log;
+
+	segv_twice_on_slice_1(false);
+	pods_exit(2, 0, 90);
+	assert_control(3, "done", NULL, 0);
+	assert_quarantined();
+	log = pod_log(1);
+	cr_assert(strstr(log, "this host (gke-tpu-slice-1) is quarantined: "
+			 "marked"), "%s", log);
+	free(log);
+	cr_expect(!node_cordoned(), "gke-tpu-slice-1 was cordoned");
+	cr_expect_eq(run_events(w.run_dir, "cordon", NULL, NULL), 0);
 }
