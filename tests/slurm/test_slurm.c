@@ -4,7 +4,8 @@
  * --render prints; submission, status and delete through the CLI; the
  * errors of an unknown partition, a submission Slurm refuses, a
  * controller that does not answer and a machine without Slurm's
- * commands; the flags that are not for this target.
+ * commands; the flags that are not for this target; a failed preflight
+ * and a quarantined node, each requeueing the job without the node.
  */
 #include "tests/slurm/slurm_cluster.h"
 
@@ -185,33 +186,75 @@ static void start3(void)
 	slurm_cluster_start(3);
 }
 
-/* Node n1's preflight fails (Slurm gives the first allocation n1 and
- * n2): the job is requeued without n1, its next allocation is n2 and
- * n3, where the run is done; the history names n1. */
-Test(slurm, a_failed_preflight_requeues_the_job_without_its_node,
-     .init = start3, .fini = slurm_cluster_stop)
+/* Submits run on 2 of the 3 nodes with command and preflight (or NULL),
+ * where n1 is made to fail (Slurm gives the first allocation n1 and n2):
+ * the job is requeued without n1, its next allocation is n2 and n3,
+ * where the run is done; returns its generation then. */
+static long long done_without_n1(const char *run, const char *command,
+				 const char *preflight)
 {
 	struct run_result r;
+	long long gen;
 	char id[32];
 
 	cr_assert_eq(run_slicectl(&r, (const char *const[]){
 			"job", "--target", "slurm", "--partition", "debug",
-			"--nodes", "2", "--name", "pre", "--bucket",
-			slurm_bucket, "--command", "exit 0", "--preflight",
-			"[ \"$SLURMD_NODENAME\" != n1 ] || "
-			"{ echo no GPU on n1; exit 1; }", NULL }, NULL), 0);
+			"--nodes", "2", "--name", run, "--bucket",
+			slurm_bucket, "--command", command,
+			preflight ? "--preflight" : NULL, preflight, NULL },
+				  NULL), 0);
 	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
 	snprintf(id, sizeof(id), "%.*s", (int)strcspn(r.out, "\n"), r.out);
 	run_result_release(&r);
 	slurm_release_requeued(id, 1);
-	json_decref(slurm_wait_state("pre", "done", 180000));
+	gen = slurm_generation(slurm_wait_state(run, "done", 180000));
 	cr_assert_eq(sh("scontrol show job %s | grep -q 'ExcNodeList=n1$'",
 			id), 0);
 	cr_assert_eq(sh("scontrol show job %s | grep -q ' NodeList=n\\[2-3\\]'",
 			id), 0);
+	return gen;
+}
+
+/* Node n1's preflight fails; the history names n1. */
+Test(slurm, a_failed_preflight_requeues_the_job_without_its_node,
+     .init = start3, .fini = slurm_cluster_stop)
+{
+	done_without_n1("pre", "exit 0", "[ \"$SLURMD_NODENAME\" != n1 ] || "
+			"{ echo no GPU on n1; exit 1; }");
 	cr_assert_eq(sh("grep -l '\"kind\": *\"preflight_fail\"' "
 			"'%s'/bucket/pre/events/*.json | xargs grep -q "
 			"'no GPU on n1'", slurm_dir), 0);
+}
+
+/* The quarantine's twin: the trainer dies of SIGSEGV on n1 in
+ * generations 1 and 2, so the second bump quarantines n1, whose step
+ * leaves with exit 4 as after a failed preflight (n2 alone runs
+ * generation 3); the requeued job's bump makes generation 4, done on n2
+ * and n3, and control.json and the history name n1. */
+Test(slurm, a_quarantined_node_requeues_the_job_without_it,
+     .init = start3, .fini = slurm_cluster_stop)
+{
+	char path[HARNESS_PATH + 64], *text;
+	json_t *c, *q;
+
+	cr_expect_eq(done_without_n1("bad", "if [ \"$SLURMD_NODENAME\" = n1 ] "
+				     "&& [ \"$SLICE_GENERATION\" -le 2 ]; "
+				     "then ulimit -c 0; kill -SEGV $$; fi; "
+				     "exit 0", NULL), 4);
+	snprintf(path, sizeof(path), "%s/bucket/bad/control.json",
+		 slurm_dir);
+	text = read_file(path, NULL);
+	cr_assert(text);
+	c = json_loads(text, 0, NULL);
+	free(text);
+	q = json_object_get(c, "quarantined");
+	cr_assert_eq(json_array_size(q), 1);
+	cr_expect_str_eq(slurm_jstr(json_array_get(q, 0), "host"), "n1");
+	cr_expect_str_eq(slurm_jstr(json_array_get(q, 0), "why"), "SIGSEGV");
+	json_decref(c);
+	cr_assert_eq(sh("grep -l '\"kind\": *\"quarantine\"' "
+			"'%s'/bucket/bad/events/*.json | xargs grep -q "
+			"'\"host\": *\"n1\"'", slurm_dir), 0);
 }
 
 Test(slurm, clear_errors, .init = start2, .fini = slurm_cluster_stop)
