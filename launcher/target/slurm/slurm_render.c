@@ -6,8 +6,9 @@
  * its time limit; the script hands the notice to every supervisor, which
  * commits an emergency step, and then requeues the job, whose next
  * allocation comes back with SLURM_RESTART_COUNT grown and restores the
- * newest committed step. A node whose preflight fails (its supervisor
- * exits 4) requeues the job without that node.
+ * newest committed step. A node whose preflight fails, or which the run
+ * quarantines (its supervisor exits 4 either way), requeues the job
+ * without that node.
  *
  * Before the step, the script sources Cluster Toolkit's NCCL profile when
  * the node has one (GPUDirect-TCPXO's settings on A3 Mega), so that srun
@@ -131,10 +132,10 @@ static const char step_script[] =
 	"\tkill -0 \"$sup\" 2>/dev/null || break\n"
 	"done\n"
 	"[ \"$status\" = 4 ] || exit \"$status\"\n"
-	"# This node's preflight failed: the job goes again without it. Only\n"
-	"# a pending job's ExcNodeList may change, and a requeued job is\n"
-	"# pending at once: the update follows the requeue, whose SIGTERM\n"
-	"# this script outlives.\n"
+	"# This node failed its preflight or is quarantined: the job goes\n"
+	"# again without it. Only a pending job's ExcNodeList may change,\n"
+	"# and a requeued job is pending at once: the update follows the\n"
+	"# requeue, whose SIGTERM this script outlives.\n"
 	"trap '' TERM\n"
 	"node=${SLURMD_NODENAME:-$(hostname)}\n"
 	"excluded=$(scontrol show job \"$SLURM_JOB_ID\" | "
@@ -143,8 +144,8 @@ static const char step_script[] =
 	"''|'(null)') excluded=$node ;;\n"
 	"*) excluded=$excluded,$node ;;\n"
 	"esac\n"
-	"echo \"slicectl: the preflight failed on $node: requeueing job "
-	"$SLURM_JOB_ID without $excluded\" >&2\n"
+	"echo \"slicectl: $node failed its preflight or is quarantined: "
+	"requeueing job $SLURM_JOB_ID without $excluded\" >&2\n"
 	"scontrol requeue \"$SLURM_JOB_ID\"\n"
 	"scontrol update JobId=\"$SLURM_JOB_ID\" ExcNodeList=\"$excluded\"\n"
 	"exit 4\n";
@@ -162,7 +163,7 @@ static const char tail_script[] =
 	"3) echo \"slicectl: the run failed (see slicectl status)\" >&2; "
 	"exit 3 ;;\n"
 	"1) echo \"slicectl: a supervisor could not start\" >&2; exit 1 ;;\n"
-	"4) exit 4 ;;  # a node's preflight failed: it requeued the job\n"
+	"4) exit 4 ;;  # a node must be left out: it requeued the job\n"
 	"esac\n"
 	"# Only a job still running requeues itself: scancel (slicectl "
 	"delete)\n# shows COMPLETING and ends it for good, scontrol requeue "
