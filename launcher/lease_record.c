@@ -42,9 +42,10 @@ static json_t *note_json(const struct lease_note *n)
 {
 	if (!*n->about)
 		return json_null();
-	return json_pack("{s:s, s:I, s:s, s:s?}", "about", n->about,
+	return json_pack("{s:s, s:I, s:s, s:s?, s:s?}", "about", n->about,
 			 "from_generation", (json_int_t)n->from_generation,
-			 "why", n->why, "body", n->body);
+			 "why", n->why, "body", n->body, "replaces",
+			 *n->replaces ? n->replaces : NULL);
 }
 
 int lease_record_text(const struct lease_record *r, char **out,
@@ -85,6 +86,7 @@ static int parse_note(const json_t *v, struct lease_note *n, struct err *e)
 			       "\"body\"}");
 	copy(n->about, sizeof(n->about), about);
 	copy(n->why, sizeof(n->why), json_object_get(v, "why"));
+	copy(n->replaces, sizeof(n->replaces), json_object_get(v, "replaces"));
 	n->from_generation = json_integer_value(from);
 	if (json_is_string(body) && !(n->body = strdup(json_string_value(body))))
 		return err_set(e, COMMON_ENOMEM, "out of memory");

@@ -32,12 +32,15 @@ const char *watch_lease_bad_ms(unsigned ms);
 /* A recreation under way: what is recreated (a queued resource's id, the
  * CustomJob that ended), the run's generation it saw before bumping it
  * (a second bump from the same generation collapses into the first), why,
- * and the queued resource's create body (NULL: none needed). */
+ * the queued resource's create body (NULL: none needed), and the
+ * createTime of the queued resource it replaces: one begun while that was
+ * still ACTIVE (a quarantine) tells it from the one asked for again. */
 struct lease_note {
 	char about[512];      /* "" no recreation under way */
 	int64_t from_generation;
 	char why[160];
 	char *body;           /* malloc'd */
+	char replaces[40];    /* "" none known */
 };
 
 void lease_note_release(struct lease_note *n);

@@ -16,12 +16,13 @@ int watch_state_put(struct store *s, struct watch_state *w, struct err *e)
 	int rc;
 
 	rfc3339_now(w->time, sizeof(w->time));
-	o = json_pack("{s:s, s:s, s:s, s:s?, s:i, s:i, s:s}",
+	o = json_pack("{s:s, s:s, s:s, s:s?, s:i, s:i, s:I, s:s}",
 		      "queued_resource", w->queued_resource, "state", w->state,
 		      "capacity", w->capacity, "window_end",
 		      *w->window_end ? w->window_end : NULL, "recreated",
 		      (json_int_t)w->recreated, "recreate_budget",
-		      (json_int_t)w->budget, "time", w->time);
+		      (json_int_t)w->budget, "quarantines_acted",
+		      (json_int_t)w->quarantines_acted, "time", w->time);
 	text = o ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
 	json_decref(o);
 	if (!text)
@@ -41,7 +42,7 @@ int watch_state_get(struct store *s, struct watch_state *out, struct err *e)
 {
 	char *data = NULL;
 	size_t len = 0;
-	json_t *o, *rec, *budget;
+	json_t *o, *rec, *budget, *acted;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -70,6 +71,9 @@ int watch_state_get(struct store *s, struct watch_state *out, struct err *e)
 	copy(out->time, sizeof(out->time), json_object_get(o, "time"));
 	out->recreated = (unsigned)json_integer_value(rec);
 	out->budget = (unsigned)json_integer_value(budget);
+	acted = json_object_get(o, "quarantines_acted");
+	if (json_is_integer(acted) && json_integer_value(acted) > 0)
+		out->quarantines_acted = (unsigned)json_integer_value(acted);
 	json_decref(o);
 	return 0;
 }

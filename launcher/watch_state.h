@@ -3,7 +3,8 @@
  * saw of a run's queued resource, kept as RUN/watch.json so that `slicectl
  * status` shows it from the bucket alone: the state of the queued
  * resource (between two flex-start windows, the next one's place in the
- * queue), when its window ends, and the recreations so far. Only the
+ * queue), when its window ends, the recreations so far, and how many of
+ * control.json's quarantined hosts a recreation answered. Only the
  * launcher writes it; the supervisors never read it.
  */
 #ifndef SLICECTL_LAUNCHER_WATCH_STATE_H
@@ -19,6 +20,9 @@ struct watch_state {
 	char capacity[16];     /* tpu_qr's capacity */
 	char window_end[40];   /* runDuration.terminationTime, "" none */
 	unsigned recreated, budget;
+	/* control.json's quarantined hosts, counted from the first, that a
+	 * recreation replaced; absent (an older writer) is 0. */
+	unsigned quarantines_acted;
 	char time[40];         /* RFC 3339, when it was written */
 };
 
