@@ -306,7 +306,7 @@ int cmd_job(int argc, char **argv)
 		  .help = "delete the queued resource when the run is done" },
 		{ .name = "watch", .kind = OPT_FLAG, .value = &o.watch,
 		  .help = "stay, and recreate the queued resource after a "
-			  "preemption" },
+			  "preemption or a host's quarantine" },
 		{ .name = "recreate-budget", .kind = OPT_UINT,
 		  .value = &o.recreate_budget, .arg = "N", .max = 1000000,
 		  .help = "recreations --watch may make (default 10)" },

@@ -45,12 +45,15 @@ struct tpu_watch {
 	char qr_state[64], run_state[64];
 	char window_end[40];     /* the flex-start window's, "" none */
 	int64_t generation;
+	unsigned quarantines_acted; /* watch.json's quarantines_acted */
 };
 
 /* RUN/watch.json for slicectl status (watch_state.h), q NULL when the
- * queued resource was just asked for again. */
+ * queued resource was just asked for again; its counts caught up first. */
 struct tpu_qr;
 void tpu_watch_publish(struct tpu_watch *w, const struct tpu_qr *q);
+/* The counts watch.json keeps, where an earlier watcher made more. */
+void tpu_watch_catch_up(struct tpu_watch *w);
 
 /* Recreates the queued resource, now SUSPENDED or FAILED (q), or gone
  * (q NULL) while a recreation is under way, seen the control.json read
@@ -62,10 +65,23 @@ void tpu_watch_publish(struct tpu_watch *w, const struct tpu_qr *q);
 int tpu_recreate(struct tpu_watch *w, const struct control *seen,
 		 const struct tpu_qr *q, const char *why);
 /* A recreation under way whose queued resource exists again (the holder
- * before died after asking for it): counted, recorded and cleared.
- * Whether one was under way. */
-bool tpu_recreate_landed(struct tpu_watch *w, const struct tpu_qr *q);
+ * before died after asking for it): counted, recorded and cleared, seen
+ * the control.json read before. Whether one was under way. */
+bool tpu_recreate_landed(struct tpu_watch *w, const struct control *seen,
+			 const struct tpu_qr *q);
+/* Whether a recreation under way began from q, still there (its holder
+ * died, or lost the lease, before deleting it). */
+bool tpu_recreate_begun_from(struct tpu_watch *w, const struct tpu_qr *q);
 /* Whether a recreation of the queued resource is under way. */
 bool tpu_recreate_pending(struct tpu_watch *w);
+
+/* tpu_quarantine.c: whether c (running) names a quarantined host no
+ * recreation answered yet while q is ACTIVE, why[cap] then naming the
+ * host and why it was quarantined. */
+bool tpu_quarantine_due(struct tpu_watch *w, const struct control *c,
+			const struct tpu_qr *q, char *why, size_t cap);
+/* How many of c's quarantined hosts a recreation that bumped from
+ * generation from answers: those quarantined before it. */
+unsigned tpu_quarantines_answered(const struct control *c, int64_t from);
 
 #endif

@@ -49,14 +49,20 @@ static void note_recreated(struct tpu_watch *w, int64_t generation,
 	json_decref(d);
 }
 
-/* A recreation done: counted, the lease record's note cleared, kept for
- * status and in the history. */
-static void done(struct tpu_watch *w, const struct lease_note *n)
+/* A recreation done: counted with the quarantines it answered, the lease
+ * record's note cleared, kept for status and in the history. */
+static void done(struct tpu_watch *w, const struct control *seen,
+		 const struct lease_note *n)
 {
 	const struct lease_note none = { .about = "" };
+	unsigned answered = tpu_quarantines_answered(seen, n->from_generation);
 	struct err e;
 
+	/* A watcher finishing another's recreation counts on from theirs. */
+	tpu_watch_catch_up(w);
 	w->recreated++;
+	if (answered > w->quarantines_acted)
+		w->quarantines_acted = answered;
 	w->qr_state[0] = '\0';
 	w->window_end[0] = '\0';
 	if (watch_lease_act(w->lease, &none, &e))
@@ -65,7 +71,14 @@ static void done(struct tpu_watch *w, const struct lease_note *n)
 	note_recreated(w, n->from_generation + 1, n->why);
 }
 
-bool tpu_recreate_landed(struct tpu_watch *w, const struct tpu_qr *q)
+/* Whether q is the queued resource n's recreation replaces. */
+static bool replaced_by(const struct lease_note *n, const struct tpu_qr *q)
+{
+	return *n->replaces && !strcmp(q->create_time, n->replaces);
+}
+
+bool tpu_recreate_landed(struct tpu_watch *w, const struct control *seen,
+			 const struct tpu_qr *q)
 {
 	static const char *const old[] = { "SUSPENDED", "SUSPENDING", "FAILED",
 					   "DELETING" };
@@ -76,24 +89,22 @@ bool tpu_recreate_landed(struct tpu_watch *w, const struct tpu_qr *q)
 		if (!strcmp(q->state, old[i]))
 			return false;
 	watch_lease_note(w->lease, &n);
-	landed = !strcmp(n.about, w->id);
+	landed = !strcmp(n.about, w->id) && !replaced_by(&n, q);
 	if (landed)
-		done(w, &n);
+		done(w, seen, &n);
 	lease_note_release(&n);
 	return landed;
 }
 
-/* The recreations made so far: this watcher's, or those watch.json
- * counts when an earlier watcher made more. */
-static void catch_up(struct tpu_watch *w)
+bool tpu_recreate_begun_from(struct tpu_watch *w, const struct tpu_qr *q)
 {
-	struct watch_state ws;
-	struct err e;
+	struct lease_note n;
+	bool begun;
 
-	err_init(&e);
-	if (!watch_state_get(w->s, &ws, &e) &&
-	    !strcmp(ws.queued_resource, w->id) && ws.recreated > w->recreated)
-		w->recreated = ws.recreated;
+	watch_lease_note(w->lease, &n);
+	begun = !strcmp(n.about, w->id) && replaced_by(&n, q);
+	lease_note_release(&n);
+	return begun;
 }
 
 /* The create body: what slicectl job asked for, else the resource as the
@@ -130,9 +141,9 @@ static int begin(struct tpu_watch *w, const struct control *seen,
 {
 	struct err e;
 
-	catch_up(w);
+	tpu_watch_catch_up(w);
 	if (w->recreated >= w->budget) {
-		log_error("%s is %s and the recreate budget (%u) is spent: "
+		log_error("%s: %s, and the recreate budget (%u) is spent: "
 			  "giving up. Delete it with slicectl delete %s, or "
 			  "run slicectl watch %s again with a larger "
 			  "--recreate-budget", w->id, why, w->budget, w->id,
@@ -142,6 +153,8 @@ static int begin(struct tpu_watch *w, const struct control *seen,
 	err_init(&e);
 	snprintf(n->about, sizeof(n->about), "%s", w->id);
 	snprintf(n->why, sizeof(n->why), "%s", why);
+	snprintf(n->replaces, sizeof(n->replaces), "%s",
+		 q ? q->create_time : "");
 	n->from_generation = seen->generation;
 	if (body_of(w, q, &n->body, &e)) {
 		log_error("%s", e.msg);
@@ -253,7 +266,7 @@ int tpu_recreate(struct tpu_watch *w, const struct control *seen,
 	if (!rc)
 		rc = create(w, &n);
 	if (!rc)
-		done(w, &n);
+		done(w, seen, &n);
 	lease_note_release(&n);
 	return rc ? rc : -1;
 }

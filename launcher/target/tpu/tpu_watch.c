@@ -4,7 +4,7 @@
  * preemption leaves the queued resource SUSPENDED (or it FAILED) bumps the
  * run's generation, deletes it and asks for it again, within the recreate
  * budget and with backoff (tpu_recreate.c); also between flex-start
- * windows. It acts only while it holds the run's watch lease
+ * windows, and when control.json quarantines a host (tpu_quarantine.c). It acts only while it holds the run's watch lease
  * (watch_lease.h). What it saw goes to RUN/watch.json for slicectl
  * status.
  */
@@ -56,13 +56,31 @@ static bool all_stopped(struct tpu_watch *w)
 	return n && left == n;
 }
 
-/* A bucket that refuses watch.json costs the watch nothing. */
-void tpu_watch_publish(struct tpu_watch *w, const struct tpu_qr *q)
+void tpu_watch_catch_up(struct tpu_watch *w)
 {
-	struct watch_state ws = { .recreated = w->recreated,
-				  .budget = w->budget };
+	struct watch_state ws;
 	struct err e;
 
+	err_init(&e);
+	if (watch_state_get(w->s, &ws, &e) || strcmp(ws.queued_resource, w->id))
+		return;
+	if (ws.recreated > w->recreated)
+		w->recreated = ws.recreated;
+	if (ws.quarantines_acted > w->quarantines_acted)
+		w->quarantines_acted = ws.quarantines_acted;
+}
+
+/* A bucket that refuses watch.json costs the watch nothing. A watcher
+ * that just took the lease over writes no counts lower than its
+ * predecessor's. */
+void tpu_watch_publish(struct tpu_watch *w, const struct tpu_qr *q)
+{
+	struct watch_state ws = { .budget = w->budget };
+	struct err e;
+
+	tpu_watch_catch_up(w);
+	ws.recreated = w->recreated;
+	ws.quarantines_acted = w->quarantines_acted;
 	snprintf(ws.queued_resource, sizeof(ws.queued_resource), "%s",
 		 w->id);
 	if (q) {
@@ -107,6 +125,7 @@ static int watch_once(void *ud, unsigned *errors)
 	struct tpu_watch *w = ud;
 	struct tpu_qr q = { 0 };
 	struct control c;
+	char why[160];
 	struct err e;
 	int rc;
 
@@ -164,9 +183,13 @@ static int watch_once(void *ud, unsigned *errors)
 	} else if (!strcmp(q.state, "DELETING") && tpu_recreate_pending(w)) {
 		job_say(w->start_ms, "%s: being deleted by the recreation under "
 			"way: following it", w->id);
-	} else if (tpu_recreate_landed(w, &q)) {
+	} else if (tpu_recreate_landed(w, &c, &q)) {
 		job_say(w->start_ms, "%s: the recreation under way had asked "
 			"for it again already: following it", w->id);
+	} else if (tpu_recreate_begun_from(w, &q)) {
+		rc = tpu_recreate(w, &c, &q, "");
+	} else if (tpu_quarantine_due(w, &c, &q, why, sizeof(why))) {
+		rc = tpu_recreate(w, &c, &q, why);
 	} else if (!strcmp(c.state, "stopping") && all_stopped(w)) {
 		job_say(w->start_ms, "run: every worker has stopped");
 		rc = 0;

@@ -5,7 +5,8 @@
  * preemption is recreated once; the holder SIGKILLed mid-recreation is
  * taken over within the lease, and the recreation finished, not repeated;
  * a lease record of bad JSON or of a foreign holder is said and waited
- * out; slicectl watch's refusals.
+ * out; slicectl watch's refusals; a quarantined host gets its run one new
+ * queued resource across watchers, and a run not running none.
  */
 #include "cloud/cloud.h"
 #include "run/run.h"
@@ -242,26 +243,40 @@ Test(lease, two_watchers_one_holds_one_recreation_per_preemption)
 	cr_assert_eq(qrs(), 1);
 }
 
+/* slicectl job --watch of run as a, holding the lease, and slicectl
+ * watch of it as b, waiting. */
+static void held_and_waiting(struct watcher *a, struct watcher *b,
+			     const char *run)
+{
+	job_watch(a, run);
+	wait_qr_state(run, "ACTIVE");
+	wait_text(a->out, "holding the watch lease", 20000);
+	watch(b, 1, "b", run);
+	wait_text(b->out, "waiting", 20000);
+}
+
+/* The watcher in slot ended by SIGKILL, leaving its lease behind. */
+static void killed(struct watcher *w, int slot)
+{
+	cr_assert_eq(kill(w->pid, SIGKILL), 0);
+	cr_assert_eq(wait_exit(w->pid, 10), 128 + SIGKILL);
+	pids[slot] = 0;
+}
+
 Test(lease, the_holder_killed_mid_recreation_is_taken_over_within_the_lease)
 {
 	struct watcher a, b;
 	long long took;
 	char *o;
 
-	job_watch(&a, "l2");
-	wait_qr_state("l2", "ACTIVE");
-	wait_text(a.out, "holding the watch lease", 20000);
-	watch(&b, 1, "b", "l2");
-	wait_text(b.out, "waiting", 20000);
+	held_and_waiting(&a, &b, "l2");
 
 	/* The holder bumps, asks for the deletion and waits in it. */
 	cr_assert_eq(fake_tpu_config(&tpu, "{\"delays\": {\"DELETING\": -1}}"),
 		     0);
 	fake_tpu_suspend(&tpu, "l2");
 	wait_qr_state("l2", "DELETING");
-	cr_assert_eq(kill(a.pid, SIGKILL), 0);
-	cr_assert_eq(wait_exit(a.pid, 10), 128 + SIGKILL);
-	pids[0] = 0;
+	killed(&a, 0);
 	took = wait_text(b.out, "holding the watch lease", 3 * LEASE_MS);
 	fprintf(stderr, "takeover %lld ms after SIGKILL (lease %d ms)\n", took,
 		LEASE_MS);
@@ -509,4 +524,159 @@ Test(lease, a_holder_that_loses_its_lease_stops_acting_and_waits)
 	o = show(b.out);
 	cr_assert_eq(count_substr(o, "holding the watch lease"), 2, "%s", o);
 	free(o);
+}
+
+/* Two failures of run's trainer on host, both blamed on it (SIGSEGV):
+ * the second quarantines it, and fails the run when max_restarts is 1. */
+static void quarantine(const char *run, const char *host,
+		       unsigned max_restarts)
+{
+	struct store *s = run_store(run);
+	struct control c, after;
+	struct gen_cause cause;
+	struct job j;
+	struct err e;
+
+	job_init(&j);
+	j.max_restarts = max_restarts;
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(control_load(s, &c, &e), 0, "%s", e.msg);
+		gen_cause_init(&cause, CAUSE_TRAINER, "signal",
+			       "slice-0-worker-0");
+		cause.signal = SIGSEGV;
+		snprintf(cause.host, sizeof(cause.host), "%s", host);
+		snprintf(cause.blame, sizeof(cause.blame), "SIGSEGV");
+		cr_assert_eq(control_bump_cause(s, NULL, &c, &j, &cause,
+						"trainer crashed",
+						"slice-0-worker-0", -1, &after,
+						&e), 0, "%s", e.msg);
+	}
+	cr_assert_eq(after.nquarantined, 1);
+	job_release(&j);
+	store_close(s);
+}
+
+/* How many "recreated" events run's history holds, and whether one has
+ * cause why. */
+static size_t recreated_events(const char *run, const char *why,
+			       bool *found)
+{
+	struct run_result r;
+	size_t n = 0;
+
+	cr_assert_eq(run_slicectl(&r, (const char *const[]){
+			"events", run, "--bucket", bucket, "--format", "json",
+			NULL }, NULL), 0);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	*found = false;
+	for (char *save = NULL, *line = strtok_r(r.out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		json_t *ev = json_loads(line, 0, NULL);
+		const char *kind = json_string_value(json_object_get(ev,
+								     "kind"));
+		const char *cause = json_string_value(json_object_get(ev,
+								      "cause"));
+
+		if (kind && !strcmp(kind, "recreated")) {
+			n++;
+			*found |= cause && !strcmp(cause, why);
+		}
+		json_decref(ev);
+	}
+	run_result_release(&r);
+	return n;
+}
+
+/* watch.json's quarantines_acted. */
+static json_int_t quarantines_acted(const char *run)
+{
+	char path[HARNESS_PATH + 64];
+	json_t *j;
+	json_int_t n;
+
+	snprintf(path, sizeof(path), "%s/bucket/%s/watch.json", tmp, run);
+	j = json_load_file(path, 0, NULL);
+	cr_assert_not_null(j, "no %s", path);
+	n = json_integer_value(json_object_get(j, "quarantines_acted"));
+	json_decref(j);
+	return n;
+}
+
+/* A quarantined host takes a new VM set: the holder recreates the queued
+ * resource once, and neither the watcher that takes its lease over nor
+ * one started afresh does so again for that host. */
+Test(lease, a_quarantined_host_is_recreated_once_across_watchers)
+{
+	struct watcher a, b, c;
+	bool found;
+	char *o;
+
+	held_and_waiting(&a, &b, "q1");
+
+	quarantine("q1", "host-7", 5);
+	fake_tpu_wait_changes(&tpu, "POST DELETE POST");
+	wait_qr_state("q1", "ACTIVE");
+	wait_text(a.out, "q1: asked for again", 5000);
+	cr_assert_eq(recreated_events("q1", "host host-7 quarantined: SIGSEGV",
+				      &found), 1);
+	cr_assert(found);
+	cr_assert_eq(quarantines_acted("q1"), 1);
+	/* Two trainer failures, then the recreation's bump. */
+	cr_assert_eq(generation("q1"), 4);
+
+	killed(&a, 0);
+	wait_text(b.out, "holding the watch lease", 3 * LEASE_MS);
+	sleep_ms(2 * LEASE_MS);
+	killed(&b, 1);
+	watch(&c, 1, "c", "q1");
+	wait_text(c.out, "holding the watch lease", 3 * LEASE_MS);
+	sleep_ms(2 * LEASE_MS);
+
+	assert_changes("POST DELETE POST");
+	cr_assert_eq(fake_tpu_count(&tpu, "POST", "/queuedResources"), 2);
+	cr_assert_eq(generation("q1"), 4);
+	cr_assert_eq(quarantines_acted("q1"), 1);
+	set_done("q1");
+	exits(&c, 1, 0);
+	o = show(c.out);
+	cr_assert_null(strstr(o, "deleting it"), "%s", o);
+	free(o);
+}
+
+/* Only a running run gets a new VM set: not one the quarantining failure
+ * failed (its budget spent), nor one stopping. */
+Test(lease, a_quarantine_of_a_run_not_running_recreates_nothing)
+{
+	struct watcher a, b;
+	struct store *s;
+	struct control c;
+	struct err e;
+	bool found;
+	char *o;
+
+	job_watch(&a, "q2");
+	wait_qr_state("q2", "ACTIVE");
+	wait_text(a.out, "holding the watch lease", 20000);
+	quarantine("q2", "host-3", 1);
+	exits(&a, 0, 1);
+	o = show(a.err);
+	ASSERT_HAS(o, "the run failed");
+	free(o);
+
+	plain_job("q3");
+	quarantine("q3", "host-4", 5);
+	s = run_store("q3");
+	cr_assert_eq(control_set_state(s, NULL, "stopping", "stop", "test", &c,
+				       &e), 0, "%s", e.msg);
+	store_close(s);
+	watch(&b, 1, "b", "q3");
+	wait_text(b.out, "holding the watch lease", 20000);
+	sleep_ms(2 * LEASE_MS);
+	set_done("q3");
+	exits(&b, 1, 0);
+
+	assert_changes("POST POST");
+	cr_assert_eq(recreated_events("q2", "", &found), 0);
+	cr_assert_eq(recreated_events("q3", "", &found), 0);
+	cr_assert_eq(generation("q3"), 3);
 }
