@@ -260,8 +260,8 @@ static const struct ckpt_command ckpt_commands[] = {
 	  "ckpt save DIR URL --step N [options]\n\n"
 	  "Packs DIR as tar+zstd straight into URL as this host's part of\n"
 	  "step N, then commits the step once all its parts are there.\n"
-	  "With --local-dir it also keeps the part there, for restore.",
-	  2, "step part parts-expected level threads local-dir format" },
+	  "With --local-tier-dir it also keeps the part there, for restore.",
+	  2, "step part parts-expected level threads local-tier-dir format" },
 	{ "ls", ckpt_ls_cmd, "list steps, committed or partial",
 	  "ckpt ls URL [--format json]\n\n"
 	  "Lists the steps under URL, committed or not.",
@@ -270,9 +270,9 @@ static const struct ckpt_command ckpt_commands[] = {
 	  "ckpt restore URL DEST [--step N] [--part NAME]\n\n"
 	  "Restores the newest committed step whose part verifies (or step\n"
 	  "N) into DEST, atomically: DEST is untouched on any failure.\n"
-	  "With --local-dir a copy kept there by save is unpacked instead\n"
+	  "With --local-tier-dir a copy kept there by save is unpacked instead\n"
 	  "when it matches COMMIT (no byte of the part read from URL).",
-	  2, "step part local-dir format" },
+	  2, "step part local-tier-dir format" },
 	{ "verify", ckpt_verify_cmd, "check a step's parts against COMMIT",
 	  "ckpt verify URL [--step N]\n\n"
 	  "Reads every part of the newest committed step (or step N) and\n"
@@ -329,7 +329,7 @@ static int run_sub(const char *prog, const struct ckpt_command *c, int argc,
 		  .arg = "S",
 		  .help = "partial steps untouched this long are abandoned "
 			  "(default 3600)" },
-		{ .name = "local-dir", .kind = OPT_STRING,
+		{ .name = "local-tier-dir", .kind = OPT_STRING,
 		  .value = &a.local_dir, .arg = "DIR",
 		  .help = "a local tier: save keeps the part there, restore "
 			  "reads it from there when it verifies" },

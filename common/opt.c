@@ -177,11 +177,26 @@ static int parse_short(const struct opt *opts, int argc, char **argv, int i,
 	return 1;
 }
 
+/* Two options of one name: the second could never be given. A table
+ * that says so is the program's mistake, refused before anything is
+ * parsed so that every test of the command finds it. */
+static int check_unique(const struct opt *opts, struct err *e)
+{
+	for (const struct opt *o = opts; o->kind != OPT_END; o++)
+		if (o->name && find_long(o + 1, o->name, strlen(o->name)))
+			return err_set(e, COMMON_EINVAL, "internal error: "
+				       "option --%s is defined twice", o->name);
+	return 0;
+}
+
 int opt_parse(const struct opt *opts, int argc, char **argv,
 	      struct strlist *pos, bool stop_at_first_positional,
 	      struct err *e)
 {
 	int i = 1;
+
+	if (check_unique(opts, e))
+		return e->code;
 
 	while (i < argc) {
 		const char *a = argv[i];

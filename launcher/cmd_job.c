@@ -254,7 +254,7 @@ int cmd_job(int argc, char **argv)
 			  "steps on local disk, and an in-place restart "
 			  "restores from there, reading no part from the "
 			  "bucket (default 2; 0: none)" },
-		{ .name = "local-dir", .kind = OPT_STRING,
+		{ .name = "local-tier-dir", .kind = OPT_STRING,
 		  .value = &r->local_dir, .arg = "DIR",
 		  .help = "where hosts keep those copies, an absolute path "
 			  "(e.g. a tmpfs: /dev/shm/slicectl; default: the "
@@ -372,7 +372,8 @@ int cmd_job(int argc, char **argv)
 	if (status)
 		goto out;
 	if (r->local_dir && r->local_dir[0] != '/') {
-		status = usage_error("--local-dir takes an absolute path, not "
+		status = usage_error("--local-tier-dir takes an absolute path, "
+				     "not "
 				     "'%s'", r->local_dir);
 		goto out;
 	}

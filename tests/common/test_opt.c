@@ -177,3 +177,31 @@ Test(opt, optional_value)
 	cr_assert_eq(pos.n, 1);
 	strlist_release(&pos);
 }
+
+/* A table naming one option twice (as slicectl job once did, --local-dir
+ * for the local provider's roots and for the local tier) is refused
+ * whatever the arguments, naming it, rather than parsed with the second
+ * unreachable. */
+Test(opt, an_option_defined_twice_is_refused)
+{
+	static const struct opt twice[] = {
+		{ .name = "dir", .kind = OPT_STRING, .value = &str, .arg = "D",
+		  .help = "one" },
+		{ .name = "flag", .kind = OPT_FLAG, .value = &flag,
+		  .help = "a flag" },
+		{ .name = "dir", .kind = OPT_STRING, .value = &str, .arg = "D",
+		  .help = "two" },
+		{ 0 },
+	};
+	char *argv[] = { "cmd", "--flag", NULL };
+	struct strlist pos;
+	struct err e;
+
+	strlist_init(&pos);
+	err_init(&e);
+	cr_assert_eq(opt_parse(twice, 2, argv, &pos, false, &e),
+		     COMMON_EINVAL);
+	cr_assert_str_eq(e.msg, "internal error: option --dir is defined "
+				"twice");
+	strlist_release(&pos);
+}

@@ -355,8 +355,8 @@ Test(flags, job_checks_the_bad_host_pattern_and_the_local_tier)
 		  "a POSIX extended regular expression" },
 		{ { "r1", "--bad-host-pattern", "", NULL },
 		  "it would match every line" },
-		{ { "r1", "--local-dir", "shm/x", NULL },
-		  "--local-dir takes an absolute path, not 'shm/x'" },
+		{ { "r1", "--local-tier-dir", "shm/x", NULL },
+		  "--local-tier-dir takes an absolute path, not 'shm/x'" },
 		{ { "r1", "--local-keep", "1001", NULL }, "--local-keep" },
 	};
 	struct run_result r;
@@ -370,7 +370,7 @@ Test(flags, job_checks_the_bad_host_pattern_and_the_local_tier)
 	}
 	render(&r, (const char *const[]){ "r1", "--bad-host-pattern",
 					  "Xid (48|79)|ECC", "--local-keep",
-					  "0", "--local-dir", "/dev/shm/s",
+					  "0", "--local-tier-dir", "/dev/shm/s",
 					  NULL },
 	       "--num-slices");
 	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
