@@ -314,12 +314,10 @@ static int recv_into(int fd, const char *tmp, const char *path,
 		r = err_set(e, CLOUD_ECORRUPT, "%s: %" PRIu64 " bytes with "
 			    "CRC32C %08x, %08x expected", who, size, crc,
 			    want_crc);
-	if (!r && (fsync(out) || close(out))) {
-		out = -1;
+	if (!r && fsync(out))
 		r = err_errno(e, CKPT_EIO, errno, "writing %s", tmp);
-	} else if (out >= 0 && r) {
-		close(out);
-	}
+	if (out >= 0 && close(out) && !r)
+		r = err_errno(e, CKPT_EIO, errno, "writing %s", tmp);
 	if (!r && rename(tmp, path))
 		r = err_errno(e, CKPT_EIO, errno, "naming %s", path);
 	if (r)
