@@ -895,10 +895,6 @@ static int unpack_into(struct store *s, struct unpack_source *src,
 	return r;
 }
 
-/* The local tier's copy of p, when there is one of COMMIT's size: true
- * when it was unpacked into dest. One that fails for what it holds is
- * deleted (the store's is read instead); *r gets any other failure (a
- * full disk: the store's would fail alike). */
 /* No local copy: asks the peer tier for one, into path. */
 static bool fetch_from_peer(const struct ckpt_restore_options *o,
 			    uint64_t step, const char *part,
@@ -926,10 +922,15 @@ static bool fetch_from_peer(const struct ckpt_restore_options *o,
 	return true;
 }
 
+/* The local tier's copy of p, when there is one of COMMIT's size: true
+ * when it was unpacked into dest. One that fails for what it holds is
+ * deleted (the store's is read instead); *r gets any other failure (a
+ * full disk: the store's would fail alike). *peer: the copy was a peer's,
+ * fetched for want of one. */
 static bool restore_local(struct store *s, const char *dest, uint64_t step,
 			  const struct ckpt_part *p,
-			  const struct ckpt_restore_options *o, int *r,
-			  struct err *e)
+			  const struct ckpt_restore_options *o, bool *peer,
+			  int *r, struct err *e)
 {
 	const char *local_dir = o->local_dir;
 	char path[PATH_MAX], part[256];
@@ -940,9 +941,11 @@ static bool restore_local(struct store *s, const char *dest, uint64_t step,
 
 	snprintf(part, sizeof(part), "%.*s", (int)n, p->name);
 	ckpt_local_path(path, sizeof(path), local_dir, step, part);
-	if ((stat(path, &st) || !S_ISREG(st.st_mode)) &&
-	    !fetch_from_peer(o, step, part, p, local_dir, path, &st))
-		return false;
+	if (stat(path, &st) || !S_ISREG(st.st_mode)) {
+		if (!fetch_from_peer(o, step, part, p, local_dir, path, &st))
+			return false;
+		*peer = true;
+	}
 	if ((uint64_t)st.st_size != p->size) {
 		log_warn("local copy %s has %lld bytes, COMMIT says %llu: "
 			 "deleting it, reading the bucket's", path,
@@ -976,11 +979,12 @@ static int restore_part(struct store *s, const char *dest, uint64_t step,
 				     .generation = p->generation,
 				     .part = p,
 				     .what = "the part" };
+	bool peer = false;
 	int r = 0;
 
-	if (o->local_dir && restore_local(s, dest, step, p, o, &r, e)) {
+	if (o->local_dir && restore_local(s, dest, step, p, o, &peer, &r, e)) {
 		if (!r && o->from_local)
-			*o->from_local = !(o->from_peer && *o->from_peer);
+			*o->from_local = !peer;
 		return r;
 	}
 	if (o->from_peer)
