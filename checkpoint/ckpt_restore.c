@@ -926,11 +926,12 @@ static bool fetch_from_peer(const struct ckpt_restore_options *o,
  * when it was unpacked into dest. One that fails for what it holds is
  * deleted (the store's is read instead); *r gets any other failure (a
  * full disk: the store's would fail alike). *peer: the copy was a peer's,
- * fetched for want of one. */
+ * fetched for want of one; *dropped: a copy of this host's own was
+ * deleted (the partner's may still be good). */
 static bool restore_local(struct store *s, const char *dest, uint64_t step,
 			  const struct ckpt_part *p,
 			  const struct ckpt_restore_options *o, bool *peer,
-			  int *r, struct err *e)
+			  bool *dropped, int *r, struct err *e)
 {
 	const char *local_dir = o->local_dir;
 	char path[PATH_MAX], part[256];
@@ -948,9 +949,10 @@ static bool restore_local(struct store *s, const char *dest, uint64_t step,
 	}
 	if ((uint64_t)st.st_size != p->size) {
 		log_warn("local copy %s has %lld bytes, COMMIT says %llu: "
-			 "deleting it, reading the bucket's", path,
-			 (long long)st.st_size, (unsigned long long)p->size);
+			 "deleting it", path, (long long)st.st_size,
+			 (unsigned long long)p->size);
 		unlink(path);
+		*dropped = !*peer;
 		return false;
 	}
 	*r = unpack_into(s, &src, dest, e);
@@ -962,9 +964,9 @@ static bool restore_local(struct store *s, const char *dest, uint64_t step,
 	}
 	if (!bad_part_error(*r))
 		return true;
-	log_warn("local copy does not verify: %s; deleting it, reading the "
-		 "bucket's", e->msg);
+	log_warn("local copy does not verify: %s; deleting it", e->msg);
 	unlink(path);
+	*dropped = !*peer;
 	err_init(e);
 	*r = 0;
 	return false;
@@ -979,14 +981,24 @@ static int restore_part(struct store *s, const char *dest, uint64_t step,
 				     .generation = p->generation,
 				     .part = p,
 				     .what = "the part" };
-	bool peer = false;
+	bool peer = false, dropped = false, done = false;
 	int r = 0;
 
-	if (o->local_dir && restore_local(s, dest, step, p, o, &peer, &r, e)) {
+	if (o->local_dir)
+		done = restore_local(s, dest, step, p, o, &peer, &dropped, &r,
+				     e);
+	/* This host's own copy was bad: its partner's is the next best. */
+	if (!done && dropped && o->fetch)
+		done = restore_local(s, dest, step, p, o, &peer, &dropped, &r,
+				     e);
+	if (done) {
 		if (!r && o->from_local)
 			*o->from_local = !peer;
 		return r;
 	}
+	if (o->local_dir)
+		log_info("step %llu: reading the bucket's part",
+			 (unsigned long long)step);
 	if (o->from_peer)
 		*o->from_peer = false;
 	ckpt_object_name(name, sizeof(name), step, p->name);

@@ -537,6 +537,14 @@ Test(peer_tier, a_restore_takes_the_partners_copy_and_survives_its_lies)
 	cr_assert(from_local);
 	compare_trees(src, dest);
 	cr_assert_eq(f.calls, 1);
+	/* This host's own copy gone bad: deleted, and the partner's taken
+	 * in its place rather than the bucket's (which is away). */
+	corrupt(copy);
+	cr_assert(restore(s, dest, local, &f, &from_local));
+	cr_assert_not(from_local);
+	compare_trees(src, dest);
+	cr_assert_eq(f.calls, 2);
+	same_bytes(held, copy);
 	/* Nor is a peer's copy called local by a caller that does not ask
 	 * for from_peer. */
 	path_of(local, "other-disk");
@@ -554,7 +562,7 @@ Test(peer_tier, a_restore_takes_the_partners_copy_and_survives_its_lies)
 			     e.msg);
 		cr_assert_not(from_local);
 		compare_trees(src, dest);
-		cr_assert_eq(f.calls, 2);
+		cr_assert_eq(f.calls, 3);
 	}
 
 	/* The partner's copy goes bad in place; the bucket has its part
@@ -567,7 +575,7 @@ Test(peer_tier, a_restore_takes_the_partners_copy_and_survives_its_lies)
 	cr_assert_not(restore(s, dest, local, &f, &from_local));
 	cr_assert_not(from_local);
 	compare_trees(src, dest);
-	cr_assert_eq(f.calls, 3);
+	cr_assert_eq(f.calls, 4);
 	ckpt_local_path(copy, sizeof(copy), local, 3, PART);
 	cr_assert_not(exists(copy));
 	cr_assert_eq(sh("test -z \"$(find '%s' -type f)\"", local), 0,
@@ -581,7 +589,7 @@ Test(peer_tier, a_restore_takes_the_partners_copy_and_survives_its_lies)
 	cr_assert_not(restore(s, dest, local, &f, &from_local));
 	cr_assert_not(from_local);
 	compare_trees(src, dest);
-	cr_assert_eq(f.calls, 4);
+	cr_assert_eq(f.calls, 5);
 	cr_assert_not(exists(copy));
 	cr_assert_eq(sh("test -z \"$(find '%s' -type f)\"", local), 0,
 		     "a bad fetch left a file in %s", local);
