@@ -88,9 +88,10 @@ void ckpt_local_finish(struct ckpt_local_copy *c)
 	if (fd < 0)
 		return;
 	c->fd = -1;
-	/* Durable before it is named: a copy that is there must be whole
-	 * (restore checks it all the same). */
-	if (fsync(fd) || close(fd)) {
+	/* Not forced to disk: a copy torn by a crash is one whose CRC32C
+	 * does not match COMMIT, which restore deletes; the upload it
+	 * follows should not wait for it. */
+	if (close(fd)) {
 		log_warn("local tier: %s: %s; keeping no local copy", c->tmp,
 			 strerror(errno));
 		unlink(c->tmp);
