@@ -166,7 +166,8 @@ int ckpt_local_prune(const char *dir, unsigned keep, uint64_t committed,
 		v[n++] = step;
 	}
 	closedir(dp);
-	qsort(v, n, sizeof(*v), cmp_desc);
+	if (n) /* v is NULL then, which qsort may not be given */
+		qsort(v, n, sizeof(*v), cmp_desc);
 	for (size_t i = 0; i < n; i++) {
 		/* Newer than committed: its COMMIT may still come, unless a
 		 * new generation restored below it (above), which discards

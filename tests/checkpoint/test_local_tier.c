@@ -205,6 +205,11 @@ Test(local_tier, pruning_keeps_the_newest_committed_and_those_to_come)
 	cr_assert_eq(dropped, 5);
 	cr_assert(has(local, 30) && has(local, 36) && has(local, 38));
 	cr_assert(!has(local, 35));
+	/* A tier made but empty (a fresh host's) neither. */
+	path_of(local, "empty");
+	cr_assert_eq(mkdir(local, 0700), 0);
+	cr_assert_eq(ckpt_local_prune(local, 2, 40, UINT64_MAX, &dropped), 0);
+	cr_assert_eq(dropped, 0);
 	/* A tier never made is nothing to prune. */
 	path_of(local, "never");
 	cr_assert_eq(ckpt_local_prune(local, 2, 40, UINT64_MAX, &dropped), 0);
