@@ -83,6 +83,8 @@ struct ckpt_local_copy {
 	char tmp[PATH_MAX + 32];
 };
 
+/* Makes dir's folder for step, where its copies go (ckpt_local_path). */
+int ckpt_local_mkdir(const char *dir, uint64_t step, struct err *e);
 /* -1 (logged) when there will be no copy. */
 int ckpt_local_begin(struct ckpt_local_copy *c, const char *dir,
 		     uint64_t step, const char *part);

@@ -35,19 +35,25 @@ void ckpt_local_path(char *out, size_t cap, const char *dir, uint64_t step,
 		 part);
 }
 
+int ckpt_local_mkdir(const char *dir, uint64_t step, struct err *e)
+{
+	char sdir[PATH_MAX];
+
+	snprintf(sdir, sizeof(sdir), STEP_DIR_FMT, dir, step);
+	return fs_mkdir_p(sdir, 0700, e);
+}
+
 int ckpt_local_begin(struct ckpt_local_copy *c, const char *dir,
 		     uint64_t step, const char *part)
 {
-	char sdir[PATH_MAX];
 	struct err e;
 
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
-	snprintf(sdir, sizeof(sdir), STEP_DIR_FMT, dir, step);
 	ckpt_local_path(c->path, sizeof(c->path), dir, step, part);
 	snprintf(c->tmp, sizeof(c->tmp), "%s.tmp-%ld", c->path, (long)getpid());
 	err_init(&e);
-	if (fs_mkdir_p(sdir, 0700, &e)) {
+	if (ckpt_local_mkdir(dir, step, &e)) {
 		log_warn("local tier: %s; keeping no local copy", e.msg);
 		return -1;
 	}

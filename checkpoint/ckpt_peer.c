@@ -338,14 +338,12 @@ static int serve_put(int fd, const struct ckpt_peer_server *sv,
 		     const struct request *q, struct err *e)
 {
 	static const char who[] = "receiving a part";
-	char path[PATH_MAX], tmp[PATH_MAX + 32], dir[PATH_MAX + 32];
+	char path[PATH_MAX], tmp[PATH_MAX + 32];
 	int r;
 
-	snprintf(dir, sizeof(dir), "%s/step-%010" PRIu64, sv->held_dir,
-		 q->step);
 	ckpt_local_path(path, sizeof(path), sv->held_dir, q->step, q->part);
 	snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid());
-	r = fs_mkdir_p(dir, 0700, e);
+	r = ckpt_local_mkdir(sv->held_dir, q->step, e);
 	if (!r)
 		r = recv_into(fd, tmp, path, q->size, q->crc, sv->stall_ms,
 			      who, e);

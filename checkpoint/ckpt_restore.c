@@ -901,15 +901,12 @@ static bool fetch_from_peer(const struct ckpt_restore_options *o,
 			    const struct ckpt_part *p, const char *local_dir,
 			    const char *path, struct stat *st)
 {
-	char dir[PATH_MAX];
 	struct err e;
 
 	if (!o->fetch)
 		return false;
 	err_init(&e);
-	snprintf(dir, sizeof(dir), "%s/step-%010llu", local_dir,
-		 (unsigned long long)step);
-	if (fs_mkdir_p(dir, 0700, &e) ||
+	if (ckpt_local_mkdir(local_dir, step, &e) ||
 	    o->fetch(o->fetch_ud, step, part, p->size, p->crc32c, path, &e)) {
 		log_warn("step %llu: no copy from a peer: %s; reading the "
 			 "bucket's", (unsigned long long)step, e.msg);

@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,6 +133,17 @@ void job_init(struct job *j)
 	j->delete_on_finish = false;
 	j->max_infra_restarts = -1;
 	j->local_keep = JOB_LOCAL_KEEP;
+}
+
+void job_local_tier_dir(const struct job *j, const char *state_dir,
+			const char *part, char *out, size_t cap)
+{
+	if (!j->local_keep)
+		snprintf(out, cap, "%s", "");
+	else if (j->local_dir)
+		snprintf(out, cap, "%s/%s/%s", j->local_dir, j->name, part);
+	else
+		snprintf(out, cap, "%s/local", state_dir);
 }
 
 void job_release(struct job *j)

@@ -106,6 +106,13 @@ const char *job_signal_name(int sig);
 
 #define JOB_LOCAL_KEEP 2u
 
+/* Where the worker `part` ("slice-S-worker-W") whose state directory is
+ * state_dir keeps j's local tier: j->local_dir/RUN/PART (a tmpfs a
+ * machine's runs and workers share), else STATE_DIR/local; "" when j
+ * keeps none. */
+void job_local_tier_dir(const struct job *j, const char *state_dir,
+			const char *part, char *out, size_t cap);
+
 void job_init(struct job *j); /* the defaults */
 /* A deep copy of src into dst (zeroed first); -1 when out of memory. */
 int job_target_copy(struct job_target *dst, const struct job_target *src);

@@ -48,6 +48,12 @@ struct peer {
 	pthread_cond_t cv;         /* want_push or stop changed */
 	bool stop;
 	uint64_t want_push, pushed;
+
+	/* The pusher's: the partner's address as last read, port 0 none.
+	 * Read once, not per checkpoint (a GET per worker per step), and
+	 * again when a push to it fails (the partner restarted elsewhere). */
+	char partner_host[256];
+	unsigned partner_port;
 };
 
 unsigned peer_partner(unsigned p, unsigned n, unsigned workers_per_slice)
@@ -123,27 +129,50 @@ static const char *partner_part(const struct peer *p, char *out, size_t cap)
 	return out;
 }
 
+/* One push to the partner's address as cached, read first when none. */
+static int push_once(struct peer *p, const char *partner, uint64_t step,
+		     const char *path, struct err *e)
+{
+	struct ckpt_peer_client c = { .host = p->partner_host,
+				      .secret = p->secret,
+				      .stall_ms = p->c.stall_ms };
+	int r = 0;
+
+	if (!p->partner_port)
+		r = read_addr(p->store, partner, p->partner_host,
+			      sizeof(p->partner_host), &p->partner_port, e);
+	c.port = p->partner_port;
+	if (!r)
+		r = ckpt_peer_push(&c, step, p->part, path, e);
+	if (r)
+		p->partner_port = 0;
+	return r;
+}
+
 static void push(struct peer *p, uint64_t step)
 {
-	struct ckpt_peer_client c = { .secret = p->secret,
-				      .stall_ms = p->c.stall_ms };
-	char host[256], partner[64], path[1600];
-	struct err e;
+	char partner[64], path[1600];
+	bool cached = p->partner_port != 0;
 	uint64_t t0 = mono_ms();
+	struct err e;
+	int r;
 
 	err_init(&e);
 	partner_part(p, partner, sizeof(partner));
 	ckpt_local_path(path, sizeof(path), p->local_dir, step, p->part);
-	c.host = host;
-	if (read_addr(p->store, partner, host, sizeof(host), &c.port, &e) ||
-	    ckpt_peer_push(&c, step, p->part, path, &e)) {
+	r = push_once(p, partner, step, path, &e);
+	if (r && cached) {
+		err_init(&e);
+		r = push_once(p, partner, step, path, &e);
+	}
+	if (r) {
 		log_warn("peer tier: step %llu not pushed to %s: %s",
 			 (unsigned long long)step, partner, e.msg);
 		return;
 	}
 	log_info("peer tier: step %llu pushed to %s (%s:%u) in %llu ms",
-		 (unsigned long long)step, partner, host, c.port,
-		 (unsigned long long)(mono_ms() - t0));
+		 (unsigned long long)step, partner, p->partner_host,
+		 p->partner_port, (unsigned long long)(mono_ms() - t0));
 }
 
 static void serve_one(struct peer *p)

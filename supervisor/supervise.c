@@ -568,23 +568,6 @@ static void start_peer(struct sup *s)
 			 "then the bucket)", e.msg);
 }
 
-/* Where this host keeps its local tier: job.json's local_dir (a tmpfs
- * it names, shared by the runs and workers of a machine: each its own
- * folder), else the state directory's, on disk. */
-static void local_tier(struct sup *s)
-{
-	const struct job *j = &s->job;
-
-	if (!j->local_keep)
-		s->local_dir[0] = '\0';
-	else if (j->local_dir)
-		snprintf(s->local_dir, sizeof(s->local_dir), "%s/%s/%s",
-			 j->local_dir, j->name, s->id.name);
-	else
-		snprintf(s->local_dir, sizeof(s->local_dir), "%s/local",
-			 s->o->state_dir);
-}
-
 int sup_setup(struct sup *s, struct err *e)
 {
 	const struct supervise_options *o = s->o;
@@ -666,7 +649,8 @@ int sup_setup(struct sup *s, struct err *e)
 	sc.prune = s->id.process_id == 0;
 	sc.keep = s->job.keep;
 	sc.keep_every = s->job.keep_every;
-	local_tier(s);
+	job_local_tier_dir(&s->job, o->state_dir, s->id.name, s->local_dir,
+			   sizeof(s->local_dir));
 	sc.local_dir = yc.local_dir = s->local_dir[0] ? s->local_dir : NULL;
 	sc.local_keep = yc.local_keep = s->job.local_keep;
 	start_peer(s);

@@ -305,16 +305,13 @@ static int new_boot(struct lrun *r, struct lworker *w, struct err *e)
  * would be installed again by the startup script. */
 static void wipe_local_tier(struct lrun *r, struct lworker *w)
 {
-	const struct job *j = &r->run->job;
-	char path[PATH_LEN * 2];
+	char path[PATH_LEN * 2], state[PATH_LEN + 96];
 	int err;
 
-	if (j->local_dir)
-		snprintf(path, sizeof(path), "%s/%s/%s", j->local_dir, j->name,
-			 w->name);
-	else
-		snprintf(path, sizeof(path), "%s/var/lib/slicectl/local",
-			 w->root);
+	snprintf(state, sizeof(state), "%s/var/lib/slicectl", w->root);
+	job_local_tier_dir(&r->run->job, state, w->name, path, sizeof(path));
+	if (!path[0])
+		return;
 	err = fs_remove_tree(path);
 	if (err)
 		event(r, "error", NULL, "%s: cannot wipe %s: %s", w->name,
