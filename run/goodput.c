@@ -47,6 +47,8 @@ struct gen {
 	int64_t failed_at;       /* its training stopped being useful */
 	int64_t crash, notice, chaos, hang, gone; /* earliest, -1 none */
 	int64_t recreated;       /* the latest, -1 none */
+	int64_t kept_to;         /* its steps up to here are kept (lineage) */
+	int64_t again;           /* its steps trained again later */
 	struct step_hist *hist;  /* its step times (NULL: none) */
 	double cost[GP_NCATS + 1];
 };
@@ -336,18 +338,13 @@ static int steps_span(struct calc *c, int64_t k, int64_t f, int64_t x)
 {
 	const struct gen *g = &c->g[k];
 	int64_t from = g->restore_step > 0 ? g->restore_step : 0;
-	int64_t kept_to = g->last_step, again = 0;
 	double parts[3];
 	const int cats[3] = { GP_PRODUCTIVE, GP_RECOMPUTE, GP_CKPT_STALL };
 	int64_t at = f;
 
-	if (k < c->ngen && c->g[k + 1].restore_step >= 0 &&
-	    c->g[k + 1].restore_step < kept_to) {
-		again = kept_to - c->g[k + 1].restore_step;
-		kept_to = c->g[k + 1].restore_step;
-	}
-	parts[0] = kept_to > from ? (double)(kept_to - from) * c->ideal_ms : 0;
-	parts[1] = (double)again * c->ideal_ms;
+	parts[0] = g->kept_to > from ? (double)(g->kept_to - from) * c->ideal_ms
+				     : 0;
+	parts[1] = (double)g->again * c->ideal_ms;
 	parts[2] = goodput_slow_excess_ms(&c->all, g->hist, c->ideal_ms);
 	for (int i = 0; i < 3; i++) {
 		double room = (double)(x - at);
@@ -361,6 +358,35 @@ static int steps_span(struct calc *c, int64_t k, int64_t f, int64_t x)
 		at = to > at ? to : at;
 	}
 	return add_seg(c, at, x, GP_OTHER, k);
+}
+
+/*
+ * Which steps each generation kept: the run's lineage, followed back
+ * from its last generation. The steps a generation trained are kept up
+ * to the step the lineage needs of it, when it is the one that trained
+ * that step (it restored below it and reached it); the rest of its
+ * steps are trained again. Only the next generation's restore is not
+ * enough: a generation that restored an older step and trained nothing
+ * (its peers were still gone) is followed by one that restored the
+ * newer step after all (CI at a6e195a read 2.47 s too little productive
+ * time for such a run).
+ */
+static void lineage(struct calc *c)
+{
+	int64_t need = -1; /* -1: the last generation, all it trained */
+
+	for (int64_t k = c->ngen; k >= 1; k--) {
+		struct gen *g = &c->g[k];
+		int64_t from = g->restore_step > 0 ? g->restore_step : 0;
+		int64_t trained = g->last_step > from ? g->last_step - from : 0;
+		bool makes = trained && (need < 0 || (from < need &&
+						      g->last_step >= need));
+
+		g->kept_to = makes ? (need < 0 ? g->last_step : need) : from;
+		g->again = trained - (g->kept_to - from);
+		if (makes || (need < 0 && g->restore_step >= 0))
+			need = from;
+	}
 }
 
 /*
@@ -516,10 +542,7 @@ static int failures(struct calc *c, int64_t from, struct goodput *out)
 		f->restart_s = n->cost[GP_CAPACITY] + n->cost[GP_BOOT];
 		f->restore_s = n->cost[GP_RESTORE];
 		f->recompute_s = g->cost[GP_RECOMPUTE];
-		f->recomputed_steps =
-			n->restore_step >= 0 && g->last_step > n->restore_step
-				? g->last_step - n->restore_step
-				: 0;
+		f->recomputed_steps = g->again;
 	}
 	return 0;
 }
@@ -560,6 +583,8 @@ int goodput_compute(const struct goodput_input *in, struct goodput *out,
 		progress_times(&c);
 	}
 	c.ideal_ms = rc ? 0 : goodput_ideal_ms(&c.all);
+	if (!rc)
+		lineage(&c);
 	for (int64_t k = 1; !rc && k <= c.ngen; k++)
 		if (generation(&c, k))
 			rc = err_set(e, COMMON_ENOMEM, "out of memory");
