@@ -115,6 +115,12 @@ struct ckpt_save_options {
 	 * local_dir/step-NNNNNNNNNN/PART.tar.zst once the upload finished
 	 * (ckpt_local_path), best effort. */
 	const char *local_dir;
+	/* A fast-tier step (docs/DESIGN.md, "Fast-tier steps"): the part
+	 * goes to local_dir alone, which must keep it (no longer best
+	 * effort: a copy that cannot be written fails the save), and not a
+	 * byte to the store; nothing is listed or committed. The caller
+	 * records it (ckpt_fast_record) once it knows who holds it. */
+	bool fast;
 };
 
 struct ckpt_save_result {
@@ -143,8 +149,22 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 		bool *committed, struct err *e);
 
+/* A host holding a copy of a fast-tier step's part: the worker it is
+ * (its part name, "slice-S-worker-W") and the object generation its
+ * address record in the bucket (ckpt_peer_addr_name) had when it took
+ * the copy. A host that lost its disk republished that record (a new
+ * machine's supervisor, or one told its machine is going away), so a
+ * holder whose record still has that generation is live. */
+struct ckpt_holder {
+	char host[64];
+	int64_t since;
+};
+#define CKPT_HOLDERS_MAX 2
+
 struct ckpt_part {
 	char *name;          /* "PART.tar.zst" */
+	struct ckpt_holder holders[CKPT_HOLDERS_MAX]; /* fast steps' only */
+	size_t nholders;
 	uint64_t size;
 	uint32_t crc32c;
 	int64_t generation;
@@ -153,7 +173,10 @@ struct ckpt_part {
 
 struct ckpt_step {
 	uint64_t step;
-	bool committed;
+	bool committed;          /* COMMIT: every part is in the store */
+	/* FAST and no COMMIT: committed on the fast tiers alone, its parts
+	 * (with their holders) named by FAST, none in the store. */
+	bool fast;
 	bool corrupt;            /* COMMIT exists but is not a valid
 				    manifest: the step cannot be restored */
 	char time[40];           /* COMMIT's time, or the newest part's */
@@ -169,6 +192,28 @@ struct ckpt_list {
 
 int ckpt_list(struct store *s, struct ckpt_list *out, struct err *e);
 void ckpt_list_release(struct ckpt_list *l);
+
+/*
+ * Fast-tier steps (ckpt_fast.c). A fast save's part is recorded by an
+ * empty object whose name says its size, CRC32C, unpacked size and
+ * holders (one LIST tells a committer everything, as the unpacked-size
+ * objects do); the committer's ckpt_commit writes FAST, create-only,
+ * once every part has one. A fast step is restorable only while every
+ * part has a live holder, and each host's copy is checked against FAST
+ * as a local copy is against COMMIT.
+ */
+int ckpt_fast_record(struct store *s, uint64_t step, const char *part,
+		     const struct ckpt_save_result *r,
+		     const struct ckpt_holder *holders, size_t n,
+		     struct err *e);
+/* The step a new generation restores: the newest one below `below`
+ * (0: any) that is committed in the store with a sound COMMIT, or a
+ * newer fast step every part of which has a live holder; 0 when there
+ * is none. *fast (may be NULL) says which. */
+int ckpt_choose_step(struct store *s, uint64_t below, uint64_t *step,
+		     bool *fast, struct err *e);
+/* Where host publishes its peer-tier address: "peers/HOST.json". */
+void ckpt_peer_addr_name(char *out, size_t cap, const char *host);
 
 struct ckpt_verify_result {
 	uint64_t step;

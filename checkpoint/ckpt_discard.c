@@ -8,6 +8,12 @@
  * step is still uncommitted: a COMMIT written before the mark is seen
  * here and the part kept; one written after it is withdrawn by its
  * committer, who looks for marks once it has written.
+ *
+ * Fast-tier steps newer than `after` were passed over by the restore's
+ * choice (a holder gone): this host's records of them go, and their
+ * FAST, so that the new generation's saves of the same step numbers are
+ * committed afresh instead of standing behind a manifest whose copies
+ * its own saves replace. Their copies are checked against FAST anyway.
  */
 #include "checkpoint/ckpt_internal.h"
 
@@ -16,6 +22,17 @@
 
 /* Marks version o of leaf in step abandoned; then 1 when the step turns
  * out committed (o stays), 0 when o may go, or an error. */
+/* A fast-tier object of step newer than the restore: FAST, or this
+ * host's record (leaf is "PART.tar.zst"). */
+static bool fast_object(const char *name, const char *leaf)
+{
+	size_t n = strlen(leaf);
+
+	return !strcmp(name, CKPT_FAST) ||
+	       (!strncmp(name, leaf, n) &&
+		!strncmp(name + n, CKPT_FAST_TAG, strlen(CKPT_FAST_TAG)));
+}
+
 static int abandon(struct store *s, uint64_t step, const char *leaf,
 		   const struct store_object *o, struct err *e)
 {
@@ -62,6 +79,16 @@ int ckpt_discard_newer(struct store *s, const char *part, uint64_t after,
 			const struct store_object *o = &st->objs[k];
 			const char *name = strrchr(o->name, '/');
 
+			if (name && fast_object(name + 1, leaf)) {
+				rc = store_delete(s, o->name, o->generation,
+						  e);
+				if (rc == CLOUD_ENOTFOUND ||
+				    rc == CLOUD_EPRECONDITION) {
+					err_init(e);
+					rc = 0;
+				}
+				continue;
+			}
 			if (!name || strcmp(name + 1, leaf))
 				continue;
 			rc = abandon(s, st->step, leaf, o, e);

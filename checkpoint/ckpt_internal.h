@@ -13,6 +13,14 @@
 #define CKPT_ROOT "checkpoints/"
 #define CKPT_PART_SUFFIX ".tar.zst"
 #define CKPT_COMMIT "COMMIT"
+#define CKPT_FAST "FAST"       /* a fast-tier step's manifest */
+/* A fast save's record: "PART.tar.zst" CKPT_FAST_TAG "CRC~SIZE~UNPACKED
+ * ~HOST~SINCE[~HOST~SINCE]" ('~' is in no part name). */
+#define CKPT_FAST_TAG ".fast~"
+/* A record's leaf as p (its name malloc'd; generation: the record's),
+ * false when leaf is not one. */
+bool ckpt_fast_parse_leaf(const char *leaf, int64_t generation,
+			  struct ckpt_part *p);
 #define CKPT_COMMIT_MAX ((size_t)1 << 20)
 #define CKPT_NAME_MAX 256
 
@@ -32,6 +40,12 @@ void ckpt_unpacked_leaf(char *out, size_t cap, const char *part_leaf,
 /* Sets p's unpacked from the first of n leaves naming such an object for
  * p (its name, CRC32C and size); leaves it alone when none does. */
 void ckpt_find_unpacked(struct ckpt_part *p, char *const *leaves, size_t n);
+
+/* Writes the empty object name (a marker whose name says it all),
+ * create-only so that the store retries it; finding it there already
+ * (an earlier save of the same bytes, or a retry's first attempt) is
+ * success. */
+int ckpt_put_marker(struct store *s, const char *name, struct err *e);
 
 /* The empty object a new generation writes before it deletes its part of
  * an uncommitted step (ckpt_discard.c): that version of the part
@@ -65,11 +79,13 @@ struct ckpt_scan {
 int ckpt_scan(struct store *s, struct ckpt_scan *out, struct err *e);
 void ckpt_scan_release(struct ckpt_scan *sc);
 
-/* Reads a step's COMMIT into st (parts, time, bytes); CLOUD_ECORRUPT
- * with the reason when it is not a valid manifest of that step. */
-int ckpt_read_commit(struct store *s, uint64_t step, struct ckpt_step *st,
-		     struct err *e);
-/* The manifest of parts as JSON (malloc'd). */
+/* Reads a step's COMMIT or FAST (leaf) into st (parts, their holders
+ * for FAST, time, bytes); CLOUD_ECORRUPT with the reason when it is not
+ * a valid manifest of that step. */
+int ckpt_read_manifest(struct store *s, uint64_t step, const char *leaf,
+		       struct ckpt_step *st, struct err *e);
+/* The manifest of parts as JSON (malloc'd), with their holders when
+ * they have any (FAST). */
 char *ckpt_commit_json(uint64_t step, const struct ckpt_part *parts,
 		       size_t n);
 void ckpt_step_release(struct ckpt_step *st);
@@ -90,7 +106,8 @@ int ckpt_local_begin(struct ckpt_local_copy *c, const char *dir,
 		     uint64_t step, const char *part);
 void ckpt_local_write(struct ckpt_local_copy *c, const void *data,
 		      size_t len);
-void ckpt_local_finish(struct ckpt_local_copy *c);
+/* -1 (logged) when the copy could not be kept. */
+int ckpt_local_finish(struct ckpt_local_copy *c);
 void ckpt_local_abort(struct ckpt_local_copy *c);
 
 #endif

@@ -218,24 +218,50 @@ int ckpt_scan(struct store *s, struct ckpt_scan *out, struct err *e)
 	return 0;
 }
 
-static int bad_commit(struct store *s, uint64_t step, struct err *e,
-		      const char *why)
+static int bad_manifest(struct store *s, uint64_t step, const char *leaf,
+			struct err *e, const char *why)
 {
 	char name[CKPT_NAME_MAX];
 
-	ckpt_object_name(name, sizeof(name), step, CKPT_COMMIT);
+	ckpt_object_name(name, sizeof(name), step, leaf);
 	return err_set(e, CLOUD_ECORRUPT, "%s is not a valid manifest: %s",
 		       store_url(s, name), why);
 }
 
-static int parse_parts(struct store *s, uint64_t step, json_t *parts,
-		       struct ckpt_step *st, struct err *e)
+/* A fast step's part's holders (FAST): one at least. */
+static int parse_holders(json_t *arr, struct ckpt_part *part)
+{
+	size_t i;
+	json_t *h;
+
+	if (!json_is_array(arr) || !json_array_size(arr) ||
+	    json_array_size(arr) > CKPT_HOLDERS_MAX)
+		return -1;
+	json_array_foreach(arr, i, h) {
+		const char *host = json_string_value(json_object_get(h,
+								     "host"));
+		json_t *since = json_object_get(h, "since");
+
+		if (!host || !*host ||
+		    strlen(host) >= sizeof(part->holders[0].host) ||
+		    !json_is_integer(since) || json_integer_value(since) <= 0)
+			return -1;
+		snprintf(part->holders[i].host, sizeof(part->holders[i].host),
+			 "%s", host);
+		part->holders[i].since = (int64_t)json_integer_value(since);
+		part->nholders++;
+	}
+	return 0;
+}
+
+static int parse_parts(struct store *s, uint64_t step, const char *leaf,
+		       json_t *parts, struct ckpt_step *st, struct err *e)
 {
 	size_t i;
 	json_t *p;
 
 	if (!json_is_array(parts) || !json_array_size(parts))
-		return bad_commit(s, step, e, "\"parts\" is not a non-empty "
+		return bad_manifest(s, step, leaf, e, "\"parts\" is not a non-empty "
 				  "list");
 	st->parts = calloc(json_array_size(parts), sizeof(*st->parts));
 	if (!st->parts)
@@ -255,13 +281,13 @@ static int parse_parts(struct store *s, uint64_t step, json_t *parts,
 		    !json_is_integer(crc) || json_integer_value(crc) < 0 ||
 		    json_integer_value(crc) > (json_int_t)UINT32_MAX ||
 		    !json_is_integer(gen) || json_integer_value(gen) <= 0)
-			return bad_commit(s, step, e,
+			return bad_manifest(s, step, leaf, e,
 					  "a part lacks a valid name, size, "
 					  "crc32c or generation");
 		/* Optional: older COMMITs do not have it. */
 		if (unpacked && (!json_is_integer(unpacked) ||
 				 json_integer_value(unpacked) <= 0))
-			return bad_commit(s, step, e,
+			return bad_manifest(s, step, leaf, e,
 					  "a part's \"unpacked\" is not a "
 					  "positive integer");
 		part->name = strdup(json_string_value(name));
@@ -274,12 +300,16 @@ static int parse_parts(struct store *s, uint64_t step, json_t *parts,
 						    unpacked) : 0;
 		st->nparts++;
 		st->bytes += part->size;
+		if (st->fast && parse_holders(json_object_get(p, "holders"),
+					      part))
+			return bad_manifest(s, step, leaf, e, "a part has no "
+					    "valid \"holders\"");
 	}
 	return 0;
 }
 
-int ckpt_read_commit(struct store *s, uint64_t step, struct ckpt_step *st,
-		     struct err *e)
+int ckpt_read_manifest(struct store *s, uint64_t step, const char *leaf,
+		       struct ckpt_step *st, struct err *e)
 {
 	char name[CKPT_NAME_MAX];
 	json_error_t jerr;
@@ -288,28 +318,29 @@ int ckpt_read_commit(struct store *s, uint64_t step, struct ckpt_step *st,
 	size_t len;
 	int r;
 
-	ckpt_object_name(name, sizeof(name), step, CKPT_COMMIT);
+	st->fast = !strcmp(leaf, CKPT_FAST);
+	ckpt_object_name(name, sizeof(name), step, leaf);
 	r = store_read(s, name, CKPT_COMMIT_MAX, &data, &len, NULL, e);
 	if (r == CLOUD_EINVAL)
-		return bad_commit(s, step, e, "it is larger than 1 MiB");
+		return bad_manifest(s, step, leaf, e, "it is larger than 1 MiB");
 	if (r)
 		return r;
 	root = json_loadb(data, len, 0, &jerr);
 	free(data);
 	if (!root)
-		return bad_commit(s, step, e, jerr.text);
+		return bad_manifest(s, step, leaf, e, jerr.text);
 	jstep = json_object_get(root, "step");
 	jtime = json_object_get(root, "time");
 	if (!json_is_object(root))
-		r = bad_commit(s, step, e, "it is not a JSON object");
+		r = bad_manifest(s, step, leaf, e, "it is not a JSON object");
 	else if (!json_is_integer(jstep) ||
 		 (uint64_t)json_integer_value(jstep) != step)
-		r = bad_commit(s, step, e, "its \"step\" is not this step");
+		r = bad_manifest(s, step, leaf, e, "its \"step\" is not this step");
 	else if (!json_is_string(jtime))
-		r = bad_commit(s, step, e, "it has no \"time\"");
+		r = bad_manifest(s, step, leaf, e, "it has no \"time\"");
 	else
-		r = parse_parts(s, step, json_object_get(root, "parts"), st,
-				e);
+		r = parse_parts(s, step, leaf, json_object_get(root, "parts"),
+				st, e);
 	if (!r)
 		snprintf(st->time, sizeof(st->time), "%s",
 			 json_string_value(jtime));
@@ -317,6 +348,20 @@ int ckpt_read_commit(struct store *s, uint64_t step, struct ckpt_step *st,
 	if (r)
 		ckpt_step_release(st);
 	return r;
+}
+
+static int add_holders(json_t *p, const struct ckpt_part *part)
+{
+	json_t *arr = json_array();
+
+	for (size_t k = 0; arr && k < part->nholders; k++)
+		if (json_array_append_new(arr, json_pack(
+				"{s:s, s:I}", "host", part->holders[k].host,
+				"since", (json_int_t)part->holders[k].since))) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	return !arr || json_object_set_new(p, "holders", arr);
 }
 
 char *ckpt_commit_json(uint64_t step, const struct ckpt_part *parts,
@@ -336,6 +381,10 @@ char *ckpt_commit_json(uint64_t step, const struct ckpt_part *parts,
 				      "generation",
 				      (json_int_t)parts[i].generation);
 
+		if (p && parts[i].nholders && add_holders(p, &parts[i])) {
+			json_decref(p);
+			p = NULL;
+		}
 		if (p && parts[i].unpacked &&
 		    json_object_set_new(p, "unpacked", json_integer(
 				(json_int_t)parts[i].unpacked))) {
@@ -385,6 +434,17 @@ static int listed_step(const struct ckpt_scan_step *sst, struct ckpt_step *st,
 	return 0;
 }
 
+static bool has_fast(const struct ckpt_scan_step *sst)
+{
+	for (size_t k = 0; k < sst->nobjs; k++) {
+		const char *leaf = strrchr(sst->objs[k].name, '/');
+
+		if (leaf && !strcmp(leaf + 1, CKPT_FAST))
+			return true;
+	}
+	return false;
+}
+
 int ckpt_list(struct store *s, struct ckpt_list *out, struct err *e)
 {
 	struct ckpt_scan sc;
@@ -409,7 +469,7 @@ int ckpt_list(struct store *s, struct ckpt_list *out, struct err *e)
 		memset(st, 0, sizeof(*st));
 		st->step = sst->step;
 		if (sst->has_commit) {
-			r = ckpt_read_commit(s, sst->step, st, e);
+			r = ckpt_read_manifest(s, sst->step, CKPT_COMMIT, st, e);
 			if (!r) {
 				st->committed = true;
 			} else if (r == CLOUD_ECORRUPT) {
@@ -424,6 +484,17 @@ int ckpt_list(struct store *s, struct ckpt_list *out, struct err *e)
 				r = 0;
 				if (!sst->nobjs)
 					continue;
+				r = listed_step(sst, st, e);
+			}
+		} else if (has_fast(sst)) {
+			r = ckpt_read_manifest(s, sst->step, CKPT_FAST, st, e);
+			if (r == CLOUD_ECORRUPT || r == CLOUD_ENOTFOUND) {
+				/* Not restorable: listed as it is. */
+				if (r == CLOUD_ECORRUPT)
+					log_warn("%s", e->msg);
+				err_init(e);
+				ckpt_step_release(st);
+				st->fast = false;
 				r = listed_step(sst, st, e);
 			}
 		} else {

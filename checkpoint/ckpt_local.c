@@ -9,7 +9,8 @@
  * CRC32C against COMMIT, then the same safe unpacking. An unpacked tree
  * would restore without the unpacking, but proving it matches COMMIT
  * would mean packing it again. The copy is best effort: a full disk or
- * any other failure drops it and the save goes on.
+ * any other failure drops it and the save goes on; but for a fast-tier
+ * step, whose only copies these are, it fails the save.
  */
 #include "checkpoint/ckpt_internal.h"
 
@@ -87,12 +88,12 @@ void ckpt_local_abort(struct ckpt_local_copy *c)
 	unlink(c->tmp);
 }
 
-void ckpt_local_finish(struct ckpt_local_copy *c)
+int ckpt_local_finish(struct ckpt_local_copy *c)
 {
 	int fd = c->fd;
 
 	if (fd < 0)
-		return;
+		return -1;
 	c->fd = -1;
 	/* Not forced to disk: a copy torn by a crash is one whose CRC32C
 	 * does not match COMMIT, which restore deletes; the upload it
@@ -101,13 +102,15 @@ void ckpt_local_finish(struct ckpt_local_copy *c)
 		log_warn("local tier: %s: %s; keeping no local copy", c->tmp,
 			 strerror(errno));
 		unlink(c->tmp);
-		return;
+		return -1;
 	}
 	if (rename(c->tmp, c->path)) {
 		log_warn("local tier: naming %s: %s", c->path,
 			 strerror(errno));
 		unlink(c->tmp);
+		return -1;
 	}
+	return 0;
 }
 
 /* "step-NNNNNNNNNN" as its number; false for anything else. */

@@ -162,7 +162,8 @@ int ckpt_verify(struct store *s, uint64_t step, struct ckpt_verify_result *r,
 
 		memset(&again, 0, sizeof(again));
 		err_init(&pe);
-		rc = ckpt_read_commit(s, st->step, &again, &pe);
+		rc = ckpt_read_manifest(s, st->step, CKPT_COMMIT, &again,
+					&pe);
 		ckpt_step_release(&again);
 		r->parts_bad = 1;
 		copy_str(r->problem, sizeof(r->problem),
@@ -970,7 +971,7 @@ static bool restore_local(struct store *s, const char *dest, uint64_t step,
 }
 
 static int restore_part(struct store *s, const char *dest, uint64_t step,
-			const struct ckpt_part *p,
+			bool fast, const struct ckpt_part *p,
 			const struct ckpt_restore_options *o, struct err *e)
 {
 	char name[CKPT_NAME_MAX];
@@ -993,6 +994,13 @@ static int restore_part(struct store *s, const char *dest, uint64_t step,
 			*o->from_local = !peer;
 		return r;
 	}
+	if (fast)
+		return err_set(e, CLOUD_ENOTFOUND, "step %llu lives on the fast "
+			       "tiers alone (--persist-every) and neither this "
+			       "host's local tier%s holds a copy of %s that "
+			       "matches FAST: an older step must be restored",
+			       (unsigned long long)step,
+			       o->fetch ? " nor its partner" : "", p->name);
 	if (o->local_dir)
 		log_info("step %llu: reading the bucket's part",
 			 (unsigned long long)step);
@@ -1056,7 +1064,7 @@ static int restore_step(struct store *s, const char *dest,
 			       " (it has %zu parts; pick one with --part)",
 			       (unsigned long long)st->step,
 			       want ? want : CKPT_DEFAULT_PART, st->nparts);
-	return restore_part(s, dest, st->step, p, o, e);
+	return restore_part(s, dest, st->step, st->fast, p, o, e);
 }
 
 int ckpt_restore(struct store *s, const char *dest,
@@ -1091,7 +1099,10 @@ int ckpt_restore(struct store *s, const char *dest,
 	for (size_t i = l.n; i-- > 0;) {
 		struct ckpt_step *st = &l.v[i];
 
-		if (!st->committed || (o->step && st->step != o->step))
+		/* A fast step only when asked for: whether its holders are
+		 * live is ckpt_choose_step's to say. */
+		if (!(st->committed || (st->fast && o->step)) ||
+		    (o->step && st->step != o->step))
 			continue;
 		if (st->corrupt) {
 			err_set(e, CLOUD_ECORRUPT, "step %llu has a malformed "

@@ -22,6 +22,7 @@ void ckpt_save_options_init(struct ckpt_save_options *o)
 	o->parts_expected = 1;
 	o->commit = true;
 	o->cancel = NULL;
+	o->fast = false;
 }
 
 static bool cancelled(const struct ckpt_save_options *o, struct err *e,
@@ -65,7 +66,7 @@ static int save_write(void *ud, const void *data, size_t len, struct err *e)
 		s->code = r;
 		return r;
 	}
-	r = store_upload_write(s->u, data, len, e);
+	r = s->u ? store_upload_write(s->u, data, len, e) : 0;
 	if (r) {
 		s->code = r;
 		return r;
@@ -73,6 +74,46 @@ static int save_write(void *ud, const void *data, size_t len, struct err *e)
 	s->bytes += len;
 	s->crc = crc32c_update(s->crc, data, len);
 	ckpt_local_write(&s->local, data, len);
+	if (!s->u && s->local.fd < 0) {
+		s->code = CLOUD_EIO;
+		return err_set(e, CLOUD_EIO, "the local tier could not keep "
+			       "the copy (see the warning above)");
+	}
+	return 0;
+}
+
+/* A fast-tier step's part: the local tier's copy alone (checkpoint.h). */
+static int save_fast(const char *dir, uint64_t step, const char *part,
+		     const struct ckpt_save_options *o,
+		     struct ckpt_save_result *r, struct err *e)
+{
+	struct save_sink sink = { .o = o, .local = { .fd = -1 } };
+	int rc;
+
+	if (!o->local_dir)
+		return err_set(e, CKPT_EINVAL, "a fast-tier save needs a "
+			       "local tier");
+	if (ckpt_local_begin(&sink.local, o->local_dir, step, part))
+		return err_set(e, CLOUD_EIO, "the local tier %s cannot keep "
+			       "step %llu", o->local_dir,
+			       (unsigned long long)step);
+	rc = pack_tree(dir, &o->pack, save_write, &sink, &r->stats, e);
+	if (rc) {
+		ckpt_local_abort(&sink.local);
+		if (sink.code)
+			e->code = rc = sink.code;
+		return rc;
+	}
+	if (cancelled(o, e, &rc)) {
+		ckpt_local_abort(&sink.local);
+		return rc;
+	}
+	if (ckpt_local_finish(&sink.local))
+		return err_set(e, CLOUD_EIO, "the local tier %s could not keep "
+			       "step %llu", o->local_dir,
+			       (unsigned long long)step);
+	r->bytes = sink.bytes;
+	r->crc32c = sink.crc;
 	return 0;
 }
 
@@ -88,12 +129,17 @@ static int put_unpacked(struct store *s, uint64_t step, const char *leaf,
 			struct err *e)
 {
 	char tag[CKPT_UNPACKED_LEAF_MAX], obj[CKPT_UNPACKED_LEAF_MAX + 32];
-	int rc;
 
 	ckpt_unpacked_leaf(tag, sizeof(tag), leaf, sink->crc, sink->bytes,
 			   unpacked);
 	ckpt_object_name(obj, sizeof(obj), step, tag);
-	rc = store_put(s, obj, "", 0, STORE_CREATE_ONLY, NULL, e);
+	return ckpt_put_marker(s, obj, e);
+}
+
+int ckpt_put_marker(struct store *s, const char *name, struct err *e)
+{
+	int rc = store_put(s, name, "", 0, STORE_CREATE_ONLY, NULL, e);
+
 	if (rc == CLOUD_EPRECONDITION) {
 		err_init(e);
 		rc = 0;
@@ -163,6 +209,10 @@ int ckpt_save(struct store *s, const char *dir, uint64_t step,
 	rc = check_part(o->part ? o->part : CKPT_DEFAULT_PART, e);
 	if (rc)
 		return rc;
+	if (o->fast)
+		return save_fast(dir, step, o->part ? o->part
+						     : CKPT_DEFAULT_PART,
+				 o, r, e);
 	sink.o = o;
 	snprintf(leaf, sizeof(leaf), "%s" CKPT_PART_SUFFIX,
 		 o->part ? o->part : CKPT_DEFAULT_PART);
@@ -229,6 +279,8 @@ struct part_list {
 	size_t ntags;
 	char **marks;       /* leaves of abandoned-part markers */
 	size_t nmarks;
+	struct ckpt_part *fast; /* fast-tier records, as parts */
+	size_t nfast;
 	struct err *e;
 };
 
@@ -247,6 +299,22 @@ static int add_leaf(struct part_list *l, char ***v, size_t *n,
 	return 0;
 }
 
+static int add_fast(struct part_list *l, const char *leaf, int64_t gen)
+{
+	struct ckpt_part p, *nv;
+
+	if (!ckpt_fast_parse_leaf(leaf, gen, &p))
+		return 0; /* not ours to judge: never a part */
+	nv = realloc(l->fast, (l->nfast + 1) * sizeof(*nv));
+	if (!nv) {
+		free(p.name);
+		return err_set(l->e, CKPT_ENOMEM, "out of memory");
+	}
+	l->fast = nv;
+	l->fast[l->nfast++] = p;
+	return 0;
+}
+
 static int part_cb(void *ud, const struct store_object *o, bool is_prefix)
 {
 	struct part_list *l = ud;
@@ -259,6 +327,8 @@ static int part_cb(void *ud, const struct store_object *o, bool is_prefix)
 		return add_leaf(l, &l->tags, &l->ntags, leaf + 1);
 	if (strstr(leaf + 1, CKPT_PART_SUFFIX CKPT_ABANDONED_TAG))
 		return add_leaf(l, &l->marks, &l->nmarks, leaf + 1);
+	if (strstr(leaf + 1, CKPT_PART_SUFFIX CKPT_FAST_TAG))
+		return add_fast(l, leaf + 1, o->generation);
 	if (!ckpt_is_part_leaf(leaf + 1))
 		return 0;
 	if (l->n == l->cap) {
@@ -271,6 +341,7 @@ static int part_cb(void *ud, const struct store_object *o, bool is_prefix)
 		l->cap = nc;
 	}
 	p = &l->v[l->n];
+	memset(p, 0, sizeof(*p));
 	p->name = strdup(leaf + 1);
 	if (!p->name)
 		return err_set(l->e, CKPT_ENOMEM, "out of memory");
@@ -296,6 +367,9 @@ static void part_list_release(struct part_list *l)
 	free(l->v);
 	free_leaves(l->tags, l->ntags);
 	free_leaves(l->marks, l->nmarks);
+	for (size_t i = 0; i < l->nfast; i++)
+		free(l->fast[i].name);
+	free(l->fast);
 }
 
 /* Whether a marker in marks voids this version of part p. */
@@ -338,7 +412,7 @@ static int confirm_commit(struct store *s, uint64_t step, const char *dir,
 			  const char *commit, const struct store_object *made,
 			  const struct part_list *named, bool *committed)
 {
-	struct part_list now = { NULL, 0, 0, NULL, 0, NULL, 0, NULL };
+	struct part_list now = { .e = NULL };
 	const char *lost = NULL;
 	struct err e;
 	int r;
@@ -370,6 +444,56 @@ static int confirm_commit(struct store *s, uint64_t step, const char *dir,
 	return 0;
 }
 
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct ckpt_part *)a)->name,
+		      ((const struct ckpt_part *)b)->name);
+}
+
+/* A fast-tier step whose every part has its record: FAST, create-only.
+ * Two records of one part that differ (two saves of it, not a retry)
+ * leave the step uncommitted: which copy the holders have is unknown. */
+static int commit_fast(struct store *s, uint64_t step, struct part_list *l,
+		       unsigned parts_expected, bool *committed,
+		       struct err *e)
+{
+	char name[CKPT_NAME_MAX];
+	char *json;
+	int r;
+
+	qsort(l->fast, l->nfast, sizeof(*l->fast), by_name);
+	for (size_t i = 1; i < l->nfast; i++)
+		if (!strcmp(l->fast[i].name, l->fast[i - 1].name)) {
+			log_warn("step %llu: %s has two fast-tier records; the "
+				 "step is not committed",
+				 (unsigned long long)step, l->fast[i].name);
+			return 0;
+		}
+	if (l->nfast < parts_expected) {
+		log_info("step %llu has %zu of %u fast-tier parts; it is "
+			 "committed once all are kept", (unsigned long long)step,
+			 l->nfast, parts_expected);
+		return 0;
+	}
+	json = ckpt_commit_json(step, l->fast, l->nfast);
+	if (!json)
+		return err_set(e, CKPT_ENOMEM, "out of memory");
+	ckpt_object_name(name, sizeof(name), step, CKPT_FAST);
+	r = store_put(s, name, json, strlen(json), STORE_CREATE_ONLY, NULL, e);
+	free(json);
+	if (r == CLOUD_EPRECONDITION) {
+		err_init(e);
+		r = 0;
+	}
+	if (!r) {
+		*committed = true;
+		log_info("step %llu is committed on the fast tiers (%zu parts, "
+			 "none in the bucket)", (unsigned long long)step,
+			 l->nfast);
+	}
+	return r;
+}
+
 int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 		bool *committed, struct err *e)
 {
@@ -393,7 +517,9 @@ int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 	r = store_list(s, dir, "/", part_cb, &parts, e);
 	if (!r)
 		drop_abandoned(&parts, step);
-	if (!r && parts.n < parts_expected) {
+	if (!r && parts.nfast && parts.n < parts_expected) {
+		r = commit_fast(s, step, &parts, parts_expected, committed, e);
+	} else if (!r && parts.n < parts_expected) {
 		log_info("step %llu has %zu of %u parts; it is committed "
 			 "once all are saved", (unsigned long long)step,
 			 parts.n, parts_expected);

@@ -254,6 +254,15 @@ int cmd_job(int argc, char **argv)
 			  "steps on local disk, and an in-place restart "
 			  "restores from there, reading no part from the "
 			  "bucket (default 2; 0: none)" },
+		{ .name = "persist-every", .kind = OPT_UINT,
+		  .value = &r->persist_every, .arg = "N",
+		  .max = 4000000000u,
+		  .help = "only steps divisible by N (and a host's last "
+			  "before its machine goes away) go to the bucket; "
+			  "the others are committed on the local and peer "
+			  "tiers alone, and restored from there while a "
+			  "host holding each part lives (default: every "
+			  "step)" },
 		{ .name = "local-tier-dir", .kind = OPT_STRING,
 		  .value = &r->local_dir, .arg = "DIR",
 		  .help = "where hosts keep those copies, an absolute path "

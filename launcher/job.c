@@ -258,6 +258,12 @@ static int build_job(const struct job_request *r, struct job *j, char **json,
 	j->keep = r->keep;
 	j->keep_every = r->keep_every;
 	j->local_keep = r->local_keep;
+	if (r->persist_every > 1 && !r->local_keep)
+		return err_set(e, COMMON_EINVAL, "--persist-every %u keeps the "
+			       "other steps on the local and peer tiers, and "
+			       "--local-keep 0 turns them off: drop one of "
+			       "the two", r->persist_every);
+	j->persist_every = r->persist_every;
 	if (r->local_dir && !(j->local_dir = strdup(r->local_dir)))
 		return err_set(e, COMMON_ENOMEM, "out of memory");
 	if (r->rendezvous_port)

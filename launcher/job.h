@@ -27,6 +27,7 @@ struct job_request {
 	struct strlist env;           /* "K=V" */
 	unsigned max_restarts, hang_timeout_s, grace_s, keep, keep_every;
 	unsigned local_keep;          /* the local tier's steps, 0 none */
+	unsigned persist_every;       /* job.json persist_every */
 	const char *local_dir;        /* NULL: each state directory's */
 	unsigned max_infra_restarts;  /* JOB_NO_LIMIT: none */
 	int hang_signal;              /* 0: none */

@@ -860,25 +860,14 @@ int control_set_state_cause(struct store *s, struct events_writer *events,
 	return r == CHANGE_KEEP ? 0 : r;
 }
 
-/* The newest committed step whose COMMIT is sound; 0 when none. */
+/* The newest restorable step (ckpt_choose_step); 0 when none. */
 static int newest_committed(struct store *s, int64_t *step, struct err *e)
 {
-	struct ckpt_list l;
-	int r = ckpt_list(s, &l, e);
+	uint64_t v;
+	int r = ckpt_choose_step(s, 0, &v, NULL, e);
 
-	*step = 0;
-	if (r)
-		return r;
-	for (size_t i = l.n; i-- > 0;) {
-		const struct ckpt_step *st = &l.v[i];
-
-		if (st->committed && !st->corrupt && st->step <= INT64_MAX) {
-			*step = (int64_t)st->step;
-			break;
-		}
-	}
-	ckpt_list_release(&l);
-	return 0;
+	*step = !r && v <= INT64_MAX ? (int64_t)v : 0;
+	return r;
 }
 
 struct restore_choice {

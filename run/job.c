@@ -70,7 +70,8 @@ static const char *const all_fields =
 	"max_restarts, hang_timeout_s, grace_s, keep, keep_every, "
 	"heartbeat_s, spool_mb, rendezvous_port, preflight, "
 	"preflight_timeout_s, delete_on_finish, max_infra_restarts, tpu, "
-	"target, monitoring, notify, hang_signal, bad_host_pattern, local_keep, local_dir";
+	"target, monitoring, notify, hang_signal, bad_host_pattern, local_keep, local_dir, "
+	"persist_every";
 
 /* Signals a trainer may catch to print its stacks, and nothing that
  * stops, kills or crashes a process by design. */
@@ -467,6 +468,19 @@ static const char *json_type_name(const json_t *v)
 
 /* *dst = a copy of the string v, member key of the object that `in` names
  * in messages ("" for job.json's own); null_ok: null leaves *dst NULL. */
+/* key's v, an integer from 0 (what 0 means: zero) to max, into *out. */
+static int take_count(const char *key, const json_t *v, long long max,
+		      const char *zero, unsigned *out, struct err *e)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > max)
+		return err_set(e, COMMON_EINVAL, "job.json: \"%s\" must be "
+			       "an integer from 0 (%s) to %lld", key, zero,
+			       max);
+	*out = (unsigned)json_integer_value(v);
+	return 0;
+}
+
 static int take_string(const char *in, const char *key, const json_t *v,
 		       bool null_ok, char **dst, struct err *e)
 {
@@ -671,16 +685,12 @@ static int parse_field(const char *k, const json_t *v, struct job *j,
 		return take_string("", k, v, true, &j->preflight, e);
 	if (!strcmp(k, "local_dir"))
 		return take_string("", k, v, true, &j->local_dir, e);
-	if (!strcmp(k, "local_keep")) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) > 1000)
-			return err_set(e, COMMON_EINVAL,
-				       "job.json: \"local_keep\" must be an "
-				       "integer from 0 (no local tier) to "
-				       "1000");
-		j->local_keep = (unsigned)json_integer_value(v);
-		return 0;
-	}
+	if (!strcmp(k, "local_keep"))
+		return take_count(k, v, 1000, "no local tier", &j->local_keep,
+				  e);
+	if (!strcmp(k, "persist_every"))
+		return take_count(k, v, 4000000000LL, "every step",
+				  &j->persist_every, e);
 	if (!strcmp(k, "bad_host_pattern"))
 		return take_string("", k, v, true, &j->bad_host_pattern, e);
 	if (!strcmp(k, "env"))
@@ -887,6 +897,9 @@ int job_to_json(const struct job *j, char **out, struct err *e)
 			       json_integer(j->local_keep));
 	if (j->local_dir)
 		bad |= set_new(root, "local_dir", json_string(j->local_dir));
+	if (j->persist_every > 1)
+		bad |= set_new(root, "persist_every",
+			       json_integer(j->persist_every));
 	if (j->bad_host_pattern)
 		bad |= set_new(root, "bad_host_pattern",
 			       json_string(j->bad_host_pattern));

@@ -53,6 +53,10 @@ struct job {
 	char *preflight;         /* run by /bin/sh -c on every host before
 				    each generation's trainer; NULL none */
 	unsigned preflight_timeout_s; /* the preflight's bound (300) */
+	/* 0 or 1: every checkpoint goes to the bucket. N: only steps
+	 * divisible by N, and a leaving host's last; the others live on
+	 * the local and peer tiers alone (fast-tier steps). */
+	unsigned persist_every;
 	unsigned local_keep;     /* committed steps each supervisor keeps
 				    on local disk (the local tier); 0 none
 				    (JOB_LOCAL_KEEP by default) */

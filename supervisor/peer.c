@@ -33,6 +33,16 @@
 #define ADDR_MAX 4096
 #define SECRET_LEN 128
 
+/* The partner's address as last read, port 0 none, and its record's
+ * generation (a fast-tier holder's since). Read once, not per checkpoint
+ * (a GET per worker per step), and again when a push to it fails (the
+ * partner restarted elsewhere). */
+struct partner_addr {
+	char host[256];
+	unsigned port;
+	int64_t since;
+};
+
 struct peer {
 	struct peer_config c;
 	char *run_url, *part, *local_dir, *advertise;
@@ -49,11 +59,13 @@ struct peer {
 	bool stop;
 	uint64_t want_push, pushed;
 
-	/* The pusher's: the partner's address as last read, port 0 none.
-	 * Read once, not per checkpoint (a GET per worker per step), and
-	 * again when a push to it fails (the partner restarted elsewhere). */
-	char partner_host[256];
-	unsigned partner_port;
+	/* The pusher's and the uploader's (peer_hold), each its own. */
+	struct partner_addr pushing_to, holding_at;
+
+	/* Under mu: the generation of this host's address record as it
+	 * last published it (a fast-tier holder's since). */
+	int64_t published;
+	bool leaving;              /* under mu: peer_leaving was called */
 };
 
 unsigned peer_partner(unsigned p, unsigned n, unsigned workers_per_slice)
@@ -65,31 +77,33 @@ unsigned peer_partner(unsigned p, unsigned n, unsigned workers_per_slice)
 	return (p + 1) % n;
 }
 
-static void addr_name(char *out, size_t cap, const char *part)
-{
-	snprintf(out, cap, "peers/%s.json", part);
-}
-
-/* Where the worker whose part is `part` listens, as it last said. */
+/* Where the worker whose part is `part` listens, as it last said;
+ * *since (may be NULL) gets the record's generation. */
 static int read_addr(struct store *s, const char *part, char *host,
-		     size_t cap, unsigned *port, struct err *e)
+		     size_t cap, unsigned *port, int64_t *since,
+		     struct err *e)
 {
 	char name[300], *data = NULL;
+	struct store_object so;
 	size_t len;
 	json_t *o;
 	const char *h;
 	json_int_t pt;
 	int r;
 
-	addr_name(name, sizeof(name), part);
-	r = store_read(s, name, ADDR_MAX, &data, &len, NULL, e);
+	ckpt_peer_addr_name(name, sizeof(name), part);
+	r = store_read(s, name, ADDR_MAX, &data, &len, &so, e);
 	if (r)
 		return r;
+	if (since)
+		*since = so.generation;
+	store_object_release(&so);
 	o = json_loadb(data, len, 0, NULL);
 	free(data);
 	h = json_string_value(json_object_get(o, "host"));
 	pt = json_integer_value(json_object_get(o, "port"));
-	if (!h || !*h || strlen(h) >= cap || pt < 1 || pt > 65535) {
+	if (!h || !*h || strlen(h) >= cap || pt < 1 || pt > 65535 ||
+	    json_is_true(json_object_get(o, "leaving"))) {
 		json_decref(o);
 		return err_set(e, CLOUD_ECORRUPT, "%s is not a peer's address",
 			       store_url(s, name));
@@ -100,23 +114,35 @@ static int read_addr(struct store *s, const char *part, char *host,
 	return 0;
 }
 
-static int publish(struct peer *p, struct err *e)
+/* This host's address record; leaving: its machine is going away, and
+ * with it every copy it holds (a new generation of the record says so
+ * to ckpt_choose_step). */
+static int publish(struct peer *p, struct store *s, bool leaving,
+		   struct err *e)
 {
 	char name[300], now[40], *text;
+	struct store_object so;
 	json_t *o;
 	int r;
 
-	addr_name(name, sizeof(name), p->part);
+	ckpt_peer_addr_name(name, sizeof(name), p->part);
 	rfc3339_now(now, sizeof(now));
-	o = json_pack("{s:s, s:i, s:s}", "host", p->advertise, "port",
-		      (int)p->port, "time", now);
+	o = json_pack("{s:s, s:i, s:s, s:b}", "host", p->advertise, "port",
+		      (int)p->port, "time", now, "leaving", leaving);
 	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!text)
 		return err_set(e, COMMON_ENOMEM, "out of memory");
-	r = store_put(p->store, name, text, strlen(text), STORE_ANY_GENERATION, NULL, e);
+	r = store_put(s, name, text, strlen(text), STORE_ANY_GENERATION, &so,
+		      e);
 	free(text);
-	return r;
+	if (r)
+		return r;
+	pthread_mutex_lock(&p->mu);
+	p->published = so.generation;
+	pthread_mutex_unlock(&p->mu);
+	store_object_release(&so);
+	return 0;
 }
 
 static const char *partner_part(const struct peer *p, char *out, size_t cap)
@@ -129,50 +155,64 @@ static const char *partner_part(const struct peer *p, char *out, size_t cap)
 	return out;
 }
 
-/* One push to the partner's address as cached, read first when none. */
-static int push_once(struct peer *p, const char *partner, uint64_t step,
-		     const char *path, struct err *e)
+/* One push to the partner's address as cached in a, read with s first
+ * when none. */
+static int push_once(struct peer *p, struct store *s, struct partner_addr *a,
+		     const char *partner, uint64_t step, const char *path,
+		     struct err *e)
 {
-	struct ckpt_peer_client c = { .host = p->partner_host,
-				      .secret = p->secret,
+	struct ckpt_peer_client c = { .host = a->host, .secret = p->secret,
 				      .stall_ms = p->c.stall_ms };
 	int r = 0;
 
-	if (!p->partner_port)
-		r = read_addr(p->store, partner, p->partner_host,
-			      sizeof(p->partner_host), &p->partner_port, e);
-	c.port = p->partner_port;
+	if (!a->port)
+		r = read_addr(s, partner, a->host, sizeof(a->host), &a->port,
+			      &a->since, e);
+	c.port = a->port;
 	if (!r)
 		r = ckpt_peer_push(&c, step, p->part, path, e);
 	if (r)
-		p->partner_port = 0;
+		a->port = 0;
+	return r;
+}
+
+/* Pushes this host's copy of step to its partner (named into partner),
+ * the address cached in a, read again once if the push to it fails. */
+static int push_step(struct peer *p, struct store *s, struct partner_addr *a,
+		     uint64_t step, char *partner, size_t cap, struct err *e)
+{
+	char path[1600];
+	bool cached = a->port != 0;
+	int r;
+
+	err_init(e);
+	partner_part(p, partner, cap);
+	ckpt_local_path(path, sizeof(path), p->local_dir, step, p->part);
+	r = push_once(p, s, a, partner, step, path, e);
+	if (r && cached) {
+		err_init(e);
+		r = push_once(p, s, a, partner, step, path, e);
+	}
 	return r;
 }
 
 static void push(struct peer *p, uint64_t step)
 {
-	char partner[64], path[1600];
-	bool cached = p->partner_port != 0;
+	char partner[64];
 	uint64_t t0 = mono_ms();
 	struct err e;
 	int r;
 
-	err_init(&e);
-	partner_part(p, partner, sizeof(partner));
-	ckpt_local_path(path, sizeof(path), p->local_dir, step, p->part);
-	r = push_once(p, partner, step, path, &e);
-	if (r && cached) {
-		err_init(&e);
-		r = push_once(p, partner, step, path, &e);
-	}
+	r = push_step(p, p->store, &p->pushing_to, step, partner,
+		      sizeof(partner), &e);
 	if (r) {
 		log_warn("peer tier: step %llu not pushed to %s: %s",
 			 (unsigned long long)step, partner, e.msg);
 		return;
 	}
 	log_info("peer tier: step %llu pushed to %s (%s:%u) in %llu ms",
-		 (unsigned long long)step, partner, p->partner_host,
-		 p->partner_port, (unsigned long long)(mono_ms() - t0));
+		 (unsigned long long)step, partner, p->pushing_to.host,
+		 p->pushing_to.port, (unsigned long long)(mono_ms() - t0));
 }
 
 static void serve_one(struct peer *p)
@@ -379,7 +419,7 @@ int peer_start(struct peer **out, const struct peer_config *c,
 	    (r = ckpt_peer_secret(p->store, p->secret, sizeof(p->secret), e)) ||
 	    (r = fs_mkdir_p(p->held_dir, 0700, e)) ||
 	    (r = listen_on(p, e)) || (r = wake_pipe(p, e)) ||
-	    (r = publish(p, e))) {
+	    (r = publish(p, p->store, false, e))) {
 		peer_free(p);
 		return r;
 	}
@@ -411,6 +451,70 @@ void peer_push(struct peer *p, uint64_t step)
 	pthread_mutex_unlock(&p->mu);
 }
 
+size_t peer_hold(struct peer *p, struct store *s, uint64_t step,
+		 struct ckpt_holder *h)
+{
+	char partner[64];
+	uint64_t t0 = mono_ms();
+	size_t n = 0;
+	struct err e;
+	int r;
+
+	/* A leaving host's disk goes with it: only its partner can hold. */
+	pthread_mutex_lock(&p->mu);
+	if (!p->leaving) {
+		snprintf(h[0].host, sizeof(h[0].host), "%s", p->part);
+		h[0].since = p->published;
+		n = 1;
+	}
+	pthread_mutex_unlock(&p->mu);
+	r = push_step(p, s, &p->holding_at, step, partner, sizeof(partner),
+		      &e);
+	if (r) {
+		log_warn("peer tier: fast-tier step %llu not pushed to %s%s: "
+			 "%s", (unsigned long long)step, partner,
+			 n ? ", held here alone" : "", e.msg);
+		return n;
+	}
+	snprintf(h[n].host, sizeof(h[n].host), "%s", partner);
+	h[n].since = p->holding_at.since;
+	n++;
+	log_info("peer tier: fast-tier step %llu pushed to %s in %llu ms",
+		 (unsigned long long)step, partner,
+		 (unsigned long long)(mono_ms() - t0));
+	/* The pusher need not send it again. */
+	pthread_mutex_lock(&p->mu);
+	if (step > p->pushed)
+		p->pushed = step;
+	if (step > p->want_push)
+		p->want_push = step;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
+void peer_leaving(struct peer *p)
+{
+	struct store *s;
+	struct err e;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->leaving = true;
+	pthread_mutex_unlock(&p->mu);
+	err_init(&e);
+	/* The main thread's: a store of its own. */
+	if (store_open(&s, p->run_url, &e) == 0) {
+		if (publish(p, s, true, &e) == 0)
+			log_info("peer tier: this host is going away; its "
+				 "fast-tier copies are no longer counted on");
+		store_close(s);
+	}
+	if (e.code)
+		log_warn("peer tier: saying this host is going away: %s",
+			 e.msg);
+}
+
 int peer_fetch(void *peer, uint64_t step, const char *part, uint64_t size,
 	       uint32_t crc32c, const char *path, struct err *e)
 {
@@ -428,7 +532,7 @@ int peer_fetch(void *peer, uint64_t step, const char *part, uint64_t size,
 	if (r)
 		return r;
 	c.host = host;
-	r = read_addr(s, partner, host, sizeof(host), &c.port, e);
+	r = read_addr(s, partner, host, sizeof(host), &c.port, NULL, e);
 	store_close(s);
 	if (!r)
 		r = ckpt_peer_fetch(&c, step, part, size, crc32c, path, e);

@@ -8,6 +8,7 @@
 #ifndef SLICECTL_SUPERVISOR_PEER_H
 #define SLICECTL_SUPERVISOR_PEER_H
 
+#include "checkpoint/checkpoint.h"
 #include "common/common.h"
 
 #include <stdint.h>
@@ -41,6 +42,16 @@ int peer_start(struct peer **out, const struct peer_config *c,
 /* The local tier holds step now: push it to the partner (the newest
  * asked wins; never blocks). */
 void peer_push(struct peer *p, uint64_t step);
+/* A fast-tier step's part, in the local tier now: pushes it to the
+ * partner at once, waiting (the caller is the shipper's uploader, with
+ * its own store s), and fills h[0..CKPT_HOLDERS_MAX) with who holds it
+ * now: this host unless it is leaving, and the partner when it took it.
+ * Returns how many: 0 says the step must go to the bucket. */
+size_t peer_hold(struct peer *p, struct store *s, uint64_t step,
+		 struct ckpt_holder *h);
+/* This host's machine is going away (a notice): republishes its address
+ * record as leaving, so that no restore counts on the copies it holds. */
+void peer_leaving(struct peer *p);
 /* ckpt_restore_options' fetch: this host's part from its partner. */
 int peer_fetch(void *peer, uint64_t step, const char *part, uint64_t size,
 	       uint32_t crc32c, const char *path, struct err *e);

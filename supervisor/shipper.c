@@ -58,6 +58,9 @@ static struct shipper *shipper_new(const struct shipper_config *c)
 		s->local_keep = c->local_keep;
 		s->kept = c->kept;
 		s->kept_ud = c->kept_ud;
+		s->persist_every = c->persist_every;
+		s->hold = c->hold;
+		s->hold_ud = c->hold_ud;
 	}
 	s->spool_bytes = c->spool_bytes;
 	s->notify_fd = c->notify_fd;
@@ -67,7 +70,8 @@ static struct shipper *shipper_new(const struct shipper_config *c)
 	s->st.newest_done = s->st.newest_uploaded = -1;
 	s->st.newest_committed = -1;
 	s->published = s->st;
-	s->pending_commit = s->error_step = s->warned_step = -1;
+	s->pending_commit = s->pending_bucket = s->error_step =
+		s->warned_step = -1;
 	strlist_init(&s->trash);
 	atomic_init(&s->cancel, 0);
 	pthread_mutex_init(&s->scan_mu, NULL);
@@ -421,7 +425,7 @@ void shipper_reset(struct shipper *s)
 	s->st.newest_uploaded = -1;
 	s->nsent = 0;
 	s->st.failures = 0;
-	s->pending_commit = -1;
+	s->pending_commit = s->pending_bucket = -1;
 	s->pass_now = false;
 	s->error_step = -1;
 	s->error_seq = 0;

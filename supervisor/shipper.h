@@ -25,6 +25,7 @@
 #ifndef SLICECTL_SUPERVISOR_SHIPPER_H
 #define SLICECTL_SUPERVISOR_SHIPPER_H
 
+#include "checkpoint/checkpoint.h"
 #include "cloud/cloud.h"
 #include "run/run.h"
 
@@ -61,6 +62,16 @@ struct shipper_config {
 	 * step whose part the local tier now holds. */
 	void (*kept)(void *ud, uint64_t step);
 	void *kept_ud;
+	/* Fast-tier steps (job persist_every): a step not divisible by
+	 * persist_every, saved while not flushing, is kept in local_dir
+	 * alone, handed to hold (which pushes it to the partner and names
+	 * its holders, peer_hold) and recorded for the committer, reading
+	 * and writing no part in the bucket. Without hold, every step goes
+	 * to the bucket. */
+	unsigned persist_every;
+	size_t (*hold)(void *ud, struct store *s, uint64_t step,
+		       struct ckpt_holder *h);
+	void *hold_ud;
 	uint64_t spool_bytes;     /* bound on the spool */
 	int notify_fd;            /* a byte is written here on every change
 				     of shipper_state; -1 none */

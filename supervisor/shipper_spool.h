@@ -48,6 +48,10 @@ struct shipper {
 	unsigned local_keep;
 	void (*kept)(void *ud, uint64_t step);
 	void *kept_ud;
+	unsigned persist_every;
+	size_t (*hold)(void *ud, struct store *s, uint64_t step,
+		       struct ckpt_holder *h);
+	void *hold_ud;
 	unsigned parts_expected;
 	unsigned rank, takeover_ms;
 	bool prune;
@@ -79,6 +83,10 @@ struct shipper {
 	unsigned epoch;          /* bumped by shipper_reset */
 	bool stop, kick;
 	int64_t pending_commit;  /* uploaded, not seen committed */
+	/* The newest step uploaded to the bucket (not a fast-tier step)
+	 * and not seen committed, -1 none: a newer fast-tier step's commit
+	 * must not leave the bucket without a step to fall back on. */
+	int64_t pending_bucket;
 	uint64_t next_pass_ms;   /* of a commit pass over pending_commit */
 	uint64_t pass_wait_ms;   /* the committer's backoff between passes */
 	bool pass_now;           /* a flush wants a commit pass at once */

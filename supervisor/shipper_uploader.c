@@ -1,8 +1,9 @@
 /*
  * shipper_uploader.c: the checkpoint shipper's uploader thread. It owns
- * the store: it uploads the newest waiting step (ckpt_save), retries
- * failures with backoff, commits as the step's committer or a deputy
- * (shipper.h), and on worker 0 prunes.
+ * the store: it uploads the newest waiting step (ckpt_save), or keeps
+ * it on the fast tiers when it is a fast-tier step, retries failures
+ * with backoff, commits as the step's committer or a deputy (shipper.h),
+ * and on worker 0 prunes.
  */
 #include "supervisor/shipper_spool.h"
 
@@ -97,18 +98,38 @@ static uint64_t pass_wait(struct shipper *s, bool first)
 	return s->pass_wait_ms;
 }
 
+/* The unlocked part of a pass over the newest step uploaded to the
+ * bucket, when a newer fast-tier step is pending instead: whether it
+ * is committed now. */
+static bool commit_bucket_step(struct store *store, uint64_t step,
+			       unsigned parts_expected)
+{
+	bool committed = false;
+	struct err e;
+
+	if (ckpt_commit(store, step, parts_expected, &committed, &e))
+		log_debug("committing step %llu: %s",
+			  (unsigned long long)step, e.msg);
+	return committed;
+}
+
 /* A pass over the newest uploaded step: commits it if every part is
  * there now. The committer's own, or a deputy's takeover (the committer
  * may have died). Called and returns with mu held. */
 static void commit_pass(struct shipper *s, struct store *store)
 {
-	uint64_t step = (uint64_t)s->pending_commit;
+	int64_t step_or_none = s->pending_commit, bucket = s->pending_bucket;
+	uint64_t step = step_or_none >= 0 ? (uint64_t)step_or_none
+					  : (uint64_t)bucket;
 	unsigned epoch = s->epoch;
-	bool committed = false, do_prune = false;
+	bool committed = false, do_prune = false, bucket_done = false;
 	struct err e;
 	int rc;
 
 	pthread_mutex_unlock(&s->mu);
+	if (bucket >= 0 && (uint64_t)bucket != step)
+		bucket_done = commit_bucket_step(store, (uint64_t)bucket,
+						 s->parts_expected);
 	/* Not info: in the normal case the deputy's stat finds COMMIT. */
 	if (s->rank)
 		log_debug("step %llu: not seen committed %llu ms after this "
@@ -122,21 +143,68 @@ static void commit_pass(struct shipper *s, struct store *store)
 	s->passes++;
 	if (epoch != s->epoch)
 		return;
+	if (s->pending_bucket == bucket &&
+	    (bucket_done || ((uint64_t)bucket == step && committed))) {
+		s->pending_bucket = -1;
+		do_prune = saw_commit(s, (uint64_t)bucket);
+	}
 	if (rc)
 		log_debug("committing step %llu: %s",
 			  (unsigned long long)step, e.msg);
-	else if (committed)
-		do_prune = saw_commit(s, step);
+	else if (committed && saw_commit(s, step))
+		do_prune = true;
 	spool_publish(s);
 	if (do_prune)
 		prune(s, store);
 }
 
+/* Under mu: whether step is a fast-tier step (shipper_config). A flush's
+ * steps are not: the host may be going away with its disk. */
+static bool fast_step(const struct shipper *s, uint64_t step)
+{
+	return s->hold && s->local_dir && s->persist_every > 1 &&
+	       step % s->persist_every && !s->draining && !s->stop;
+}
+
+/* The unlocked part of a fast-tier step's attempt: kept in the local
+ * tier, pushed to the partner, recorded, and committed by the
+ * committer. A local tier that cannot keep it sends it to the bucket
+ * instead (*fast false). */
+static int save_fast(struct shipper *s, struct store *store,
+		     struct ckpt_save_options *o, const char *path,
+		     uint64_t step, struct ckpt_save_result *res, bool *fast,
+		     struct err *e)
+{
+	struct ckpt_holder h[CKPT_HOLDERS_MAX];
+	size_t n;
+	int rc;
+
+	o->fast = true;
+	rc = ckpt_save(store, path, step, o, res, e);
+	n = rc ? 0 : s->hold(s->hold_ud, store, step, h);
+	if (rc == CLOUD_EIO || rc == CKPT_EINVAL || (!rc && !n)) {
+		log_warn("step %llu goes to the bucket: %s",
+			 (unsigned long long)step,
+			 rc ? e->msg : "no host but this leaving one holds it");
+		*fast = false;
+		o->fast = false;
+		return ckpt_save(store, path, step, o, res, e);
+	}
+	if (rc)
+		return rc;
+	rc = ckpt_fast_record(store, step, s->part, res, h, n, e);
+	if (!rc && o->commit)
+		rc = ckpt_commit(store, step, s->parts_expected,
+				 &res->committed, e);
+	return rc;
+}
+
 /* The unlocked part of an attempt: ckpt_save of the spool's step, its
- * time in *us; commit: whether the save commits after its upload. */
+ * time in *us; commit: whether the save commits after its upload;
+ * *fast: a fast-tier step's (in: whether to try). */
 static int save(struct shipper *s, struct store *store, uint64_t step,
-		bool commit, struct ckpt_save_result *res, uint64_t *us,
-		struct err *e)
+		bool commit, bool *fast, struct ckpt_save_result *res,
+		uint64_t *us, struct err *e)
 {
 	struct ckpt_save_options o;
 	char path[SPOOL_PATH];
@@ -151,6 +219,8 @@ static int save(struct shipper *s, struct store *store, uint64_t step,
 	*us = mono_us();
 	if (!spool_step_path(path, s->spool_dir, step, ""))
 		rc = err_set(e, CKPT_EINVAL, "spool path too long");
+	else if (*fast)
+		rc = save_fast(s, store, &o, path, step, res, fast, e);
 	else
 		rc = ckpt_save(store, path, step, &o, res, e);
 	*us = mono_us() - *us;
@@ -192,14 +262,15 @@ static void drop_older(struct shipper *s, uint64_t step, uint64_t seq,
 /* Entry at (arrival seq) is uploaded, or was committed already (rc
  * CKPT_ECOMMITTED). Returns whether to prune. */
 static bool uploaded(struct shipper *s, size_t at, uint64_t seq, int rc,
-		     bool committed)
+		     bool committed, bool fast)
 {
 	uint64_t step = s->w[at].step;
 	struct timespec made = s->w[at].made;
 
-	log_info("step %llu uploaded as %s%s", (unsigned long long)step,
-		 s->part, rc == CKPT_ECOMMITTED ? " (it was already committed)"
-			  : committed ? "; committed" : "");
+	log_info("step %llu %s %s%s", (unsigned long long)step,
+		 fast ? "kept on the fast tiers as" : "uploaded as", s->part,
+		 rc == CKPT_ECOMMITTED ? " (it was already committed)"
+		 : committed ? "; committed" : "");
 	spool_sent(s, step);
 	if (seq > s->uploaded_seq) {
 		s->uploaded_seq = seq;
@@ -210,6 +281,8 @@ static bool uploaded(struct shipper *s, size_t at, uint64_t seq, int rc,
 	s->st.failures = 0;
 	s->backoff.attempt = 0;
 	s->retry_at_ms = 0;
+	if (!fast && !committed && (int64_t)step > s->pending_bucket)
+		s->pending_bucket = (int64_t)step;
 	if (committed)
 		return saw_commit(s, step);
 	if (seq == s->uploaded_seq) {
@@ -262,7 +335,7 @@ static void upload_newest(struct shipper *s, struct store *store)
 	uint64_t step = ent->step, seq = ent->seq, us;
 	unsigned epoch = s->epoch;
 	struct ckpt_save_result res;
-	bool committed, do_prune = false;
+	bool committed, do_prune = false, fast = fast_step(s, step);
 	struct err e;
 	ssize_t at;
 	int rc;
@@ -271,7 +344,7 @@ static void upload_newest(struct shipper *s, struct store *store)
 	s->preempted = false;
 	atomic_store(&s->cancel, s->stop ? 1 : 0);
 	pthread_mutex_unlock(&s->mu);
-	rc = save(s, store, step, !s->rank, &res, &us, &e);
+	rc = save(s, store, step, !s->rank, &fast, &res, &us, &e);
 	committed = rc == CKPT_ECOMMITTED || (!rc && res.committed);
 	pthread_mutex_lock(&s->mu);
 	at = spool_find(s, step);
@@ -287,10 +360,10 @@ static void upload_newest(struct shipper *s, struct store *store)
 		spool_publish(s);
 		return;
 	}
-	if (!rc && res.bytes)
+	if (!rc && res.bytes && !fast)
 		note_speed(s, step, res.bytes, us);
 	if (!rc || rc == CKPT_ECOMMITTED)
-		do_prune = uploaded(s, (size_t)at, seq, rc, committed);
+		do_prune = uploaded(s, (size_t)at, seq, rc, committed, fast);
 	else
 		failed(s, (size_t)at, seq, rc, &e);
 	/* The step that was in flight may be dropped now if over bound. */
@@ -317,7 +390,8 @@ void *shipper_uploader_main(void *arg)
 	pthread_cond_broadcast(&s->cv);
 	while (!rc && !s->stop) {
 		uint64_t now = mono_ms(), until = UINT64_MAX;
-		bool pass_due = s->pending_commit >= 0;
+		bool pass_due = s->pending_commit >= 0 ||
+				s->pending_bucket >= 0;
 
 		if (s->nw && now >= s->retry_at_ms) {
 			upload_newest(s, store);

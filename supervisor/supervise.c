@@ -539,6 +539,12 @@ static void kept(void *peer, uint64_t step)
 	peer_push(peer, step);
 }
 
+static size_t hold(void *peer, struct store *s, uint64_t step,
+		   struct ckpt_holder *h)
+{
+	return peer_hold(peer, s, step, h);
+}
+
 /* The peer tier, beside the local tier, where the run has another worker
  * to hold this one's part. Without it (a port that cannot be had, no
  * bucket for the secret) the run goes on with the local tier and the
@@ -657,6 +663,9 @@ int sup_setup(struct sup *s, struct err *e)
 	if (s->peer) {
 		sc.kept = kept;
 		sc.kept_ud = s->peer;
+		sc.persist_every = s->job.persist_every;
+		sc.hold = hold;
+		sc.hold_ud = s->peer;
 		yc.fetch = peer_fetch;
 		yc.fetch_ud = s->peer;
 	}
@@ -714,6 +723,7 @@ static void drain_pipe(struct sup *s)
 				s->notice = true;
 				snprintf(s->why, sizeof(s->why),
 					 "SIGTERM: the machine is going away");
+				peer_leaving(s->peer);
 			}
 	if (s->watch && !s->notice) {
 		char what[256];
@@ -722,6 +732,7 @@ static void drain_pipe(struct sup *s)
 			s->notice = true;
 			snprintf(s->why, sizeof(s->why), "metadata: %.200s",
 				 what);
+			peer_leaving(s->peer);
 		}
 	}
 }

@@ -218,21 +218,16 @@ static void upload_file(struct syncer *s)
 	free(data);
 }
 
-/* The committed step before `step`, 0 when none. */
+/* The restorable step before `step` (ckpt_choose_step), 0 when none. */
 static int64_t step_before(struct store *store, int64_t step)
 {
-	struct ckpt_list l = { 0 };
-	int64_t best = 0;
+	uint64_t best = 0;
 	struct err e;
 
-	err_init(&e);
-	if (ckpt_list(store, &l, &e) == 0)
-		for (size_t i = 0; i < l.n; i++)
-			if (l.v[i].committed && !l.v[i].corrupt &&
-			    (int64_t)l.v[i].step < step)
-				best = (int64_t)l.v[i].step;
-	ckpt_list_release(&l);
-	return best;
+	if (step <= 0 || ckpt_choose_step(store, (uint64_t)step, &best, NULL,
+					  &e))
+		return 0;
+	return (int64_t)best;
 }
 
 /* What CODE_DIR.generation records of the unpacked bundle: its

@@ -342,12 +342,12 @@ Test(flags, job_takes_a_hang_signal_by_name)
 	}
 }
 
-/* The bad-host pattern and the local tier's flags are checked before
- * anything is made, and say what is wrong. */
+/* The bad-host pattern and the local and fast tiers' flags are checked
+ * before anything is made, and say what is wrong. */
 Test(flags, job_checks_the_bad_host_pattern_and_the_local_tier)
 {
 	static const struct {
-		const char *const how[4];
+		const char *const how[6];
 		const char *want;
 	} cases[] = {
 		{ { "r1", "--bad-host-pattern", "Xid (79", NULL },
@@ -358,6 +358,10 @@ Test(flags, job_checks_the_bad_host_pattern_and_the_local_tier)
 		{ { "r1", "--local-tier-dir", "shm/x", NULL },
 		  "--local-tier-dir takes an absolute path, not 'shm/x'" },
 		{ { "r1", "--local-keep", "1001", NULL }, "--local-keep" },
+		{ { "r1", "--persist-every", "10", "--local-keep", "0" },
+		  "--persist-every 10 keeps the other steps on the local and "
+		  "peer tiers, and --local-keep 0 turns them off" },
+		{ { "r1", "--persist-every", "x", NULL }, "--persist-every" },
 	};
 	struct run_result r;
 
@@ -371,6 +375,11 @@ Test(flags, job_checks_the_bad_host_pattern_and_the_local_tier)
 	render(&r, (const char *const[]){ "r1", "--bad-host-pattern",
 					  "Xid (48|79)|ECC", "--local-keep",
 					  "0", "--local-tier-dir", "/dev/shm/s",
+					  NULL },
+	       "--num-slices");
+	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	run_result_release(&r);
+	render(&r, (const char *const[]){ "r1", "--persist-every", "10",
 					  NULL },
 	       "--num-slices");
 	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);

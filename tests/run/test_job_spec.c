@@ -574,3 +574,33 @@ Test(job, hang_signal)
 	cr_expect_eq(job_signal_number("SIGTERM"), 0);
 	cr_expect_eq(job_signal_number(NULL), 0);
 }
+
+/* persist_every (issue 27): absent is every step, written only when it
+ * keeps steps off the bucket (older supervisors refuse fields they do not
+ * know), and a count. */
+Test(job, persist_every)
+{
+	const char *base = "{\"name\": \"r\", \"command\": \"true\"";
+	char json[256], *out = NULL;
+	struct job j;
+	struct err e;
+
+	snprintf(json, sizeof(json), "%s}", base);
+	parse_ok(json, &j);
+	cr_expect_eq(j.persist_every, 0);
+	cr_assert_eq(job_to_json(&j, &out, &e), 0, "%s", e.msg);
+	cr_expect_null(strstr(out, "persist_every"), "%s", out);
+	free(out);
+	job_release(&j);
+	snprintf(json, sizeof(json), "%s, \"persist_every\": 10}", base);
+	parse_ok(json, &j);
+	cr_expect_eq(j.persist_every, 10);
+	cr_assert_eq(job_to_json(&j, &out, &e), 0, "%s", e.msg);
+	cr_expect(strstr(out, "\"persist_every\": 10"), "%s", out);
+	free(out);
+	job_release(&j);
+	snprintf(json, sizeof(json), "%s, \"persist_every\": -1}", base);
+	parse_fails(json, "persist_every|from 0 (every step) to 4000000000");
+	snprintf(json, sizeof(json), "%s, \"persist_every\": \"10\"}", base);
+	parse_fails(json, "persist_every|integer");
+}

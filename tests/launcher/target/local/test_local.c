@@ -9,6 +9,7 @@
  * supervisor's API, the supervisor binary under RUN/supervisor/ in a
  * file:// bucket, the script from startup_render), as job_prepare would.
  */
+#include "checkpoint/checkpoint.h"
 #include "cloud/cloud.h"
 #include "launcher/target/local/local.h"
 #include "startup/startup.h"
@@ -45,6 +46,8 @@ static const char *command;
 static const char *step_s;
 /* The job's bad_host_pattern; NULL: none. */
 static const char *bad_host_pattern;
+/* The job's persist_every (0: every step to the bucket). */
+static unsigned persist_every;
 
 static void cleanup(void)
 {
@@ -58,6 +61,7 @@ static void cleanup(void)
 	command = NULL;
 	step_s = NULL;
 	bad_host_pattern = NULL;
+	persist_every = 0;
 }
 
 TestSuite(local, .fini = cleanup, .timeout = 400);
@@ -131,6 +135,7 @@ static void prepare(struct prepared_run *p, const char *name,
 	p->job.grace_s = 3;
 	p->job.heartbeat_s = 1;
 	p->job.keep = 3;
+	p->job.persist_every = persist_every;
 	if (bad_host_pattern)
 		cr_assert_not_null(p->job.bad_host_pattern =
 					   strdup(bad_host_pattern));
@@ -433,6 +438,29 @@ static char *final_params(void)
 	return strdup(line);
 }
 
+/* The same run in dir without chaos ends with chaos_params (freed), to
+ * the bit: a run of its own, without the sleep, which does not touch
+ * the arithmetic. */
+static void expect_calm_params(char *chaos_params)
+{
+	struct local_options plain = { .format = 1 };
+	struct prepared_run calm;
+	struct captured c;
+	char *calm_params;
+
+	step_s = "0";
+	prepare(&calm, "calm", 10, 10);
+	snprintf(roots, sizeof(roots), "%s/calm-workers", dir);
+	plain.dir = roots;
+	run_captured(&calm, &plain, &c);
+	cr_assert_eq(c.status, 0, "%s", c.err);
+	calm_params = final_params();
+	cr_assert_str_eq(chaos_params, calm_params);
+	free(chaos_params);
+	free(calm_params);
+	run_done(&calm, &c, local_summary(c.out));
+}
+
 /* The chaos matrix: each generation records the class of the failure
  * injected before it (a crash is the trainer's, SIGKILL; a hang; a
  * preemption, its peers' wait for the slice included, and a reset are
@@ -443,15 +471,14 @@ static char *final_params(void)
  * one of them. */
 Test(local, survives_the_chaos_matrix_recording_each_cause)
 {
-	struct prepared_run p, calm;
+	struct prepared_run p;
 	struct local_options o = {
 		.format = 1, .chaos = "crash:worker=1@1s,hang:worker=2@2s,"
 				      "preempt:slice=1@3s,reset@4s,"
 				      "preempt:slice=0@5s,preempt:slice=1@6s",
 	};
-	struct local_options plain = { .format = 1 };
 	struct captured c;
-	char seq[1024], *chaos_params, *calm_params;
+	char seq[1024], *chaos_params;
 	json_t *s, *by;
 	json_int_t total = 0;
 
@@ -496,19 +523,7 @@ Test(local, survives_the_chaos_matrix_recording_each_cause)
 		     "%s", c.out);
 	chaos_params = final_params();
 	run_done(&p, &c, s);
-
-	/* Without the sleep, which does not touch the arithmetic. */
-	step_s = "0";
-	prepare(&calm, "calm", 10, 10);
-	snprintf(roots, sizeof(roots), "%s/calm-workers", dir);
-	plain.dir = roots;
-	run_captured(&calm, &plain, &c);
-	cr_assert_eq(c.status, 0, "%s", c.err);
-	calm_params = final_params();
-	cr_assert_str_eq(chaos_params, calm_params);
-	free(chaos_params);
-	free(calm_params);
-	run_done(&calm, &c, local_summary(c.out));
+	expect_calm_params(chaos_params);
 }
 
 /* A trainer that fails the same way at start ends the run at the third
@@ -619,6 +634,118 @@ Test(local, restores_come_from_local_disk_then_a_partner_then_the_bucket)
 			 "%s\n%s", all, c.out);
 	cr_assert(strstr(c.out, "local disks wiped"), "%s", c.out);
 	run_done(&p, &c, s);
+}
+
+/* What the bucket holds of each step: "N:F" for a fast-tier step (FAST,
+ * no part), "N:B" for a step committed with its parts in the bucket,
+ * into out. */
+static void bucket_steps(const char *url, char *out, size_t cap)
+{
+	struct ckpt_list l;
+	struct store *st;
+	struct err e;
+	size_t o = 0;
+
+	out[0] = '\0';
+	cr_assert_eq(store_open(&st, url, &e), 0, "%s", e.msg);
+	cr_assert_eq(ckpt_list(st, &l, &e), 0, "%s", e.msg);
+	for (size_t i = 0; i < l.n && o < cap; i++) {
+		if (l.v[i].committed || l.v[i].fast)
+			o += (size_t)snprintf(out + o, cap - o, "%s%llu:%c",
+					      o ? " " : "",
+					      (unsigned long long)l.v[i].step,
+					      l.v[i].fast ? 'F' : 'B');
+	}
+	ckpt_list_release(&l);
+	store_close(st);
+}
+
+/* The restored step of generation gen (its first restore event). */
+static int64_t restored_step(const char *url, int64_t gen)
+{
+	struct event *ev = NULL;
+	struct store *st;
+	int64_t step = -1;
+	size_t n = 0;
+	struct err e;
+
+	cr_assert_eq(store_open(&st, url, &e), 0, "%s", e.msg);
+	cr_assert_eq(events_list(st, &ev, &n, &e), 0, "%s", e.msg);
+	for (size_t i = 0; i < n && step < 0; i++)
+		if (!strcmp(ev[i].kind, "restore") && ev[i].generation == gen)
+			step = ev[i].step;
+	free(ev);
+	store_close(st);
+	return step;
+}
+
+/* --persist-every 40 with a checkpoint every 10 steps: steps 40, 80, ...
+ * go to the bucket, the others are committed on the fast tiers alone
+ * (FAST names their parts and holders; no part in the bucket). A crash
+ * restarts in place from the newest fast step, off local disks. Slice
+ * 1's preemption leaves its partners in slice 0 holding its parts. Both
+ * slices' preemption loses every host with its partner: their fast
+ * steps are passed over for the bucket's newest, and the run still ends
+ * with the calm run's parameters, to the bit. */
+Test(local, fast_tier_steps_restore_from_hosts_and_fall_back_to_the_bucket)
+{
+	struct prepared_run p;
+	struct local_options o = {
+		.format = 1, .chaos = "crash:worker=1@2.5s,"
+				      "preempt:slice=1@5s,preempt@7.5s",
+	};
+	struct captured c;
+	char seq[256], crash[128], one[128], all[128], steps[1024];
+	char *chaos_params;
+	int64_t first, last;
+	json_t *s;
+
+	persist_every = 40;
+	s = run_to_summary(&p, &o, "fast", 10, 10, &c);
+	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
+	generation_causes(c.out, seq, sizeof(seq));
+	cr_assert(!strncmp(seq, "trainer/signal infrastructure/preemption "
+				"infrastructure/preemption", 66),
+		  "%s\n%s", seq, c.out);
+	bucket_steps(p.run_url, steps, sizeof(steps));
+	/* The crash's restart: a fast step, off every host's own disk. */
+	first = restored_step(p.run_url, 2);
+	cr_assert(first > 0 && first % 40, "restored %lld; steps %s",
+		  (long long)first, steps);
+	restore_sources(p.run_url, 2, crash, sizeof(crash));
+	cr_assert_str_eq(crash, "00:local 01:local 10:local 11:local",
+			 "%s\n%s", crash, c.out);
+	restore_sources(p.run_url, 3, one, sizeof(one));
+	cr_assert_str_eq(one, "00:local 01:local 10:peer 11:peer", "%s\n%s",
+			 one, c.out);
+	/* Every host lost with its partner: the bucket's newest step. */
+	restore_sources(p.run_url, 4, all, sizeof(all));
+	cr_assert_str_eq(all, "00:bucket 01:bucket 10:bucket 11:bucket",
+			 "%s (steps %s)\n%s", all, steps, c.out);
+	last = restored_step(p.run_url, 4);
+	{
+		char want[32];
+
+		snprintf(want, sizeof(want), "%lld:B", (long long)last);
+		cr_assert(strstr(steps, want), "restored %lld; steps %s",
+			  (long long)last, steps);
+	}
+	/* The others stayed on the fast tiers, with no part in the
+	 * bucket: its parts are of the 40th steps and the leaving hosts'
+	 * last ones alone. */
+	cr_assert(strstr(steps, "10:F") && strstr(steps, "20:F") &&
+		  strstr(steps, "120:B"), "%s", steps);
+	{
+		size_t fast = 0;
+
+		for (const char *q = steps; (q = strstr(q, ":F")); q++)
+			fast++;
+		cr_assert_geq(fast, 6, "%s", steps);
+	}
+	chaos_params = final_params();
+	run_done(&p, &c, s);
+	persist_every = 0;
+	expect_calm_params(chaos_params);
 }
 
 /* ---- bad hosts ---- */
