@@ -133,15 +133,20 @@ static int ckpt_ls_cmd(struct ckpt_args *a)
 		const struct ckpt_step *st = &l.v[i];
 
 		if (a->format) {
-			printf("{\"step\":%llu,\"committed\":%s,\"parts\":%zu,"
-			       "\"bytes\":%llu,\"time\":\"%s\"}\n",
+			printf("{\"step\":%llu,\"committed\":%s,\"fast\":%s,"
+			       "\"parts\":%zu,\"bytes\":%llu,\"time\":"
+			       "\"%s\"}\n",
 			       (unsigned long long)st->step,
-			       st->committed ? "true" : "false", st->nparts,
+			       st->committed ? "true" : "false",
+			       st->fast ? "true" : "false", st->nparts,
 			       (unsigned long long)st->bytes, st->time);
 		} else {
+			/* A fast step's bytes are on the hosts, not here. */
 			printf("%-12llu %-10s %6zu %14llu  %s\n",
 			       (unsigned long long)st->step,
-			       st->committed ? "committed" : "partial",
+			       st->committed ? "committed"
+			       : st->fast    ? "fast-tier"
+					     : "partial",
 			       st->nparts, (unsigned long long)st->bytes,
 			       st->time);
 		}

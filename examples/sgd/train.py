@@ -47,7 +47,9 @@ SGD_CKPT_EVERY 500, SGD_DIM 8, SGD_SAMPLES 4096, SGD_BATCH 32, SGD_LR
 step, to make a demonstration last), SGD_SYNC_DIR (none), SGD_STEP_LOG
 (none: else process 0 appends "GENERATION STEP UNIX_TIME" to that file
 after each step, the trainer's own account that tests check slicectl
-goodput against).
+goodput against), SGD_BALLAST_MB 0 (each checkpoint also holds that many
+MiB of incompressible bytes, never read back, to weigh it as a model's
+does: benchmarks of the checkpoint tiers use it).
 """
 
 import json
@@ -83,6 +85,7 @@ LR = setting("SGD_LR", 0.05, float)
 MOMENTUM = setting("SGD_MOMENTUM", 0.9, float)
 PRINT_EVERY = setting("SGD_PRINT_EVERY", 100)
 STEP_S = setting("SGD_STEP_S", 0.0, float)
+BALLAST_MB = setting("SGD_BALLAST_MB", 0)
 SYNC_DIR = env.get("SGD_SYNC_DIR") or None
 STOP_WAIT_S = 10.0   # how long a stopping process waits for the others
 
@@ -99,6 +102,8 @@ if not CKPT_DIR:
 if min(STEPS, EVERY, DIM, SAMPLES, BATCH, PRINT_EVERY) < 1:
     sys.exit("train.py: SGD_STEPS, SGD_CKPT_EVERY, SGD_DIM, SGD_SAMPLES, "
              "SGD_BATCH and SGD_PRINT_EVERY must be at least 1")
+if not 0 <= BALLAST_MB <= 4096:
+    sys.exit("train.py: SGD_BALLAST_MB must be from 0 to 4096")
 SHARDED = SYNC_DIR is not None and NPROC > 1
 if SHARDED and SAMPLES < NPROC:
     sys.exit("train.py: SGD_SAMPLES must be at least SLICE_NUM_PROCESSES")
@@ -229,6 +234,9 @@ def save(step, params, velocity):
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
+    if BALLAST_MB:
+        with open(os.path.join(d, "ballast.bin"), "wb") as f:
+            f.write(random.Random(step).randbytes(BALLAST_MB << 20))
     with open(os.path.join(CKPT_DIR, "step-%d.done" % step), "w"):
         pass
 

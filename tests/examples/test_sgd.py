@@ -185,6 +185,18 @@ class SgdTest(unittest.TestCase):
         self.assertEqual(t.wait(), 0, t.output())
         self.assertEqual(t.final_params(), self.ref_final)
 
+    def test_ballast_weighs_checkpoints_and_changes_nothing_else(self):
+        d = self.dir("ballast")
+        t = Trainer(d, extra={"SGD_BALLAST_MB": "1"})
+        self.assertEqual(t.wait(), 0, t.output())
+        self.assertEqual(t.final_params(), self.ref_final)
+        for step in (EVERY, STEPS):
+            path = os.path.join(d, "step-%d" % step, "ballast.bin")
+            self.assertEqual(os.path.getsize(path), 1 << 20)
+        bad = Trainer(self.dir("bad"), extra={"SGD_BALLAST_MB": "-1"})
+        self.assertNotEqual(bad.wait(), 0)
+        self.assertIn("SGD_BALLAST_MB must be from 0 to 4096", bad.output())
+
     def test_sigterm_at_several_points_then_resume_is_bit_identical(self):
         restore = self.dir("restore")
         prev = None           # (ckpt dir, step) to resume from
