@@ -102,12 +102,18 @@ int run_view_checkpoints(struct view *v, struct ckpt_list *l, time_t now,
 {
 	int rc = ckpt_list(v->ro->store, l, e);
 
-	v->committed_step = -1;
+	v->committed_step = v->fast_step = -1;
 	if (rc)
 		return rc;
 	for (size_t i = l->n; i-- > 0;) {
 		const struct ckpt_step *st = &l->v[i];
 
+		/* Committed too, on the hosts: no save in progress. */
+		if (st->fast) {
+			if (v->fast_step < 0 && st->step <= INT64_MAX)
+				v->fast_step = (int64_t)st->step;
+			continue;
+		}
 		if (st->committed && !st->corrupt && st->step <= INT64_MAX) {
 			v->committed_step = (int64_t)st->step;
 			break;

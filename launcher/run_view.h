@@ -51,6 +51,9 @@ struct view {
 	bool have_control;
 	long long control_age_s;        /* -1: unknown */
 	int64_t committed_step;         /* -1: none */
+	/* The newest step committed on the fast tiers alone (--persist-
+	 * every), newer than committed_step; -1: none. */
+	int64_t fast_step;
 	struct pending_step pending;
 	struct row *rows;
 	size_t nrows;

@@ -226,6 +226,10 @@ void status_print_text(const struct view *v)
 		printf("committed:  step %" PRId64 "\n", v->committed_step);
 	else
 		printf("committed:  none\n");
+	if (v->fast_step >= 0)
+		printf("fast tiers: step %" PRId64 " (on the hosts alone; "
+		       "restored while a host holding each part lives)\n",
+		       v->fast_step);
 	print_schedule(v);
 	printf("workers:    %zu (%u slice%s x %u), %u stuck\n", v->nrows,
 	       j->num_slices, j->num_slices == 1 ? "" : "s",
@@ -406,6 +410,8 @@ void status_print_json(const struct view *v)
 	json_object_set_new(o, "committed_step",
 			    int_or_null(v->committed_step >= 0,
 					v->committed_step));
+	json_object_set_new(o, "fast_step",
+			    int_or_null(v->fast_step >= 0, v->fast_step));
 	json_object_set_new(o, "heartbeat_s",
 			    json_integer(v->ro->job.heartbeat_s));
 	json_object_set_new(o, "cause", k ? cause_json(c) : json_null());

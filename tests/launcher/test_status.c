@@ -567,3 +567,40 @@ Test(status, a_quarantined_host_is_named)
 	cr_assert_eq(json_integer_value(json_object_get(q, "generation")), 2);
 	json_decref(v);
 }
+
+/* A step committed on the fast tiers alone (--persist-every) is shown as
+ * such, and is no save in progress: no worker is stuck on it, however
+ * old it is. */
+Test(status, a_fast_tier_step_is_shown_and_no_save_in_progress)
+{
+	struct run_result r;
+	json_t *v;
+
+	put_job(1, 2, 10, 100);
+	put_control(3, "running", "test", "slice-0-worker-1", 100);
+	save_part(0, 0, 200, 2);
+	save_part(0, 1, 200, 2);
+	put("checkpoints/step-0000000250/FAST",
+	    "{\"step\": 250, \"time\": \"2026-01-01T00:00:00Z\", \"parts\": "
+	    "[{\"name\": \"slice-0-worker-0.tar.zst\", \"size\": 9, "
+	    "\"crc32c\": 1, \"generation\": 1, \"holders\": [{\"host\": "
+	    "\"slice-0-worker-0\", \"since\": 5}]}, {\"name\": "
+	    "\"slice-0-worker-1.tar.zst\", \"size\": 9, \"crc32c\": 1, "
+	    "\"generation\": 1, \"holders\": [{\"host\": \"slice-0-worker-1\", "
+	    "\"since\": 6}]}]}\n");
+	age_step(250, 1000);
+	put_status(0, 0, "running", 3, 260, 250, 3, "training", 2);
+	put_status(0, 1, "running", 3, 260, 250, 3, "training", 2);
+	cr_assert_eq(ops(&r, (const char *[]){ "status", "run-1", NULL }), 0,
+		     "%s", r.err);
+	ASSERT_HAS(r.out, "\ncommitted:  step 200\nfast tiers: step 250 (on "
+			  "the hosts alone; restored while a host holding "
+			  "each part lives)\n");
+	ASSERT_HAS(r.out, "2 (1 slice x 2), 0 stuck\n");
+	run_result_release(&r);
+	v = status_now();
+	cr_assert_eq(json_integer_value(json_object_get(v, "committed_step")),
+		     200);
+	cr_assert_eq(json_integer_value(json_object_get(v, "fast_step")), 250);
+	json_decref(v);
+}
