@@ -150,14 +150,14 @@ int ckpt_commit(struct store *s, uint64_t step, unsigned parts_expected,
 		bool *committed, struct err *e);
 
 /* A host holding a copy of a fast-tier step's part: the worker it is
- * (its part name, "slice-S-worker-W") and the object generation its
- * address record in the bucket (ckpt_peer_addr_name) had when it took
- * the copy. A host that lost its disk republished that record (a new
- * machine's supervisor, or one told its machine is going away), so a
- * holder whose record still has that generation is live. */
+ * (its part name, "slice-S-worker-W") and the id of the local tier it
+ * keeps the copy in (ckpt_tier_id): a new disk has a new one, a reboot
+ * keeps it. Each host marks its tier live in the bucket while it runs
+ * and unmarks it when told its machine is going away (ckpt_tier_mark),
+ * so a holder is live while its mark is there. */
 struct ckpt_holder {
 	char host[64];
-	int64_t since;
+	int64_t tier;
 };
 #define CKPT_HOLDERS_MAX 2
 
@@ -214,6 +214,14 @@ int ckpt_choose_step(struct store *s, uint64_t below, uint64_t *step,
 		     bool *fast, struct err *e);
 /* Where host publishes its peer-tier address: "peers/HOST.json". */
 void ckpt_peer_addr_name(char *out, size_t cap, const char *host);
+/* The id of the local tier in local_dir: read from local_dir/tier-id,
+ * made (random, positive) when there is none. */
+int ckpt_tier_id(const char *local_dir, int64_t *id, struct err *e);
+/* live: marks host's tier `id` live ("peers/HOST.tier-ID", an empty
+ * object), removing the host's marks of other tiers (its disks before).
+ * !live: removes the mark: its copies are no longer counted on. */
+int ckpt_tier_mark(struct store *s, const char *host, int64_t id, bool live,
+		   struct err *e);
 
 struct ckpt_verify_result {
 	uint64_t step;

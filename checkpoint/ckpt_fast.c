@@ -6,21 +6,111 @@
  * FAST, create-only like COMMIT, names every part with its checksum and
  * holders. Which step a new generation restores is chosen here too, as
  * only here is a fast step's liveness known: every part must have a
- * holder whose address record is the one it had when it took the copy.
+ * holder whose local tier is marked live in the bucket (one LIST of
+ * peers/ tells every mark).
  */
 #include "checkpoint/ckpt_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #define FAST_LEAF_MAX (CKPT_NAME_MAX + 64 + 2 * 96)
 #define PEERS_PREFIX "peers/"
+#define TIER_TAG ".tier-"
+#define TIER_ID_FILE "tier-id"
 
 void ckpt_peer_addr_name(char *out, size_t cap, const char *host)
 {
 	snprintf(out, cap, PEERS_PREFIX "%s.json", host);
+}
+
+static void tier_mark_name(char *out, size_t cap, const char *host,
+			   int64_t id)
+{
+	snprintf(out, cap, PEERS_PREFIX "%s" TIER_TAG "%" PRId64, host, id);
+}
+
+int ckpt_tier_id(const char *local_dir, int64_t *id, struct err *e)
+{
+	char path[PATH_MAX], text[32];
+	uint64_t r;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" TIER_ID_FILE, local_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+		text[n > 0 ? n : 0] = '\0';
+		*id = strtoll(text, NULL, 10);
+		if (*id > 0)
+			return 0;
+		log_warn("local tier: %s holds no id; making a new one", path);
+	}
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return err_errno(e, CLOUD_EIO, errno, "local tier: no random "
+				 "id");
+	*id = (int64_t)(r >> 2) + 1;
+	snprintf(text, sizeof(text), "%" PRId64 "\n", *id);
+	if (fs_mkdir_p(local_dir, 0700, e))
+		return e->code;
+	return fs_write_atomic(path, text, strlen(text), 0600, true, e);
+}
+
+/* The host's marks of tiers other than keep, gone. */
+struct old_marks {
+	struct store *s;
+	const char *prefix; /* "peers/HOST.tier-" */
+	int64_t keep;
+	int rc;
+	struct err *e;
+};
+
+static int old_mark_cb(void *ud, const struct store_object *o, bool is_prefix)
+{
+	struct old_marks *m = ud;
+	const char *id = o->name + strlen(m->prefix);
+
+	if (is_prefix || strncmp(o->name, m->prefix, strlen(m->prefix)) ||
+	    strtoll(id, NULL, 10) == m->keep)
+		return 0;
+	m->rc = store_delete(m->s, o->name, o->generation, m->e);
+	if (m->rc == CLOUD_ENOTFOUND || m->rc == CLOUD_EPRECONDITION) {
+		err_init(m->e);
+		m->rc = 0;
+	}
+	return m->rc;
+}
+
+int ckpt_tier_mark(struct store *s, const char *host, int64_t id, bool live,
+		   struct err *e)
+{
+	char name[CKPT_NAME_MAX], prefix[CKPT_NAME_MAX];
+	struct old_marks m = { s, prefix, id, 0, e };
+	int r;
+
+	err_init(e);
+	tier_mark_name(name, sizeof(name), host, id);
+	if (!live) {
+		r = store_delete(s, name, STORE_ANY_GENERATION, e);
+		if (r == CLOUD_ENOTFOUND) {
+			err_init(e);
+			r = 0;
+		}
+		return r;
+	}
+	snprintf(prefix, sizeof(prefix), PEERS_PREFIX "%s" TIER_TAG, host);
+	r = store_list(s, prefix, "/", old_mark_cb, &m, e);
+	if (!r)
+		r = m.rc;
+	return r ? r : ckpt_put_marker(s, name, e);
 }
 
 int ckpt_fast_record(struct store *s, uint64_t step, const char *part,
@@ -43,14 +133,14 @@ int ckpt_fast_record(struct store *s, uint64_t step, const char *part,
 			      (unsigned long long)r->stats.bytes_unpacked);
 	for (size_t i = 0; i < n && at < sizeof(leaf); i++) {
 		if (strchr(holders[i].host, '~') || !holders[i].host[0] ||
-		    holders[i].since <= 0)
-			return err_set(e, CKPT_EINVAL, "holder \"%s\" (since "
+		    holders[i].tier <= 0)
+			return err_set(e, CKPT_EINVAL, "holder \"%s\" (tier "
 				       "%lld) cannot be recorded",
 				       holders[i].host,
-				       (long long)holders[i].since);
+				       (long long)holders[i].tier);
 		at += (size_t)snprintf(leaf + at, sizeof(leaf) - at,
 				       "~%s~%lld", holders[i].host,
-				       (long long)holders[i].since);
+				       (long long)holders[i].tier);
 	}
 	if (at >= sizeof(leaf))
 		return err_set(e, CKPT_EINVAL, "part name %s is too long for "
@@ -80,7 +170,7 @@ bool ckpt_fast_parse_leaf(const char *leaf, int64_t generation,
 {
 	const char *tag = strstr(leaf, CKPT_PART_SUFFIX CKPT_FAST_TAG);
 	char buf[FAST_LEAF_MAX], *at;
-	uint64_t crc, size, unpacked, since;
+	uint64_t crc, size, unpacked, tier;
 
 	memset(p, 0, sizeof(*p));
 	if (!tag || strlen(leaf) >= sizeof(buf) ||
@@ -101,9 +191,9 @@ bool ckpt_fast_parse_leaf(const char *leaf, int64_t generation,
 			return false;
 		snprintf(h->host, sizeof(h->host), "%.*s", (int)(sep - at), at);
 		at = sep + 1;
-		if (!take_u64(&at, 10, &since) || !since)
+		if (!take_u64(&at, 10, &tier) || !tier)
 			return false;
-		h->since = (int64_t)since;
+		h->tier = (int64_t)tier;
 		p->nholders++;
 	}
 	if (*at || !p->nholders)
@@ -118,10 +208,10 @@ bool ckpt_fast_parse_leaf(const char *leaf, int64_t generation,
 	return true;
 }
 
-/* The address records' generations, host by host, from one LIST. */
+/* The tiers marked live, host by host, from one LIST. */
 struct peers_seen {
 	char (*host)[64];
-	int64_t *gen;
+	int64_t *tier;
 	size_t n, cap;
 	struct err *e;
 };
@@ -130,37 +220,42 @@ static int peers_cb(void *ud, const struct store_object *o, bool is_prefix)
 {
 	struct peers_seen *p = ud;
 	const char *leaf = o->name + strlen(PEERS_PREFIX);
-	size_t len = strlen(leaf);
+	const char *tag = strstr(leaf, TIER_TAG);
+	size_t len = tag ? (size_t)(tag - leaf) : 0;
+	char *end;
+	long long id;
 
 	if (is_prefix || strncmp(o->name, PEERS_PREFIX, strlen(PEERS_PREFIX)) ||
-	    len <= 5 || len - 5 >= sizeof(p->host[0]) ||
-	    strcmp(leaf + len - 5, ".json"))
+	    !len || len >= sizeof(p->host[0]))
+		return 0;
+	errno = 0;
+	id = strtoll(tag + strlen(TIER_TAG), &end, 10);
+	if (errno || *end || id <= 0)
 		return 0;
 	if (p->n == p->cap) {
 		size_t nc = p->cap ? 2 * p->cap : 64;
 		char (*h)[64] = realloc(p->host, nc * sizeof(*h));
-		int64_t *g;
+		int64_t *t;
 
 		if (!h)
 			return err_set(p->e, CKPT_ENOMEM, "out of memory");
 		p->host = h;
-		g = realloc(p->gen, nc * sizeof(*g));
-		if (!g)
+		t = realloc(p->tier, nc * sizeof(*t));
+		if (!t)
 			return err_set(p->e, CKPT_ENOMEM, "out of memory");
-		p->gen = g;
+		p->tier = t;
 		p->cap = nc;
 	}
-	snprintf(p->host[p->n], sizeof(p->host[0]), "%.*s", (int)(len - 5),
-		 leaf);
-	p->gen[p->n++] = o->generation;
+	snprintf(p->host[p->n], sizeof(p->host[0]), "%.*s", (int)len, leaf);
+	p->tier[p->n++] = id;
 	return 0;
 }
 
 static bool holder_live(const struct peers_seen *p, const struct ckpt_holder *h)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (!strcmp(p->host[i], h->host))
-			return p->gen[i] == h->since;
+		if (p->tier[i] == h->tier && !strcmp(p->host[i], h->host))
+			return true;
 	return false;
 }
 
@@ -237,7 +332,7 @@ int ckpt_choose_step(struct store *s, uint64_t below, uint64_t *step,
 			 "holds %s", (unsigned long long)st->step, why);
 	}
 	free(peers.host);
-	free(peers.gen);
+	free(peers.tier);
 	ckpt_list_release(&l);
 	return 0;
 }

@@ -240,15 +240,15 @@ static int parse_holders(json_t *arr, struct ckpt_part *part)
 	json_array_foreach(arr, i, h) {
 		const char *host = json_string_value(json_object_get(h,
 								     "host"));
-		json_t *since = json_object_get(h, "since");
+		json_t *tier = json_object_get(h, "tier");
 
 		if (!host || !*host ||
 		    strlen(host) >= sizeof(part->holders[0].host) ||
-		    !json_is_integer(since) || json_integer_value(since) <= 0)
+		    !json_is_integer(tier) || json_integer_value(tier) <= 0)
 			return -1;
 		snprintf(part->holders[i].host, sizeof(part->holders[i].host),
 			 "%s", host);
-		part->holders[i].since = (int64_t)json_integer_value(since);
+		part->holders[i].tier = (int64_t)json_integer_value(tier);
 		part->nholders++;
 	}
 	return 0;
@@ -357,7 +357,7 @@ static int add_holders(json_t *p, const struct ckpt_part *part)
 	for (size_t k = 0; arr && k < part->nholders; k++)
 		if (json_array_append_new(arr, json_pack(
 				"{s:s, s:I}", "host", part->holders[k].host,
-				"since", (json_int_t)part->holders[k].since))) {
+				"tier", (json_int_t)part->holders[k].tier))) {
 			json_decref(arr);
 			arr = NULL;
 		}
@@ -479,7 +479,7 @@ int ckpt_list(struct store *s, struct ckpt_list *out, struct err *e)
 				st->corrupt = true;
 				r = listed_step(sst, st, e);
 			} else if (r == CLOUD_ENOTFOUND) {
-				/* Pruned since it was listed. */
+				/* Pruned tier it was listed. */
 				err_init(e);
 				r = 0;
 				if (!sst->nobjs)

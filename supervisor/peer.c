@@ -33,14 +33,14 @@
 #define ADDR_MAX 4096
 #define SECRET_LEN 128
 
-/* The partner's address as last read, port 0 none, and its record's
- * generation (a fast-tier holder's since). Read once, not per checkpoint
+/* The partner's address as last read, port 0 none, and its local tier's
+ * id (a fast-tier holder's). Read once, not per checkpoint
  * (a GET per worker per step), and again when a push to it fails (the
  * partner restarted elsewhere). */
 struct partner_addr {
 	char host[256];
 	unsigned port;
-	int64_t since;
+	int64_t tier;
 };
 
 struct peer {
@@ -62,9 +62,7 @@ struct peer {
 	/* The pusher's and the uploader's (peer_hold), each its own. */
 	struct partner_addr pushing_to, holding_at;
 
-	/* Under mu: the generation of this host's address record as it
-	 * last published it (a fast-tier holder's since). */
-	int64_t published;
+	int64_t tier;              /* this host's local tier's id */
 	bool leaving;              /* under mu: peer_leaving was called */
 };
 
@@ -78,13 +76,12 @@ unsigned peer_partner(unsigned p, unsigned n, unsigned workers_per_slice)
 }
 
 /* Where the worker whose part is `part` listens, as it last said;
- * *since (may be NULL) gets the record's generation. */
+ * *tier (may be NULL) gets its local tier's id. */
 static int read_addr(struct store *s, const char *part, char *host,
-		     size_t cap, unsigned *port, int64_t *since,
+		     size_t cap, unsigned *port, int64_t *tier,
 		     struct err *e)
 {
 	char name[300], *data = NULL;
-	struct store_object so;
 	size_t len;
 	json_t *o;
 	const char *h;
@@ -92,12 +89,9 @@ static int read_addr(struct store *s, const char *part, char *host,
 	int r;
 
 	ckpt_peer_addr_name(name, sizeof(name), part);
-	r = store_read(s, name, ADDR_MAX, &data, &len, &so, e);
+	r = store_read(s, name, ADDR_MAX, &data, &len, NULL, e);
 	if (r)
 		return r;
-	if (since)
-		*since = so.generation;
-	store_object_release(&so);
 	o = json_loadb(data, len, 0, NULL);
 	free(data);
 	h = json_string_value(json_object_get(o, "host"));
@@ -110,39 +104,39 @@ static int read_addr(struct store *s, const char *part, char *host,
 	}
 	snprintf(host, cap, "%s", h);
 	*port = (unsigned)pt;
+	if (tier)
+		*tier = json_integer_value(json_object_get(o, "tier"));
 	json_decref(o);
 	return 0;
 }
 
-/* This host's address record; leaving: its machine is going away, and
- * with it every copy it holds (a new generation of the record says so
- * to ckpt_choose_step). */
+/* This host's address record and its local tier's mark; leaving: its
+ * machine is going away, and with it every copy it holds, which
+ * ckpt_choose_step must no longer count on. */
 static int publish(struct peer *p, struct store *s, bool leaving,
 		   struct err *e)
 {
 	char name[300], now[40], *text;
-	struct store_object so;
 	json_t *o;
 	int r;
 
 	ckpt_peer_addr_name(name, sizeof(name), p->part);
 	rfc3339_now(now, sizeof(now));
-	o = json_pack("{s:s, s:i, s:s, s:b}", "host", p->advertise, "port",
-		      (int)p->port, "time", now, "leaving", leaving);
+	o = json_pack("{s:s, s:i, s:s, s:b, s:I}", "host", p->advertise,
+		      "port", (int)p->port, "time", now, "leaving", leaving,
+		      "tier", (json_int_t)p->tier);
 	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!text)
 		return err_set(e, COMMON_ENOMEM, "out of memory");
-	r = store_put(s, name, text, strlen(text), STORE_ANY_GENERATION, &so,
-		      e);
+	/* Unmarked before it says it is leaving, marked before it says
+	 * where it is: never an address whose copies count but are gone. */
+	r = leaving ? ckpt_tier_mark(s, p->part, p->tier, false, e) : 0;
+	if (!r)
+		r = store_put(s, name, text, strlen(text),
+			      STORE_ANY_GENERATION, NULL, e);
 	free(text);
-	if (r)
-		return r;
-	pthread_mutex_lock(&p->mu);
-	p->published = so.generation;
-	pthread_mutex_unlock(&p->mu);
-	store_object_release(&so);
-	return 0;
+	return r || leaving ? r : ckpt_tier_mark(s, p->part, p->tier, true, e);
 }
 
 static const char *partner_part(const struct peer *p, char *out, size_t cap)
@@ -167,7 +161,7 @@ static int push_once(struct peer *p, struct store *s, struct partner_addr *a,
 
 	if (!a->port)
 		r = read_addr(s, partner, a->host, sizeof(a->host), &a->port,
-			      &a->since, e);
+			      &a->tier, e);
 	c.port = a->port;
 	if (!r)
 		r = ckpt_peer_push(&c, step, p->part, path, e);
@@ -418,6 +412,7 @@ int peer_start(struct peer **out, const struct peer_config *c,
 	if ((r = store_open(&p->store, c->run_url, e)) ||
 	    (r = ckpt_peer_secret(p->store, p->secret, sizeof(p->secret), e)) ||
 	    (r = fs_mkdir_p(p->held_dir, 0700, e)) ||
+	    (r = ckpt_tier_id(c->local_dir, &p->tier, e)) ||
 	    (r = listen_on(p, e)) || (r = wake_pipe(p, e)) ||
 	    (r = publish(p, p->store, false, e))) {
 		peer_free(p);
@@ -464,7 +459,7 @@ size_t peer_hold(struct peer *p, struct store *s, uint64_t step,
 	pthread_mutex_lock(&p->mu);
 	if (!p->leaving) {
 		snprintf(h[0].host, sizeof(h[0].host), "%s", p->part);
-		h[0].since = p->published;
+		h[0].tier = p->tier;
 		n = 1;
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -477,7 +472,7 @@ size_t peer_hold(struct peer *p, struct store *s, uint64_t step,
 		return n;
 	}
 	snprintf(h[n].host, sizeof(h[n].host), "%s", partner);
-	h[n].since = p->holding_at.since;
+	h[n].tier = p->holding_at.tier;
 	n++;
 	log_info("peer tier: fast-tier step %llu pushed to %s in %llu ms",
 		 (unsigned long long)step, partner,

@@ -4,8 +4,9 @@
  * byte to the store; the committer's FAST names every part's checksum
  * and holders once each has its record, and never with a part missing or
  * recorded twice differently; ckpt_choose_step takes the newest fast step
- * every part of which has a live holder (its address record unchanged),
- * else the store's newest; a fast step restores from the local tier and
+ * every part of which has a live holder (its local tier's id marked in
+ * the bucket: kept by a reboot, not by a new disk or a notice), else the
+ * store's newest; a fast step restores from the local tier and
  * never from the store, whose absence is a clear error; a corrupt FAST
  * and malformed records are no step; a new generation discards its fast
  * records and FAST above the step it restored.
@@ -26,28 +27,18 @@ TestSuite(fast_tier, .init = ckpt_setup, .fini = ckpt_teardown,
 
 static const char *const hosts[2] = { "slice-0-worker-0", "slice-1-worker-0" };
 
-/* The generation of host's address record now (a fresh one each call
- * when publish), as the peer tier publishes it. */
-static int64_t address(struct store *s, const char *host, bool publish)
+/* Host h's local tier's id, marked live in the bucket as its
+ * supervisor does at its start (again after a reboot: the same id). */
+static int64_t mark(struct store *s, int h, char local[2][PATHLEN])
 {
-	char name[256];
-	struct store_object o;
-	int64_t gen;
+	int64_t id = 0;
 	struct err e;
 
-	ckpt_peer_addr_name(name, sizeof(name), host);
-	if (publish) {
-		const char *text = "{\"host\":\"127.0.0.1\",\"port\":9}";
-
-		cr_assert_eq(store_put(s, name, text, strlen(text),
-				       STORE_ANY_GENERATION, &o, &e),
-			     0, "%s", e.msg);
-	} else {
-		cr_assert_eq(store_stat(s, name, &o, &e), 0, "%s", e.msg);
-	}
-	gen = o.generation;
-	store_object_release(&o);
-	return gen;
+	cr_assert_eq(ckpt_tier_id(local[h], &id, &e), 0, "%s", e.msg);
+	cr_assert_gt(id, 0);
+	cr_assert_eq(ckpt_tier_mark(s, hosts[h], id, true, &e), 0, "%s",
+		     e.msg);
+	return id;
 }
 
 /* Host h's part of step, kept fast in its local tier local[h], held by
@@ -76,7 +67,7 @@ static bool save_fast(struct store *s, const char *src, uint64_t step,
 	for (int k = 0; k < 2; k++) {
 		snprintf(held[k].host, sizeof(held[k].host), "%s",
 			 hosts[(h + k) % 2]);
-		held[k].since = address(s, held[k].host, false);
+		held[k].tier = mark(s, (h + k) % 2, local);
 	}
 	cr_assert_eq(ckpt_fast_record(s, step, hosts[h], &r, held, 2, &e), 0,
 		     "%s", e.msg);
@@ -97,7 +88,6 @@ static struct store *three_steps(char *src, char local[2][PATHLEN])
 	path_of(local[1], "local-1");
 	make_tree(src, "fast");
 	for (int h = 0; h < 2; h++) {
-		address(s, hosts[h], true);
 		ckpt_save_options_init(&o);
 		o.part = hosts[h];
 		o.parts_expected = 2;
@@ -165,13 +155,25 @@ Test(fast_tier, the_newest_step_held_by_a_live_host_is_chosen)
 	cr_assert_eq(chosen(s, 30, &fast), 20);
 	cr_assert_eq(chosen(s, 20, &fast), 10);
 	cr_assert_not(fast);
-	/* One host gone (its record republished): its partner still holds
-	 * its part, and it holds its partner's. */
-	address(s, hosts[1], true);
+	/* Both rebooted, their disks kept: still held. */
+	mark(s, 0, local);
+	mark(s, 1, local);
+	cr_assert_eq(chosen(s, 0, &fast), 30);
+	/* One host on a new disk (a new id; its old mark goes): its
+	 * partner still holds its part, and it holds its partner's. */
+	cr_assert_eq(sh("rm -rf '%s'", local[1]), 0);
+	mark(s, 1, local);
 	cr_assert_eq(chosen(s, 0, &fast), 30);
 	cr_assert(fast);
-	/* Both gone with their disks: the store's newest. */
-	address(s, hosts[0], true);
+	/* The other told its machine is going away: no live holder of
+	 * host 1's part is left. */
+	{
+		int64_t id = mark(s, 0, local);
+		struct err e;
+
+		cr_assert_eq(ckpt_tier_mark(s, hosts[0], id, false, &e), 0,
+			     "%s", e.msg);
+	}
 	cr_assert_eq(chosen(s, 0, &fast), 10);
 	cr_assert_not(fast);
 	store_close(s);
@@ -231,8 +233,6 @@ Test(fast_tier, a_part_missing_or_recorded_twice_commits_nothing)
 	path_of(local[0], "local-0");
 	path_of(local[1], "local-1");
 	make_tree(src, "one");
-	address(s, hosts[0], true);
-	address(s, hosts[1], true);
 	cr_assert_not(save_fast(s, src, 40, 0, local));
 	write_text(src, "more.txt", "a different tree", 0644);
 	cr_assert_not(save_fast(s, src, 40, 0, local));
@@ -254,7 +254,7 @@ Test(fast_tier, a_corrupt_manifest_or_record_is_no_step)
 		"{\"step\": 30, \"time\": \"x\", \"parts\": [{\"name\": "
 		"\"slice-0-worker-0.tar.zst\", \"size\": 1, \"crc32c\": 1, "
 		"\"generation\": 1, \"holders\": [{\"host\": \"\", "
-		"\"since\": 1}]}]}",
+		"\"tier\": 1}]}]}",
 		"[1, 2",
 		"{\"step\": 31, \"time\": \"x\", \"parts\": []}",
 	};
@@ -285,7 +285,7 @@ Test(fast_tier, a_corrupt_manifest_or_record_is_no_step)
 	cr_assert_eq(p.unpacked, 3);
 	cr_assert_eq(p.nholders, 2);
 	cr_assert_str_eq(p.holders[1].host, "g");
-	cr_assert_eq(p.holders[1].since, 5);
+	cr_assert_eq(p.holders[1].tier, 5);
 	free(p.name);
 	store_close(s);
 }

@@ -584,10 +584,10 @@ Test(status, a_fast_tier_step_is_shown_and_no_save_in_progress)
 	    "{\"step\": 250, \"time\": \"2026-01-01T00:00:00Z\", \"parts\": "
 	    "[{\"name\": \"slice-0-worker-0.tar.zst\", \"size\": 9, "
 	    "\"crc32c\": 1, \"generation\": 1, \"holders\": [{\"host\": "
-	    "\"slice-0-worker-0\", \"since\": 5}]}, {\"name\": "
+	    "\"slice-0-worker-0\", \"tier\": 5}]}, {\"name\": "
 	    "\"slice-0-worker-1.tar.zst\", \"size\": 9, \"crc32c\": 1, "
 	    "\"generation\": 1, \"holders\": [{\"host\": \"slice-0-worker-1\", "
-	    "\"since\": 6}]}]}\n");
+	    "\"tier\": 6}]}]}\n");
 	age_step(250, 1000);
 	put_status(0, 0, "running", 3, 260, 250, 3, "training", 2);
 	put_status(0, 1, "running", 3, 260, 250, 3, "training", 2);

@@ -48,6 +48,8 @@ static const char *step_s;
 static const char *bad_host_pattern;
 /* The job's persist_every (0: every step to the bucket). */
 static unsigned persist_every;
+/* SGD_STEPS; 0: 120. */
+static unsigned sgd_steps;
 
 static void cleanup(void)
 {
@@ -62,6 +64,7 @@ static void cleanup(void)
 	step_s = NULL;
 	bad_host_pattern = NULL;
 	persist_every = 0;
+	sgd_steps = 0;
 }
 
 TestSuite(local, .fini = cleanup, .timeout = 400);
@@ -145,12 +148,15 @@ static void prepare(struct prepared_run *p, const char *name,
 	}
 	{
 		const char *vars[] = {
-			"SGD_STEPS=120", "PYTHONUNBUFFERED=1",
+			"PYTHONUNBUFFERED=1",
 			"TOY_TOTAL=120", "TOY_STEP_S=0.1",
 		};
 
 		for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++)
 			cr_assert_eq(strlist_push(&p->job.env, vars[i]), 0);
+		snprintf(kv, sizeof(kv), "SGD_STEPS=%u",
+			 sgd_steps ? sgd_steps : 120);
+		cr_assert_eq(strlist_push(&p->job.env, kv), 0);
 		snprintf(kv, sizeof(kv), "SGD_STEP_S=%s",
 			 step_s ? step_s : "0.1");
 		cr_assert_eq(strlist_push(&p->job.env, kv), 0);
@@ -682,66 +688,64 @@ static int64_t restored_step(const char *url, int64_t gen)
 /* --persist-every 40 with a checkpoint every 10 steps: steps 40, 80, ...
  * go to the bucket, the others are committed on the fast tiers alone
  * (FAST names their parts and holders; no part in the bucket). A crash
- * restarts in place from the newest fast step, off local disks. Slice
- * 1's preemption leaves its partners in slice 0 holding its parts. Both
- * slices' preemption loses every host with its partner: their fast
- * steps are passed over for the bucket's newest, and the run still ends
- * with the calm run's parameters, to the bit. */
+ * restarts in place from the newest fast step, off local disks, and so
+ * does a reset (every VM rebooted, its disk kept). Slice 1's preemption
+ * leaves its partners in slice 0 holding its parts. Both slices'
+ * preemption loses every host with its partner: their fast steps are
+ * passed over for the bucket's newest, and the run still ends with the
+ * calm run's parameters, to the bit. */
 Test(local, fast_tier_steps_restore_from_hosts_and_fall_back_to_the_bucket)
 {
 	struct prepared_run p;
 	struct local_options o = {
-		.format = 1, .chaos = "crash:worker=1@2.5s,"
-				      "preempt:slice=1@5s,preempt@7.5s",
+		.format = 1, .chaos = "crash:worker=1@2.5s,reset@5s,"
+				      "preempt:slice=1@7.5s,preempt@10s",
 	};
 	struct captured c;
-	char seq[256], crash[128], one[128], all[128], steps[1024];
+	char seq[256], src[4][128], steps[1024], want[32];
+	const char *const sources[4] = {
+		"00:local 01:local 10:local 11:local",
+		"00:local 01:local 10:local 11:local",
+		"00:local 01:local 10:peer 11:peer",
+		"00:bucket 01:bucket 10:bucket 11:bucket",
+	};
 	char *chaos_params;
 	int64_t first, last;
+	size_t fast = 0;
 	json_t *s;
 
 	persist_every = 40;
+	sgd_steps = 160;
 	s = run_to_summary(&p, &o, "fast", 10, 10, &c);
 	cr_assert_str_eq(json_string_value(json_object_get(s, "end")), "done");
 	generation_causes(c.out, seq, sizeof(seq));
-	cr_assert(!strncmp(seq, "trainer/signal infrastructure/preemption "
-				"infrastructure/preemption", 66),
+	cr_assert(!strncmp(seq, "trainer/signal infrastructure/reset "
+				"infrastructure/preemption "
+				"infrastructure/preemption", 87),
 		  "%s\n%s", seq, c.out);
 	bucket_steps(p.run_url, steps, sizeof(steps));
 	/* The crash's restart: a fast step, off every host's own disk. */
 	first = restored_step(p.run_url, 2);
 	cr_assert(first > 0 && first % 40, "restored %lld; steps %s",
 		  (long long)first, steps);
-	restore_sources(p.run_url, 2, crash, sizeof(crash));
-	cr_assert_str_eq(crash, "00:local 01:local 10:local 11:local",
-			 "%s\n%s", crash, c.out);
-	restore_sources(p.run_url, 3, one, sizeof(one));
-	cr_assert_str_eq(one, "00:local 01:local 10:peer 11:peer", "%s\n%s",
-			 one, c.out);
-	/* Every host lost with its partner: the bucket's newest step. */
-	restore_sources(p.run_url, 4, all, sizeof(all));
-	cr_assert_str_eq(all, "00:bucket 01:bucket 10:bucket 11:bucket",
-			 "%s (steps %s)\n%s", all, steps, c.out);
-	last = restored_step(p.run_url, 4);
-	{
-		char want[32];
-
-		snprintf(want, sizeof(want), "%lld:B", (long long)last);
-		cr_assert(strstr(steps, want), "restored %lld; steps %s",
-			  (long long)last, steps);
+	for (int g = 0; g < 4; g++) {
+		restore_sources(p.run_url, g + 2, src[g], sizeof(src[g]));
+		cr_assert_str_eq(src[g], sources[g], "generation %d: %s "
+				 "(steps %s)\n%s", g + 2, src[g], steps, c.out);
 	}
+	/* Every host lost with its partner: the bucket's newest step. */
+	last = restored_step(p.run_url, 5);
+	snprintf(want, sizeof(want), "%lld:B", (long long)last);
+	cr_assert(strstr(steps, want), "restored %lld; steps %s",
+		  (long long)last, steps);
 	/* The others stayed on the fast tiers, with no part in the
 	 * bucket: its parts are of the 40th steps and the leaving hosts'
 	 * last ones alone. */
 	cr_assert(strstr(steps, "10:F") && strstr(steps, "20:F") &&
-		  strstr(steps, "120:B"), "%s", steps);
-	{
-		size_t fast = 0;
-
-		for (const char *q = steps; (q = strstr(q, ":F")); q++)
-			fast++;
-		cr_assert_geq(fast, 6, "%s", steps);
-	}
+		  strstr(steps, "160:B"), "%s", steps);
+	for (const char *q = steps; (q = strstr(q, ":F")); q++)
+		fast++;
+	cr_assert_geq(fast, 8, "%s", steps);
 	chaos_params = final_params();
 	run_done(&p, &c, s);
 	persist_every = 0;
