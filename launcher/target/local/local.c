@@ -855,6 +855,23 @@ static void poll_events(struct lrun *r)
 
 /* ---- ending ---- */
 
+/* control.json's word on how the run ended, when the history has not
+ * said it: the supervisors leave once they see the run done or failed,
+ * and under load the provider can find them all gone before it has read
+ * the event that says why (the sanitizer run at 0d2ce77: a failed run
+ * reported as "running"). */
+static void settle_state(struct lrun *r)
+{
+	struct control c;
+	struct err e;
+
+	if (strcmp(r->state, "running") || control_load(r->store, &c, &e))
+		return;
+	if (!strcmp(c.state, "done") || !strcmp(c.state, "failed") ||
+	    !strcmp(c.state, "stopping"))
+		set_state(r, c.state, c.reason);
+}
+
 static bool any_running(const struct lrun *r)
 {
 	for (unsigned i = 0; i < r->n; i++)
@@ -1193,6 +1210,7 @@ int local_run(const struct prepared_run *run, const struct local_options *o)
 	sweep(&r);
 	/* The supervisors wrote their last events before they exited. */
 	poll_events(&r);
+	settle_state(&r);
 	if (!how) {
 		how = r.state[0] ? r.state : "ended";
 		status = !strcmp(r.state, "done") ? 0 : 1;

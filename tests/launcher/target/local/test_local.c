@@ -388,6 +388,8 @@ Test(local, counts_the_steps_a_crash_makes_it_train_again)
 struct causes {
 	char *seq;
 	size_t o, cap;
+	int64_t gens[16];      /* each cause's generation */
+	size_t n;
 };
 
 static void add_cause(json_t *j, void *arg)
@@ -403,6 +405,9 @@ static void add_cause(json_t *j, void *arg)
 	 * by class below check. */
 	if (kind && !strcmp(kind, "waiting-for-hosts"))
 		return;
+	if (c->n < sizeof(c->gens) / sizeof(c->gens[0]))
+		c->gens[c->n++] = json_integer_value(json_object_get(
+			j, "generation"));
 	if (c->o < c->cap)
 		c->o += (size_t)snprintf(
 			c->seq + c->o, c->cap - c->o, "%s%s/%s",
@@ -414,7 +419,7 @@ static void add_cause(json_t *j, void *arg)
  * hosts, in order, as "class/kind" joined by spaces. */
 static void generation_causes(const char *out, char *seq, size_t cap)
 {
-	struct causes c = { seq, 0, cap };
+	struct causes c = { .seq = seq, .cap = cap };
 
 	seq[0] = '\0';
 	each_event(out, "generation", add_cause, &c);
@@ -608,21 +613,6 @@ static void restore_sources(const char *url, int64_t from, int64_t to,
 	store_close(st);
 }
 
-struct cause_gens {
-	int64_t *v;
-	size_t n, cap;
-};
-
-static void add_cause_gen(json_t *j, void *arg)
-{
-	struct cause_gens *c = arg;
-	const char *kind = json_string_value(json_object_get(j, "kind"));
-
-	if ((kind && !strcmp(kind, "waiting-for-hosts")) || c->n == c->cap)
-		return;
-	c->v[c->n++] = json_integer_value(json_object_get(j, "generation"));
-}
-
 /* The restores each failure made, in order: the first restore of each
  * worker from the generation the failure made up to the next failure's
  * (a peer's wait for hosts coming back, a generation of its own on a
@@ -631,16 +621,16 @@ static void add_cause_gen(json_t *j, void *arg)
 static int64_t restores_by_cause(const char *out, const char *url,
 				 char src[][128], size_t n)
 {
-	int64_t gens[16];
-	struct cause_gens c = { gens, 0, 16 };
+	char seq[1024];
+	struct causes c = { .seq = seq, .cap = sizeof(seq) };
 
-	each_event(out, "generation", add_cause_gen, &c);
+	each_event(out, "generation", add_cause, &c);
 	cr_assert_geq(c.n, n, "%zu failures, not %zu", c.n, n);
 	for (size_t k = 0; k < n; k++)
-		restore_sources(url, gens[k],
-				k + 1 < c.n ? gens[k + 1] - 1 : INT64_MAX,
+		restore_sources(url, c.gens[k],
+				k + 1 < c.n ? c.gens[k + 1] - 1 : INT64_MAX,
 				src[k], 128);
-	return gens[n - 1];
+	return c.gens[n - 1];
 }
 
 /* A crash restarts every trainer in place: each restores its part from
