@@ -210,8 +210,7 @@ bool ckpt_fast_parse_leaf(const char *leaf, int64_t generation,
 
 /* The tiers marked live, host by host, from one LIST. */
 struct peers_seen {
-	char (*host)[64];
-	int64_t *tier;
+	struct ckpt_holder *v;
 	size_t n, cap;
 	struct err *e;
 };
@@ -226,7 +225,7 @@ static int peers_cb(void *ud, const struct store_object *o, bool is_prefix)
 	long long id;
 
 	if (is_prefix || strncmp(o->name, PEERS_PREFIX, strlen(PEERS_PREFIX)) ||
-	    !len || len >= sizeof(p->host[0]))
+	    !len || len >= sizeof(p->v[0].host))
 		return 0;
 	errno = 0;
 	id = strtoll(tag + strlen(TIER_TAG), &end, 10);
@@ -234,27 +233,23 @@ static int peers_cb(void *ud, const struct store_object *o, bool is_prefix)
 		return 0;
 	if (p->n == p->cap) {
 		size_t nc = p->cap ? 2 * p->cap : 64;
-		char (*h)[64] = realloc(p->host, nc * sizeof(*h));
-		int64_t *t;
+		struct ckpt_holder *v = realloc(p->v, nc * sizeof(*v));
 
-		if (!h)
+		if (!v)
 			return err_set(p->e, CKPT_ENOMEM, "out of memory");
-		p->host = h;
-		t = realloc(p->tier, nc * sizeof(*t));
-		if (!t)
-			return err_set(p->e, CKPT_ENOMEM, "out of memory");
-		p->tier = t;
+		p->v = v;
 		p->cap = nc;
 	}
-	snprintf(p->host[p->n], sizeof(p->host[0]), "%.*s", (int)len, leaf);
-	p->tier[p->n++] = id;
+	snprintf(p->v[p->n].host, sizeof(p->v[0].host), "%.*s", (int)len,
+		 leaf);
+	p->v[p->n++].tier = id;
 	return 0;
 }
 
 static bool holder_live(const struct peers_seen *p, const struct ckpt_holder *h)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (p->tier[i] == h->tier && !strcmp(p->host[i], h->host))
+		if (p->v[i].tier == h->tier && !strcmp(p->v[i].host, h->host))
 			return true;
 	return false;
 }
@@ -331,8 +326,7 @@ int ckpt_choose_step(struct store *s, uint64_t below, uint64_t *step,
 		log_info("fast-tier step %llu is not restorable: no live host "
 			 "holds %s", (unsigned long long)st->step, why);
 	}
-	free(peers.host);
-	free(peers.tier);
+	free(peers.v);
 	ckpt_list_release(&l);
 	return 0;
 }
